@@ -1,0 +1,25 @@
+package dev.loupe.bpf;
+
+/**
+ * Sampler counters since start. Drops are samples lost; read errors and truncations are samples kept
+ * with a shortened user stack.
+ *
+ * @param samples          samples taken (not idle, passing the pid filter)
+ * @param idle             samples of idle CPUs (ignored)
+ * @param filtered         samples of processes outside the pid filter (ignored)
+ * @param ringBufferDrops  samples lost because the ring buffer was full
+ * @param userReadErrors   user stacks cut short because a frame could not be read
+ * @param userTruncated    user stacks deeper than the frame limit
+ * @param kernelErrors     kernel stacks that could not be taken
+ * @param delivered        samples decoded and handed to the consumer
+ * @param decodeErrors     records that could not be decoded (lost)
+ */
+public record SamplerStats(long samples, long idle, long filtered, long ringBufferDrops, long userReadErrors,
+                           long userTruncated, long kernelErrors, long delivered, long decodeErrors) {
+    public static final SamplerStats EMPTY = new SamplerStats(0, 0, 0, 0, 0, 0, 0, 0, 0);
+
+    /** Samples lost for any reason. */
+    public long dropped() {
+        return ringBufferDrops + decodeErrors;
+    }
+}

@@ -1,0 +1,106 @@
+package dev.loupe.bpf;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+/** Loads the real BPF program into the kernel. Never skipped: CI runs as root with BPF. */
+class PerfEventSamplerTest {
+    private final List<Process> children = new ArrayList<>();
+
+    @AfterEach
+    void killChildren() {
+        children.forEach(Process::destroyForcibly);
+    }
+
+    private Process spawn(String... cmd) throws Exception {
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+        children.add(p);
+        return p;
+    }
+
+    private static List<RawSample> collect(PerfEventSampler s, Duration d) throws BpfException {
+        List<RawSample> out = new ArrayList<>();
+        long end = System.nanoTime() + d.toNanos();
+        while (System.nanoTime() < end) {
+            s.poll(Duration.ofMillis(100), out::add);
+        }
+        s.poll(Duration.ZERO, out::add);
+        return out;
+    }
+
+    @Test
+    void samplesOnlyTheFilteredBusyProcessWithUserStacks() throws Exception {
+        availableOrFail();
+        Process spin = spawn("/bin/sh", "-c", "while :; do :; done");
+        int pid = (int) spin.pid();
+        try (PerfEventSampler s = PerfEventSampler.open(99, Set.of(pid))) {
+            List<RawSample> samples = collect(s, Duration.ofSeconds(2));
+            // One busy thread at 99 Hz for 2 s: about 198 samples; allow for scheduling noise.
+            assertTrue(samples.size() > 120 && samples.size() < 260, "samples: " + samples.size());
+            for (RawSample r : samples) {
+                assertEquals(pid, r.pid(), "pid filter");
+                assertEquals("sh", r.comm());
+                assertTrue(r.userStack().length >= 1, "user stack present");
+                assertTrue(r.userStack()[0] > 0 && r.userStack()[0] < 0x0000800000000000L, "user-space IP");
+            }
+            SamplerStats st = s.stats();
+            assertTrue(st.filtered() > 0, "other processes were filtered out: " + st);
+            assertEquals(samples.size(), st.delivered());
+            assertEquals(0, st.dropped());
+        }
+    }
+
+    @Test
+    void kernelStacksForSyscallHeavyProcess() throws Exception {
+        availableOrFail();
+        Process dd = spawn("dd", "if=/dev/zero", "of=/dev/null", "bs=1M", "count=100000000");
+        try (PerfEventSampler s = PerfEventSampler.open(99, Set.of((int) dd.pid()))) {
+            List<RawSample> samples = collect(s, Duration.ofSeconds(2));
+            long withKernel = samples.stream().filter(r -> r.kernelStack().length > 0).count();
+            assertTrue(withKernel > samples.size() / 2, withKernel + " of " + samples.size() + " in kernel");
+            for (RawSample r : samples) {
+                for (long a : r.kernelStack()) {
+                    assertTrue(Long.compareUnsigned(a, 0xffff800000000000L) >= 0, "kernel address " + Long.toHexString(a));
+                }
+                // Even in the kernel, the user stack comes from the registers saved at syscall entry.
+                assertTrue(r.userStack().length >= 1, "user stack under kernel frames");
+            }
+        }
+    }
+
+    @Test
+    void unfilteredSamplingSeesEveryBusyProcess() throws Exception {
+        availableOrFail();
+        int a = (int) spawn("/bin/sh", "-c", "while :; do :; done").pid();
+        int b = (int) spawn("/bin/sh", "-c", "while :; do :; done").pid();
+        try (PerfEventSampler s = PerfEventSampler.open(49, Set.of())) {
+            List<RawSample> samples = collect(s, Duration.ofSeconds(2));
+            var pids = samples.stream().map(RawSample::pid).collect(java.util.stream.Collectors.toSet());
+            assertTrue(pids.contains(a) && pids.contains(b), "both spinners sampled: " + pids);
+            assertEquals(0, s.stats().filtered());
+            PerfEventSampler.ProgramStats ps = s.programStats();
+            assertTrue(ps.runCount() >= 0);
+        }
+    }
+
+    @Test
+    void rejectsFrequencyAboveKernelLimit() {
+        availableOrFail();
+        BpfException e = org.junit.jupiter.api.Assertions.assertThrows(BpfException.class,
+                () -> PerfEventSampler.open(10_000_000, Set.of()));
+        assertTrue(e.getMessage().contains("perf_event_max_sample_rate"), e.getMessage());
+    }
+
+    static void availableOrFail() {
+        BpfAvailability.unavailabilityReason().ifPresent(r -> fail("BPF must be available here (CI runs as root): " + r));
+    }
+}
