@@ -1,0 +1,127 @@
+package dev.loupe.config;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+
+/**
+ * {@code loupe run} arguments: {@code --flag value} or {@code --flag=value}. Flags override the
+ * {@code --config} file, which overrides the embedded defaults.
+ */
+public final class CommandLine {
+    /** @param help {@code --help} was given: print {@link #usage()} and do nothing else */
+    public record Parsed(boolean help, LoupeConfig config) {}
+
+    private static final Map<String, String> FLAGS = new java.util.LinkedHashMap<>();
+
+    static {
+        LoupeConfig d = LoupeConfig.defaults();
+        FLAGS.put("--config FILE", "YAML configuration file (flags override it)");
+        FLAGS.put("--frequency HZ", "samples per second per CPU, 1.." + Values.MAX_HZ + " (default " + d.frequencyHz() + ")");
+        FLAGS.put("--interval DURATION", "one profile per interval, 1s..1h (default " + d.interval().toSeconds() + "s)");
+        FLAGS.put("--duration DURATION", "stop after this long, e.g. 30s (default: run until SIGTERM)");
+        FLAGS.put("--output DIR", "directory for gzipped pprof files (default " + d.outputDir() + ")");
+        FLAGS.put("--pid PID", "profile only this process; repeat or comma-separate (default: every process)");
+        FLAGS.put("--http HOST:PORT|off", "local HTTP endpoint (default " + d.httpAddress()
+                .map(a -> a.getHostString() + ":" + a.getPort()).orElse("off") + ")");
+        FLAGS.put("--help", "show this help");
+    }
+
+    private CommandLine() {}
+
+    public static String usage() {
+        StringBuilder b = new StringBuilder("Usage: loupe run [options]\n");
+        b.append("Profiles every CPU with eBPF and writes gzipped pprof files; serves /debug/pprof/profile.\n\n");
+        for (var e : FLAGS.entrySet()) {
+            b.append(String.format("  %-24s %s%n", e.getKey(), e.getValue()));
+        }
+        return b.toString();
+    }
+
+    public static Parsed parse(String[] args) throws ConfigException {
+        List<String[]> pairs = new ArrayList<>();
+        boolean help = false;
+        Path config = null;
+        for (int i = 0; i < args.length; i++) {
+            String a = args[i];
+            if (a.equals("--help") || a.equals("-h")) {
+                help = true;
+                continue;
+            }
+            if (!a.startsWith("--")) {
+                throw new ConfigException(a, 0, "unexpected argument (options start with --; see --help)");
+            }
+            String name = a;
+            String value;
+            int eq = a.indexOf('=');
+            if (eq > 0) {
+                name = a.substring(0, eq);
+                value = a.substring(eq + 1);
+            } else {
+                if (!known(name)) {
+                    throw unknown(name);
+                }
+                if (i + 1 >= args.length) {
+                    throw new ConfigException(name, 0, "needs a value");
+                }
+                value = args[++i];
+            }
+            if (!known(name)) {
+                throw unknown(name);
+            }
+            if (name.equals("--config")) {
+                config = Path.of(value);
+            } else {
+                pairs.add(new String[] {name, value});
+            }
+        }
+        if (help) {
+            return new Parsed(true, LoupeConfig.defaults());
+        }
+        ConfigLoader.Settings s = ConfigLoader.Settings.of(config == null ? LoupeConfig.defaults() : ConfigLoader.load(config));
+        Set<Integer> flagPids = new TreeSet<>();
+        for (String[] p : pairs) {
+            String name = p[0];
+            String value = p[1];
+            try {
+                switch (name) {
+                    case "--frequency" -> s.frequency = Values.frequency(value);
+                    case "--interval" -> s.interval = Values.interval(value);
+                    case "--duration" -> s.duration = Values.runDuration(value);
+                    case "--output" -> {
+                        if (value.isBlank()) {
+                            throw new IllegalArgumentException("must name a directory");
+                        }
+                        s.output = Path.of(value);
+                    }
+                    case "--pid" -> {
+                        for (String part : value.split(",")) {
+                            flagPids.add(Values.pid(part));
+                        }
+                    }
+                    case "--http" -> s.http = java.util.Optional.ofNullable(Values.httpAddress(value));
+                    default -> throw new IllegalStateException(name);
+                }
+            } catch (IllegalArgumentException e) {
+                throw new ConfigException(name, 0, e.getMessage());
+            }
+        }
+        if (!flagPids.isEmpty()) {
+            s.pids = flagPids; // flags replace the file's list
+        }
+        return new Parsed(false, s.build(config));
+    }
+
+    private static boolean known(String name) {
+        return FLAGS.keySet().stream().anyMatch(f -> f.split(" ")[0].equals(name));
+    }
+
+    private static ConfigException unknown(String name) {
+        List<String> names = FLAGS.keySet().stream().map(f -> f.split(" ")[0]).toList();
+        String hint = ConfigLoader.closest(name, names).map(c -> " (did you mean " + c + "?)").orElse("");
+        return new ConfigException(name, 0, "unknown option" + hint + "; see --help");
+    }
+}

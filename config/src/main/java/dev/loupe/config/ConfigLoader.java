@@ -1,0 +1,232 @@
+package dev.loupe.config;
+
+import org.yaml.snakeyaml.LoaderOptions;
+import org.yaml.snakeyaml.Yaml;
+import org.yaml.snakeyaml.constructor.SafeConstructor;
+import org.yaml.snakeyaml.error.Mark;
+import org.yaml.snakeyaml.error.MarkedYAMLException;
+import org.yaml.snakeyaml.error.YAMLException;
+import org.yaml.snakeyaml.nodes.MappingNode;
+import org.yaml.snakeyaml.nodes.Node;
+import org.yaml.snakeyaml.nodes.NodeTuple;
+import org.yaml.snakeyaml.nodes.ScalarNode;
+import org.yaml.snakeyaml.nodes.SequenceNode;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.StringReader;
+import java.io.UncheckedIOException;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeSet;
+
+/**
+ * Loads YAML configuration over the embedded defaults. Works on SnakeYAML's node tree (safe: no object
+ * construction) so every error can name its line; unknown keys are errors, with a suggestion.
+ */
+public final class ConfigLoader {
+    private static final String DEFAULT_RESOURCE = "default.yaml";
+    private static final List<String> TOP_KEYS = List.of("frequency", "interval", "output", "pids", "http");
+    private static final List<String> HTTP_KEYS = List.of("address");
+    private static final LoupeConfig DEFAULTS = loadDefaults();
+
+    private ConfigLoader() {}
+
+    static LoupeConfig defaults() {
+        return DEFAULTS;
+    }
+
+    private static LoupeConfig loadDefaults() {
+        try (InputStream in = ConfigLoader.class.getResourceAsStream(DEFAULT_RESOURCE)) {
+            if (in == null) {
+                throw new IllegalStateException("embedded " + DEFAULT_RESOURCE + " missing from the jar");
+            }
+            Settings s = new Settings(1, Duration.ofSeconds(10), Path.of("profiles"), Set.of(), null, null);
+            return apply(s, new String(in.readAllBytes(), StandardCharsets.UTF_8), "default.yaml (embedded)").build(null);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        } catch (ConfigException e) {
+            throw new IllegalStateException("embedded defaults are invalid: " + e.getMessage(), e);
+        }
+    }
+
+    /** Reads {@code file} over the defaults. */
+    public static LoupeConfig load(Path file) throws ConfigException {
+        String text;
+        try {
+            text = Files.readString(file, StandardCharsets.UTF_8);
+        } catch (NoSuchFileException e) {
+            throw new ConfigException(file.toString(), 0, "no such file");
+        } catch (IOException e) {
+            throw new ConfigException(file.toString(), 0, "cannot read: " + e.getMessage());
+        }
+        return apply(Settings.of(DEFAULTS), text, file.toString()).build(file);
+    }
+
+    /** Parses YAML text over the defaults; {@code sourceName} is used in error messages. */
+    public static LoupeConfig parse(String yaml, String sourceName) throws ConfigException {
+        return apply(Settings.of(DEFAULTS), yaml, sourceName).build(null);
+    }
+
+    static Settings apply(Settings s, String text, String source) throws ConfigException {
+        Node root;
+        try {
+            LoaderOptions opts = new LoaderOptions();
+            opts.setAllowDuplicateKeys(false);
+            opts.setMaxAliasesForCollections(10);
+            opts.setCodePointLimit(1 << 20);
+            root = new Yaml(new SafeConstructor(opts)).compose(new StringReader(text));
+        } catch (MarkedYAMLException e) {
+            Mark m = e.getProblemMark() != null ? e.getProblemMark() : e.getContextMark();
+            throw new ConfigException(source, m == null ? 0 : m.getLine() + 1, "invalid YAML: " + e.getProblem());
+        } catch (YAMLException e) {
+            throw new ConfigException(source, 0, "invalid YAML: " + e.getMessage());
+        }
+        if (root == null) {
+            return s; // empty file: all defaults
+        }
+        if (!(root instanceof MappingNode map)) {
+            throw new ConfigException(source, line(root), "the top level must be a mapping of keys such as frequency: 19");
+        }
+        for (NodeTuple t : map.getValue()) {
+            String key = key(t, source, TOP_KEYS, "");
+            Node v = t.getValueNode();
+            switch (key) {
+                case "frequency" -> s.frequency = value(source, v, key, Values::frequency);
+                case "interval" -> s.interval = value(source, v, key, Values::interval);
+                case "output" -> s.output = value(source, v, key, ConfigLoader::nonEmptyPath);
+                case "pids" -> s.pids = pids(source, v);
+                case "http" -> {
+                    if (!(v instanceof MappingNode http)) {
+                        throw new ConfigException(source, line(v), "http: must be a mapping with address:");
+                    }
+                    for (NodeTuple h : http.getValue()) {
+                        key(h, source, HTTP_KEYS, "http.");
+                        s.http = Optional.ofNullable(value(source, h.getValueNode(), "http.address", Values::httpAddress));
+                    }
+                }
+                default -> throw new IllegalStateException(key);
+            }
+        }
+        return s;
+    }
+
+    private static Path nonEmptyPath(String text) {
+        if (text.isBlank()) {
+            throw new IllegalArgumentException("must name a directory");
+        }
+        return Path.of(text);
+    }
+
+    private static String key(NodeTuple t, String source, List<String> allowed, String prefix) throws ConfigException {
+        if (!(t.getKeyNode() instanceof ScalarNode k)) {
+            throw new ConfigException(source, line(t.getKeyNode()), "keys must be plain words");
+        }
+        String key = k.getValue();
+        if (!allowed.contains(key)) {
+            String hint = closest(key, allowed).map(c -> " (did you mean " + prefix + c + "?)").orElse("");
+            throw new ConfigException(source, line(k), "unknown key " + prefix + key + hint + "; known keys: "
+                    + String.join(", ", allowed.stream().map(a -> prefix + a).toList()));
+        }
+        return key;
+    }
+
+    private interface Parser<T> {
+        T parse(String text);
+    }
+
+    private static <T> T value(String source, Node v, String key, Parser<T> parser) throws ConfigException {
+        if (!(v instanceof ScalarNode scalar)) {
+            throw new ConfigException(source, line(v), key + ": must be a single value");
+        }
+        try {
+            return parser.parse(scalar.getValue());
+        } catch (IllegalArgumentException e) {
+            throw new ConfigException(source, line(v), key + ": " + e.getMessage());
+        }
+    }
+
+    private static Set<Integer> pids(String source, Node v) throws ConfigException {
+        if (!(v instanceof SequenceNode seq)) {
+            throw new ConfigException(source, line(v), "pids: must be a list such as [123, 456]");
+        }
+        Set<Integer> pids = new TreeSet<>();
+        for (Node n : seq.getValue()) {
+            pids.add(value(source, n, "pids", Values::pid));
+        }
+        return pids;
+    }
+
+    private static int line(Node n) {
+        return n.getStartMark() == null ? 0 : n.getStartMark().getLine() + 1;
+    }
+
+    static Optional<String> closest(String word, List<String> candidates) {
+        String best = null;
+        int bestDistance = Integer.MAX_VALUE;
+        for (String c : candidates) {
+            int d = editDistance(word, c);
+            if (d < bestDistance) {
+                bestDistance = d;
+                best = c;
+            }
+        }
+        return bestDistance <= Math.max(2, word.length() / 3) ? Optional.ofNullable(best) : Optional.empty();
+    }
+
+    private static int editDistance(String a, String b) {
+        int[] prev = new int[b.length() + 1];
+        int[] cur = new int[b.length() + 1];
+        for (int j = 0; j <= b.length(); j++) {
+            prev[j] = j;
+        }
+        for (int i = 1; i <= a.length(); i++) {
+            cur[0] = i;
+            for (int j = 1; j <= b.length(); j++) {
+                int sub = prev[j - 1] + (a.charAt(i - 1) == b.charAt(j - 1) ? 0 : 1);
+                cur[j] = Math.min(sub, Math.min(prev[j] + 1, cur[j - 1] + 1));
+            }
+            int[] t = prev;
+            prev = cur;
+            cur = t;
+        }
+        return prev[b.length()];
+    }
+
+    /** Mutable settings while merging layers. */
+    static final class Settings {
+        int frequency;
+        Duration interval;
+        Path output;
+        Set<Integer> pids;
+        Optional<InetSocketAddress> http;
+        Duration duration;
+
+        Settings(int frequency, Duration interval, Path output, Set<Integer> pids, InetSocketAddress http, Duration duration) {
+            this.frequency = frequency;
+            this.interval = interval;
+            this.output = output;
+            this.pids = new HashSet<>(pids);
+            this.http = Optional.ofNullable(http);
+            this.duration = duration;
+        }
+
+        static Settings of(LoupeConfig c) {
+            return new Settings(c.frequencyHz(), c.interval(), c.outputDir(), c.pids(), c.httpAddress().orElse(null),
+                    c.duration().orElse(null));
+        }
+
+        LoupeConfig build(Path source) {
+            return new LoupeConfig(frequency, interval, output, pids, http, Optional.ofNullable(duration),
+                    Optional.ofNullable(source));
+        }
+    }
+}

@@ -1,0 +1,38 @@
+package dev.loupe.config;
+
+import java.net.InetSocketAddress;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Collections;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeSet;
+
+/**
+ * The agent's settings after merging embedded defaults, an optional YAML file and command-line flags.
+ *
+ * @param frequencyHz samples per second per CPU
+ * @param interval    one profile per interval
+ * @param outputDir   where profile files go
+ * @param pids        only these processes; empty = all
+ * @param httpAddress local HTTP endpoint; empty = off
+ * @param duration    how long to run; empty = until SIGTERM (command line only)
+ * @param source      the config file used, if any
+ */
+public record LoupeConfig(int frequencyHz, Duration interval, Path outputDir, Set<Integer> pids,
+                          Optional<InetSocketAddress> httpAddress, Optional<Duration> duration,
+                          Optional<Path> source) {
+    public LoupeConfig {
+        pids = Collections.unmodifiableSortedSet(new TreeSet<>(pids));
+    }
+
+    /** The embedded defaults (default.yaml in this jar). */
+    public static LoupeConfig defaults() {
+        return ConfigLoader.defaults();
+    }
+
+    /** Nanoseconds between samples on one CPU: the pprof period. */
+    public long periodNanos() {
+        return 1_000_000_000L / frequencyHz;
+    }
+}

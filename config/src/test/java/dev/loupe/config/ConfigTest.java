@@ -1,0 +1,120 @@
+package dev.loupe.config;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Optional;
+import java.util.Set;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class ConfigTest {
+    @Test
+    void embeddedDefaults() {
+        LoupeConfig d = LoupeConfig.defaults();
+        assertEquals(19, d.frequencyHz());
+        assertEquals(Duration.ofSeconds(10), d.interval());
+        assertEquals(Path.of("./profiles"), d.outputDir());
+        assertEquals(Set.of(), d.pids());
+        assertEquals("127.0.0.1", d.httpAddress().orElseThrow().getHostString());
+        assertEquals(7071, d.httpAddress().orElseThrow().getPort());
+        assertEquals(Optional.empty(), d.duration());
+        assertEquals(1_000_000_000L / 19, d.periodNanos());
+    }
+
+    @Test
+    void fileOverridesDefaults() throws Exception {
+        LoupeConfig c = ConfigLoader.parse("frequency: 99\npids: [3, 1]\nhttp:\n  address: off\n", "x.yaml");
+        assertEquals(99, c.frequencyHz());
+        assertEquals(Set.of(1, 3), c.pids());
+        assertEquals(Optional.empty(), c.httpAddress());
+        assertEquals(Duration.ofSeconds(10), c.interval(), "untouched keys keep defaults");
+    }
+
+    private static ConfigException bad(String yaml) {
+        return assertThrows(ConfigException.class, () -> ConfigLoader.parse(yaml, "name.yaml"));
+    }
+
+    @Test
+    void errorsNameFileLineAndProblem() {
+        ConfigException e = bad("# loupe\ninterval: 10s\noutput: /tmp/x\nfrequency: fast\n");
+        assertEquals("name.yaml:4: frequency: must be an integer between 1 and 1000 Hz, got \"fast\"", e.getMessage());
+        assertEquals(4, e.line());
+        assertTrue(bad("frequency: 5000").getMessage().startsWith("name.yaml:1: frequency:"));
+        assertTrue(bad("\ninterval: 0s").getMessage().startsWith("name.yaml:2: interval: must be between 1s and 1h"));
+        assertTrue(bad("interval: ten").getMessage().contains("must be a duration"));
+        assertTrue(bad("pids:\n  - 12\n  - -4\n").getMessage().startsWith("name.yaml:3: pids: must be a positive process id"));
+        assertTrue(bad("http:\n  address: 127.0.0.1:99999\n").getMessage().startsWith("name.yaml:2: http.address: port must be 1..65535"));
+        assertTrue(bad("http:\n  address: ::1:80\n").getMessage().contains("brackets"));
+        assertTrue(bad("pids: 5").getMessage().contains("must be a list"));
+    }
+
+    @Test
+    void unknownKeySuggestsTheNearestOne() {
+        ConfigException e = bad("frequency: 19\nintervall: 10s\n");
+        assertTrue(e.getMessage().startsWith("name.yaml:2: unknown key intervall (did you mean interval?)"), e.getMessage());
+        assertTrue(bad("http:\n  adress: x:1\n").getMessage().contains("did you mean http.address?"));
+    }
+
+    @Test
+    void yamlSyntaxErrorHasLine() {
+        ConfigException e = bad("frequency: 19\ninterval: [10s\noutput: x\n");
+        assertTrue(e.getMessage().startsWith("name.yaml:") && e.line() >= 2, e.getMessage());
+        assertTrue(bad("a: 1\na: 2\n").getMessage().contains("invalid YAML") || bad("a: 1\na: 2\n").getMessage().contains("unknown key"));
+    }
+
+    @Test
+    void emptyFileIsAllDefaults() throws Exception {
+        assertEquals(LoupeConfig.defaults().frequencyHz(), ConfigLoader.parse("", "e.yaml").frequencyHz());
+    }
+
+    @Test
+    void missingFile(@TempDir Path dir) {
+        Path f = dir.resolve("nope.yaml");
+        ConfigException e = assertThrows(ConfigException.class, () -> ConfigLoader.load(f));
+        assertEquals(f + ": no such file", e.getMessage());
+    }
+
+    @Test
+    void commandLineOverridesFile(@TempDir Path dir) throws Exception {
+        Path f = dir.resolve("c.yaml");
+        Files.writeString(f, "frequency: 49\ninterval: 20s\npids: [7]\n");
+        CommandLine.Parsed p = CommandLine.parse(new String[] {"--frequency=99", "--pid", "1,2", "--pid", "3",
+                "--duration", "1m30s", "--config", f.toString(), "--output", "/tmp/o", "--http", "[::1]:8080"});
+        LoupeConfig c = p.config();
+        assertEquals(99, c.frequencyHz());
+        assertEquals(Duration.ofSeconds(20), c.interval(), "from the file");
+        assertEquals(Set.of(1, 2, 3), c.pids(), "flags replace the file's pids");
+        assertEquals(Optional.of(Duration.ofSeconds(90)), c.duration());
+        assertEquals(Path.of("/tmp/o"), c.outputDir());
+        assertEquals(8080, c.httpAddress().orElseThrow().getPort());
+        assertEquals(Optional.of(f), c.source());
+    }
+
+    @Test
+    void commandLineErrors() {
+        assertEquals("--frequency: must be an integer between 1 and 1000 Hz, got \"0\"",
+                assertThrows(ConfigException.class, () -> CommandLine.parse(new String[] {"--frequency", "0"})).getMessage());
+        assertTrue(assertThrows(ConfigException.class, () -> CommandLine.parse(new String[] {"--frequncy", "9"}))
+                .getMessage().contains("did you mean --frequency?"));
+        assertEquals("--output: needs a value",
+                assertThrows(ConfigException.class, () -> CommandLine.parse(new String[] {"--output"})).getMessage());
+        assertTrue(assertThrows(ConfigException.class, () -> CommandLine.parse(new String[] {"--duration", "soon"}))
+                .getMessage().startsWith("--duration: must be a duration"));
+    }
+
+    @Test
+    void usageListsEveryFlag() throws Exception {
+        String u = CommandLine.usage();
+        for (String f : new String[] {"--config", "--frequency", "--interval", "--duration", "--output", "--pid", "--http", "--help"}) {
+            assertTrue(u.contains(f), f);
+        }
+        assertTrue(u.contains("default 19"));
+        assertTrue(CommandLine.parse(new String[] {"--help"}).help());
+    }
+}
