@@ -130,8 +130,38 @@ struct unwind_state {
 };
 
 /*
+ * True if addr is a return address: the bytes before it are `call rel32` (e8) or `call *disp32(%rip)`
+ * (ff 15). Text pages are normally resident; if not, the read fails and we say no.
+ */
+static __always_inline int is_return_address(__u64 addr)
+{
+	__u8 code[8];
+	if (addr < 8 || bpf_probe_read_user(code, sizeof(code), (void *)(addr - 8)))
+		return 0;
+	return code[3] == 0xe8 || (code[2] == 0xff && code[3] == 0x15);
+}
+
+static __always_inline int push_frame(struct sample *s, struct unwind_state *st, __u64 pc)
+{
+	if (st->n >= MAX_USER_FRAMES) {
+		st->flags |= SAMPLE_F_USER_TRUNCATED;
+		return 0;
+	}
+	__u32 idx = st->base + st->n;
+	if (idx >= MAX_FRAMES)
+		return 0;
+	s->frames[idx] = pc;
+	st->n++;
+	return 1;
+}
+
+/*
  * One frame-pointer step: record pc, then pc = [bp+8], bp = [bp]. Returns 1 to stop.
  * Frame pointers must strictly increase (the stack grows down), which also bounds bad chains.
+ *
+ * At the leaf, a function without its own frame (gcc's default -momit-leaf-frame-pointer, libc's
+ * syscall wrappers) leaves bp pointing at its caller's frame, so the chain would skip the direct
+ * caller. If [sp] is a return address, it is that caller.
  */
 static long unwind_step_fp(__u32 i, struct unwind_state *st)
 {
@@ -139,19 +169,19 @@ static long unwind_step_fp(__u32 i, struct unwind_state *st)
 	struct sample *s = bpf_map_lookup_elem(&scratch, &zero);
 	if (!s)
 		return 1;
-	if (st->n >= MAX_USER_FRAMES) {
-		st->flags |= SAMPLE_F_USER_TRUNCATED;
+	if (!push_frame(s, st, st->pc))
 		return 1;
+	__u64 frame[2] = {};
+	int have_frame = st->bp != 0 && !bpf_probe_read_user(frame, sizeof(frame), (void *)st->bp);
+	if (i == 0 && st->sp) {
+		__u64 caller = 0;
+		if (!bpf_probe_read_user(&caller, sizeof(caller), (void *)st->sp) && caller != frame[1] &&
+		    is_return_address(caller) && !push_frame(s, st, caller))
+			return 1;
 	}
-	__u32 idx = st->base + st->n;
-	if (idx >= MAX_FRAMES)
-		return 1;
-	s->frames[idx] = st->pc;
-	st->n++;
 	if (st->bp == 0)
 		return 1; /* outermost frame (_start clears rbp) */
-	__u64 frame[2];
-	if (bpf_probe_read_user(frame, sizeof(frame), (void *)st->bp)) {
+	if (!have_frame) {
 		st->flags |= SAMPLE_F_USER_READ_ERROR;
 		return 1;
 	}

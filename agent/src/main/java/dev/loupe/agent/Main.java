@@ -1,0 +1,114 @@
+package dev.loupe.agent;
+
+import dev.loupe.bpf.BpfAvailability;
+import dev.loupe.bpf.BpfException;
+import dev.loupe.bpf.PerfEventSampler;
+import dev.loupe.config.CommandLine;
+import dev.loupe.config.ConfigException;
+import dev.loupe.config.LoupeConfig;
+import dev.loupe.unwinder.symbolize.Symbolizer;
+
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.time.InstantSource;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * {@code loupe run [options]}. Exit codes: 0 done, 1 runtime failure, 2 bad arguments or config,
+ * 3 BPF unavailable on this host.
+ */
+public final class Main {
+    private Main() {}
+
+    public static void main(String[] args) {
+        LogFormat.install();
+        String[] rest = args.length > 0 && args[0].equals("run") ? Arrays.copyOfRange(args, 1, args.length) : args;
+        CommandLine.Parsed parsed;
+        try {
+            parsed = CommandLine.parse(rest);
+        } catch (ConfigException e) {
+            System.err.println("loupe: " + e.getMessage());
+            System.err.println("Try 'loupe run --help'.");
+            System.exit(2);
+            return;
+        }
+        if (parsed.help()) {
+            System.out.println(CommandLine.usage());
+            return;
+        }
+        System.exit(run(parsed.config()));
+    }
+
+    static int run(LoupeConfig config) {
+        Optional<String> unavailable = BpfAvailability.unavailabilityReason();
+        if (unavailable.isPresent()) {
+            System.err.println("loupe: BPF unavailable: " + unavailable.get());
+            return 3;
+        }
+        LocalFileSink files;
+        try {
+            files = new LocalFileSink(config.outputDir());
+        } catch (IOException e) {
+            System.err.println("loupe: cannot create output directory " + config.outputDir() + ": " + e);
+            return 1;
+        }
+        PerfEventSampler sampler;
+        try {
+            sampler = PerfEventSampler.open(config.frequencyHz(), config.pids());
+        } catch (BpfException e) {
+            System.err.println("loupe: " + e.getMessage());
+            return 1;
+        }
+        Symbolizer symbolizer = Symbolizer.create(Symbolizer.Options.defaults());
+        Agent agent = new Agent(config.frequencyHz(), config.interval(), sampler, symbolizer, List.of(files),
+                InstantSource.system());
+        DebugHttpServer http = null;
+        if (config.httpAddress().isPresent()) {
+            InetSocketAddress addr = config.httpAddress().get();
+            try {
+                http = DebugHttpServer.start(addr, agent);
+            } catch (IOException e) {
+                System.err.println("loupe: cannot serve HTTP on " + addr.getHostString() + ":" + addr.getPort()
+                        + ": " + e.getMessage() + " (set http.address or --http off)");
+                sampler.close();
+                return 1;
+            }
+        }
+        DebugHttpServer server = http;
+        Thread hook = new Thread(() -> {
+            if (server != null) {
+                server.close();
+            }
+            agent.stop(); // flushes the partial interval on SIGTERM/SIGINT
+        }, "loupe-shutdown");
+        Runtime.getRuntime().addShutdownHook(hook);
+        agent.start();
+        System.Logger log = System.getLogger(Main.class.getName());
+        log.log(System.Logger.Level.INFO, "profiling at " + config.frequencyHz() + " Hz, a profile every "
+                + config.interval().toSeconds() + " s to " + files.directory().toAbsolutePath()
+                + (server == null ? "" : ", http://" + server.address().getHostString() + ":" + server.address().getPort()
+                + "/debug/pprof/profile"));
+        try {
+            if (config.duration().isPresent()) {
+                Duration d = config.duration().get();
+                if (agent.awaitStopped(d)) {
+                    return 1; // the loop died on its own
+                }
+                agent.stop();
+                if (server != null) {
+                    server.close();
+                }
+                Runtime.getRuntime().removeShutdownHook(hook);
+                return 0;
+            }
+            agent.awaitStopped(Duration.ofDays(365_000));
+            return 1;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return 1;
+        }
+    }
+}

@@ -1,0 +1,36 @@
+package dev.loupe.agent;
+
+import dev.loupe.bpf.SamplerStats;
+
+/** Prometheus text exposition (format 0.0.4) of the agent's counters. */
+final class MetricsText {
+    private MetricsText() {}
+
+    static String render(Agent.Status st) {
+        SamplerStats s = st.sampler();
+        StringBuilder b = new StringBuilder(2048);
+        counter(b, "loupe_samples_total", "CPU samples taken by the BPF program (not idle, passing the pid filter).", s.samples());
+        counter(b, "loupe_samples_idle_total", "Samples on idle CPUs, ignored.", s.idle());
+        counter(b, "loupe_samples_filtered_total", "Samples of processes outside the pid filter, ignored.", s.filtered());
+        b.append("# HELP loupe_samples_dropped_total Samples lost, by reason.\n");
+        b.append("# TYPE loupe_samples_dropped_total counter\n");
+        b.append("loupe_samples_dropped_total{reason=\"ring_buffer_full\"} ").append(s.ringBufferDrops()).append('\n');
+        b.append("loupe_samples_dropped_total{reason=\"undecodable\"} ").append(s.decodeErrors()).append('\n');
+        counter(b, "loupe_user_stack_read_errors_total", "User stacks cut short by an unreadable frame.", s.userReadErrors());
+        counter(b, "loupe_user_stack_truncated_total", "User stacks deeper than the frame limit.", s.userTruncated());
+        counter(b, "loupe_kernel_stack_errors_total", "Kernel stacks that could not be taken.", s.kernelErrors());
+        counter(b, "loupe_samples_processed_total", "Samples symbolized into profiles.", st.samplesProcessed());
+        counter(b, "loupe_profiles_written_total", "Profiles delivered to sinks.", st.profilesWritten());
+        counter(b, "loupe_sink_errors_total", "Profiles a sink failed to take.", st.sinkErrors());
+        counter(b, "loupe_poll_errors_total", "Failed polls of the sample ring buffer.", st.pollErrors());
+        b.append("# HELP loupe_up Whether the sampling loop is polling.\n# TYPE loupe_up gauge\n");
+        b.append("loupe_up ").append(st.healthy() ? 1 : 0).append('\n');
+        return b.toString();
+    }
+
+    private static void counter(StringBuilder b, String name, String help, long value) {
+        b.append("# HELP ").append(name).append(' ').append(help).append('\n');
+        b.append("# TYPE ").append(name).append(" counter\n");
+        b.append(name).append(' ').append(value).append('\n');
+    }
+}

@@ -1,0 +1,80 @@
+package dev.loupe.it;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/** The packaged agent ({@code loupe-agent.jar}) run as its own process, as {@code ./loupe run} runs it. */
+final class AgentProcess implements AutoCloseable {
+    static final Path JAR = Path.of(System.getProperty("loupe.agent.jar", "../agent/target/loupe-agent.jar"));
+    static final String JAVA = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+
+    private final Process process;
+    private final Path log;
+
+    private AgentProcess(Process process, Path log) {
+        this.process = process;
+        this.log = log;
+    }
+
+    static AgentProcess start(Path workDir, String... args) throws IOException {
+        if (!Files.exists(JAR)) {
+            throw new IllegalStateException("agent jar not built: " + JAR + " (run mvn verify from the root)");
+        }
+        List<String> cmd = new ArrayList<>(List.of(JAVA, "--enable-native-access=ALL-UNNAMED", "-XX:+UseSerialGC",
+                "-Xmx128m", "-jar", JAR.toString(), "run"));
+        cmd.addAll(List.of(args));
+        Path log = Files.createTempFile(workDir, "agent", ".log");
+        Process p = new ProcessBuilder(cmd).directory(workDir.toFile()).redirectErrorStream(true)
+                .redirectOutput(log.toFile()).start();
+        return new AgentProcess(p, log);
+    }
+
+    /** Waits until the agent says it is sampling (the BPF program is attached). */
+    AgentProcess awaitSampling(Duration timeout) throws IOException, InterruptedException {
+        long end = System.nanoTime() + timeout.toNanos();
+        while (System.nanoTime() < end) {
+            if (log().contains("profiling at")) {
+                return this;
+            }
+            if (!process.isAlive()) {
+                throw new IllegalStateException("agent exited with " + process.exitValue() + ":\n" + log());
+            }
+            Thread.sleep(50);
+        }
+        throw new IllegalStateException("agent did not start sampling within " + timeout + ":\n" + log());
+    }
+
+    int awaitExit(Duration timeout) throws InterruptedException, IOException {
+        if (!process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
+            process.destroyForcibly();
+            throw new IllegalStateException("agent still running after " + timeout + ":\n" + log());
+        }
+        return process.exitValue();
+    }
+
+    /** SIGTERM, as systemd stops the service. */
+    void terminate() {
+        process.destroy();
+    }
+
+    String log() throws IOException {
+        return Files.readString(log);
+    }
+
+    long pid() {
+        return process.pid();
+    }
+
+    @Override
+    public void close() throws InterruptedException {
+        if (process.isAlive()) {
+            process.destroyForcibly();
+            process.waitFor(10, TimeUnit.SECONDS);
+        }
+    }
+}

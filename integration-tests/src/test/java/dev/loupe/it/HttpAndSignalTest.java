@@ -1,0 +1,67 @@
+package dev.loupe.it;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The local HTTP endpoint as go tool pprof uses it, /healthz, /metrics, and SIGTERM's final flush. */
+class HttpAndSignalTest {
+    @TempDir
+    Path dir;
+
+    @Test
+    void goToolPprofReadsLiveProfileAndSigtermFlushesPartialInterval() throws Exception {
+        Path bin = Targets.build("callchain.c", dir, "served", "-fno-omit-frame-pointer");
+        Process target = Targets.start(bin);
+        Path out = dir.resolve("profiles");
+        int port;
+        try (ServerSocket s = new ServerSocket(0)) {
+            port = s.getLocalPort();
+        }
+        String base = "http://127.0.0.1:" + port;
+        HttpClient http = HttpClient.newHttpClient();
+        try (AgentProcess agent = AgentProcess.start(dir, "--pid", Long.toString(target.pid()), "--frequency", "99",
+                "--interval", "120s", "--output", out.toString(), "--http", "127.0.0.1:" + port)) {
+            agent.awaitSampling(Duration.ofSeconds(30));
+
+            HttpResponse<String> health = http.send(HttpRequest.newBuilder(URI.create(base + "/healthz")).build(),
+                    HttpResponse.BodyHandlers.ofString());
+            assertEquals(200, health.statusCode(), health.body());
+            assertTrue(health.body().contains("\"status\":\"ok\""), health.body());
+
+            String top = PprofTool.run("-top", "-seconds=3", base + "/debug/pprof/profile");
+            assertTrue(top.contains("hot_a") && top.contains("middle"), top);
+
+            HttpResponse<String> bad = http.send(HttpRequest.newBuilder(URI.create(base + "/debug/pprof/profile?seconds=abc")).build(),
+                    HttpResponse.BodyHandlers.ofString());
+            assertEquals(400, bad.statusCode());
+
+            HttpResponse<String> metrics = http.send(HttpRequest.newBuilder(URI.create(base + "/metrics")).build(),
+                    HttpResponse.BodyHandlers.ofString());
+            assertTrue(metrics.body().matches("(?s).*\\nloupe_samples_total [1-9][0-9]*\\n.*"), metrics.body());
+            assertTrue(metrics.body().contains("loupe_samples_dropped_total{reason=\"ring_buffer_full\"} 0"), metrics.body());
+
+            agent.terminate(); // SIGTERM
+            int exit = agent.awaitExit(Duration.ofSeconds(30));
+            assertTrue(exit == 0 || exit == 143, "exit " + exit + "\n" + agent.log());
+        } finally {
+            Targets.kill(target);
+        }
+        List<Path> files = Profiles.files(out);
+        assertEquals(1, files.size(), "the partial interval flushed on SIGTERM: " + files);
+        var profile = Profiles.read(files.get(0));
+        assertTrue(profile.getDurationNanos() > 0 && profile.getDurationNanos() < 120_000_000_000L);
+        assertTrue(Profiles.stacks(profile).stream().anyMatch(s -> s.startsWith("hot_a", "middle", "outer", "main")));
+    }
+}

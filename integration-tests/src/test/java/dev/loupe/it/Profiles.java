@@ -1,0 +1,91 @@
+package dev.loupe.it;
+
+import dev.loupe.pprof.proto.Function;
+import dev.loupe.pprof.proto.Location;
+import dev.loupe.pprof.proto.Mapping;
+import dev.loupe.pprof.proto.Profile;
+import dev.loupe.pprof.proto.Sample;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Stream;
+import java.util.zip.GZIPInputStream;
+
+/** Reads our pprof files back and flattens samples into named stacks for assertions. */
+final class Profiles {
+    /** One sample: function names leaf first ("?" for an unsymbolized frame), mapping file per frame, labels. */
+    record Stack(List<String> functions, List<String> files, long count, Map<String, String> labels) {
+        long pid() {
+            return Long.parseLong(labels.getOrDefault("pid", "-1"));
+        }
+
+        boolean startsWith(String... leafFirst) {
+            if (functions.size() < leafFirst.length) {
+                return false;
+            }
+            for (int i = 0; i < leafFirst.length; i++) {
+                if (!functions.get(i).equals(leafFirst[i])) {
+                    return false;
+                }
+            }
+            return true;
+        }
+    }
+
+    private Profiles() {}
+
+    static List<Path> files(Path dir) throws IOException {
+        try (Stream<Path> s = Files.list(dir)) {
+            return s.filter(p -> p.getFileName().toString().endsWith(".pb.gz")).sorted().toList();
+        }
+    }
+
+    static Profile read(Path file) throws IOException {
+        try (InputStream in = new GZIPInputStream(Files.newInputStream(file))) {
+            return Profile.parseFrom(in);
+        }
+    }
+
+    static List<Stack> stacks(Profile p) {
+        Map<Long, Location> locs = new HashMap<>();
+        p.getLocationList().forEach(l -> locs.put(l.getId(), l));
+        Map<Long, Function> fns = new HashMap<>();
+        p.getFunctionList().forEach(f -> fns.put(f.getId(), f));
+        Map<Long, Mapping> maps = new HashMap<>();
+        p.getMappingList().forEach(m -> maps.put(m.getId(), m));
+        List<Stack> out = new ArrayList<>();
+        for (Sample s : p.getSampleList()) {
+            List<String> names = new ArrayList<>();
+            List<String> files = new ArrayList<>();
+            for (long id : s.getLocationIdList()) {
+                Location l = locs.get(id);
+                names.add(l.getLineCount() == 0 ? "?" : p.getStringTable((int) fns.get(l.getLine(0).getFunctionId()).getName()));
+                Mapping m = maps.get(l.getMappingId());
+                files.add(m == null ? "" : p.getStringTable((int) m.getFilename()));
+            }
+            Map<String, String> labels = new HashMap<>();
+            s.getLabelList().forEach(lb -> labels.put(p.getStringTable((int) lb.getKey()),
+                    lb.getStr() != 0 ? p.getStringTable((int) lb.getStr()) : Long.toString(lb.getNum())));
+            out.add(new Stack(names, files, s.getValue(0), labels));
+        }
+        return out;
+    }
+
+    static List<Stack> stacksOfDir(Path dir) throws IOException {
+        List<Stack> all = new ArrayList<>();
+        for (Path f : files(dir)) {
+            all.addAll(stacks(read(f)));
+        }
+        return all;
+    }
+
+    static long total(List<Stack> stacks) {
+        return stacks.stream().mapToLong(Stack::count).sum();
+    }
+}

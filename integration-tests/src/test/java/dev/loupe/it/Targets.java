@@ -1,0 +1,41 @@
+package dev.loupe.it;
+
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/** Builds the C target programs (ground truth for stack tests) with gcc and starts them. */
+final class Targets {
+    static final Path SOURCES = Path.of(System.getProperty("loupe.c.sources", "src/test/c"));
+
+    private Targets() {}
+
+    /** gcc -O2 -g0 {flags} SOURCE -o dir/name */
+    static Path build(String source, Path dir, String name, String... flags) throws IOException, InterruptedException {
+        Path out = dir.resolve(name);
+        List<String> cmd = new ArrayList<>(List.of("gcc", "-O2"));
+        cmd.addAll(List.of(flags));
+        cmd.addAll(List.of(SOURCES.resolve(source).toString(), "-o", out.toString()));
+        Commands.Result r = Commands.run(cmd, 60);
+        if (r.exit() != 0) {
+            throw new IllegalStateException("gcc failed: " + cmd + "\n" + r.output());
+        }
+        return out;
+    }
+
+    static Process start(Path binary, String... args) throws IOException {
+        List<String> cmd = new ArrayList<>();
+        cmd.add(binary.toString());
+        cmd.addAll(List.of(args));
+        return new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+    }
+
+    static void kill(Process p) throws InterruptedException {
+        if (p != null) {
+            p.destroyForcibly();
+            p.waitFor(10, TimeUnit.SECONDS);
+        }
+    }
+}

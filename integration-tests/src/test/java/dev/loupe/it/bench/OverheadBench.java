@@ -1,0 +1,193 @@
+package dev.loupe.it.bench;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * {@code ./loupe bench overhead [--rounds N] [--work ROUNDS]}: a CPU-bound workload run without the agent,
+ * with it at 19 Hz and at 99 Hz, interleaved in random order within each round of the same run. Prints
+ * the workload slowdown, the agent's CPU seconds per wall second and peak RSS, and the BPF program's
+ * run_time_ns/run_cnt (kernel.bpf_stats_enabled is switched on for the run and restored).
+ */
+public final class OverheadBench {
+    enum Mode { NONE, HZ19, HZ99 }
+
+    record Run(Mode mode, double workloadSeconds, double agentCpuPerWall, long agentPeakRssKb, long bpfRunNs,
+               long bpfRunCount) {}
+
+    private static final long CLK_TCK = 100; // USER_HZ on Linux x86-64
+
+    public static void main(String[] args) throws Exception {
+        int rounds = 5;
+        long work = 30000;
+        for (int i = 0; i < args.length; i++) {
+            switch (args[i]) {
+                case "--rounds" -> rounds = Integer.parseInt(args[++i]);
+                case "--work" -> work = Long.parseLong(args[++i]);
+                default -> throw new IllegalArgumentException("unknown argument " + args[i]
+                        + " (usage: overhead [--rounds N] [--work ROUNDS])");
+            }
+        }
+        Path tmp = Files.createTempDirectory("loupe-bench");
+        Path workload = tmp.resolve("workload");
+        exec(List.of("gcc", "-O2", "-fno-omit-frame-pointer",
+                Path.of(System.getProperty("loupe.c.sources")).resolve("workload.c").toString(), "-o", workload.toString()));
+        Path statsFlag = Path.of("/proc/sys/kernel/bpf_stats_enabled");
+        String statsBefore = readSysctl(statsFlag);
+        Files.writeString(statsFlag, "1");
+        List<Run> runs = new ArrayList<>();
+        Random rnd = new Random(42);
+        try {
+            System.out.printf("warm-up: workload alone%n");
+            runWorkload(workload, work);
+            for (int r = 1; r <= rounds; r++) {
+                List<Mode> order = new ArrayList<>(List.of(Mode.values()));
+                Collections.shuffle(order, rnd);
+                for (Mode m : order) {
+                    Run run = runOnce(m, workload, work, tmp);
+                    runs.add(run);
+                    System.out.printf("round %d %-5s workload %.3f s  agent cpu %.4f s/s  rss %d MB  bpf %s%n", r, m,
+                            run.workloadSeconds(), run.agentCpuPerWall(), run.agentPeakRssKb() / 1024,
+                            run.bpfRunCount() > 0 ? (run.bpfRunNs() / run.bpfRunCount()) + " ns/run x " + run.bpfRunCount() : "-");
+                }
+            }
+        } finally {
+            Files.writeString(statsFlag, statsBefore);
+        }
+        report(runs);
+    }
+
+    private static void report(List<Run> runs) {
+        Map<Mode, List<Run>> by = new EnumMap<>(Mode.class);
+        for (Run r : runs) {
+            by.computeIfAbsent(r.mode(), k -> new ArrayList<>()).add(r);
+        }
+        double base = median(by.get(Mode.NONE).stream().mapToDouble(Run::workloadSeconds).toArray());
+        System.out.println();
+        System.out.println("mode   workload_median_s  slowdown  agent_cpu_core_fraction  agent_peak_rss_MB  bpf_ns_per_run");
+        for (Mode m : Mode.values()) {
+            List<Run> rs = by.get(m);
+            double med = median(rs.stream().mapToDouble(Run::workloadSeconds).toArray());
+            if (m == Mode.NONE) {
+                System.out.printf("%-6s %17.3f  %8s%n", m, med, "-");
+                continue;
+            }
+            double cpu = rs.stream().mapToDouble(Run::agentCpuPerWall).average().orElse(0);
+            long rss = rs.stream().mapToLong(Run::agentPeakRssKb).max().orElse(0);
+            long ns = rs.stream().mapToLong(Run::bpfRunNs).sum();
+            long cnt = rs.stream().mapToLong(Run::bpfRunCount).sum();
+            System.out.printf("%-6s %17.3f  %+7.2f%%  %22.3f%%  %17d  %14s%n", m, med, (med / base - 1) * 100, cpu * 100,
+                    rss / 1024, cnt > 0 ? Long.toString(ns / cnt) : "n/a");
+        }
+        System.out.println("targets: agent <= 0.5% of one core at 19 Hz; slowdown <= 1% at 99 Hz; RSS <= 128 MB");
+    }
+
+    private static Run runOnce(Mode mode, Path workload, long work, Path tmp) throws Exception {
+        if (mode == Mode.NONE) {
+            return new Run(mode, runWorkload(workload, work), 0, 0, 0, 0);
+        }
+        int hz = mode == Mode.HZ19 ? 19 : 99;
+        Path out = Files.createTempDirectory(tmp, "out");
+        Path log = tmp.resolve("agent-" + hz + ".log");
+        List<String> cmd = new ArrayList<>();
+        cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        String opts = System.getenv().getOrDefault("LOUPE_AGENT_JVM_OPTS", "--enable-native-access=ALL-UNNAMED");
+        cmd.addAll(List.of(opts.trim().split("\\s+")));
+        cmd.addAll(List.of("-jar", System.getProperty("loupe.agent.jar"), "run", "--frequency", Integer.toString(hz),
+                "--output", out.toString(), "--http", "off"));
+        Process agent = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        try {
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            while (!Files.readString(log).contains("profiling at")) {
+                if (!agent.isAlive() || System.nanoTime() > deadline) {
+                    throw new IllegalStateException("agent did not start:\n" + Files.readString(log));
+                }
+                Thread.sleep(50);
+            }
+            Thread.sleep(3000); // past start-up and JIT warm-up: measure the steady state
+            long[] bpf0 = bpfStats();
+            long cpu0 = cpuTicks(agent.pid());
+            long t0 = System.nanoTime();
+            double secs = runWorkload(workload, work);
+            long t1 = System.nanoTime();
+            long cpu1 = cpuTicks(agent.pid());
+            long[] bpf1 = bpfStats();
+            long rss = peakRssKb(agent.pid());
+            double cpuPerWall = (double) (cpu1 - cpu0) / CLK_TCK / ((t1 - t0) / 1e9);
+            return new Run(mode, secs, cpuPerWall, rss, bpf1[0] - bpf0[0], bpf1[1] - bpf0[1]);
+        } finally {
+            agent.destroy();
+            agent.waitFor(30, TimeUnit.SECONDS);
+            agent.destroyForcibly();
+        }
+    }
+
+    private static double runWorkload(Path workload, long work) throws IOException, InterruptedException {
+        return Double.parseDouble(exec(List.of(workload.toString(), Long.toString(work))).trim());
+    }
+
+    private static long cpuTicks(long pid) throws IOException {
+        String stat = Files.readString(Path.of("/proc", Long.toString(pid), "stat"));
+        String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+        return Long.parseLong(f[11]) + Long.parseLong(f[12]); // utime, stime (fields 14, 15)
+    }
+
+    private static long peakRssKb(long pid) throws IOException {
+        for (String line : Files.readAllLines(Path.of("/proc", Long.toString(pid), "status"))) {
+            if (line.startsWith("VmHWM:")) {
+                return Long.parseLong(line.replaceAll("[^0-9]", ""));
+            }
+        }
+        return 0;
+    }
+
+    /** run_time_ns and run_cnt of the sampler program, from bpftool (0, 0 if not loaded). */
+    private static long[] bpfStats() throws IOException, InterruptedException {
+        String json = exec(List.of("bpftool", "-j", "prog", "show", "name", "sample_cpu"));
+        return new long[] {field(json, "run_time_ns"), field(json, "run_cnt")};
+    }
+
+    private static long field(String json, String name) {
+        Matcher m = Pattern.compile("\"" + name + "\":(\\d+)").matcher(json);
+        long sum = 0;
+        while (m.find()) {
+            sum += Long.parseLong(m.group(1));
+        }
+        return sum;
+    }
+
+    private static String readSysctl(Path p) throws IOException {
+        try (InputStream in = Files.newInputStream(p)) {
+            byte[] b = new byte[64];
+            int n = in.read(b);
+            return new String(b, 0, Math.max(n, 0), StandardCharsets.US_ASCII).trim();
+        }
+    }
+
+    private static String exec(List<String> cmd) throws IOException, InterruptedException {
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        if (p.waitFor() != 0) {
+            throw new IllegalStateException(cmd + " failed:\n" + out);
+        }
+        return out;
+    }
+
+    private static double median(double[] v) {
+        double[] s = v.clone();
+        java.util.Arrays.sort(s);
+        return s.length % 2 == 1 ? s[s.length / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+    }
+}

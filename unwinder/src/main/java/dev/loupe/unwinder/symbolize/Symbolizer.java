@@ -1,0 +1,42 @@
+package dev.loupe.unwinder.symbolize;
+
+import java.nio.file.Path;
+import java.time.InstantSource;
+import java.util.List;
+
+/**
+ * Turns sampled addresses into frames. Stacks are leaf first: index 0 is the exact interrupted IP, the
+ * rest are return addresses, looked up at address - 1. Called from one thread; {@link #stats()} from any.
+ */
+public interface Symbolizer extends AutoCloseable {
+    /** Appends one frame per user address of process {@code pid}. Never throws for bad processes or files. */
+    void symbolizeUser(int pid, long[] addrs, int count, List<Frame> out);
+
+    /** Appends one frame per kernel address. */
+    void symbolizeKernel(long[] addrs, int count, List<Frame> out);
+
+    Stats stats();
+
+    @Override
+    void close();
+
+    static Symbolizer create(Options options) {
+        return new ProcSymbolizer(options);
+    }
+
+    /**
+     * @param procRoot      normally /proc
+     * @param kallsyms      normally /proc/kallsyms
+     * @param maxCacheBytes bound on cached symbol tables (weighed by their estimated heap size)
+     * @param clock         injected time (process refresh, cache expiry)
+     */
+    record Options(Path procRoot, Path kallsyms, long maxCacheBytes, InstantSource clock) {
+        public static Options defaults() {
+            return new Options(Path.of("/proc"), Path.of("/proc/kallsyms"), 64L << 20, InstantSource.system());
+        }
+    }
+
+    /** Counters since start. */
+    record Stats(long processes, long binaries, long binaryFailures, long unresolvedFrames, long mapsReads,
+                 long mapsReadFailures, long kernelSymbols) {}
+}
