@@ -67,7 +67,15 @@ final class KernelSymbols {
         return new KernelSymbols(b.build(), lo, hi, restricted);
     }
 
+    /** kallsyms has no sizes: the last symbol (usually in a module) is given this much room. */
+    static final long LAST_SYMBOL_SLACK = 1 << 20;
+
     boolean covers(long addr) {
-        return table.size() > 0 && Long.compareUnsigned(addr, lowest) >= 0 && Long.compareUnsigned(addr, highest) <= 0;
+        return table.size() > 0 && Long.compareUnsigned(addr, lowest) >= 0
+                && Long.compareUnsigned(addr, highest + LAST_SYMBOL_SLACK) < 0;
+    }
+
+    long limit() {
+        return highest + LAST_SYMBOL_SLACK;
     }
 }

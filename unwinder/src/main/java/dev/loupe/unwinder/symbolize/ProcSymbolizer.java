@@ -293,7 +293,7 @@ final class ProcSymbolizer implements Symbolizer {
                 unresolved.incrementAndGet();
             }
             MappingRef ref = k == null || k.table.size() == 0 ? null
-                    : new MappingRef(k.lowest, k.highest + 1, 0, KernelSymbols.MAPPING_NAME, null, true);
+                    : new MappingRef(k.lowest, k.limit(), 0, KernelSymbols.MAPPING_NAME, null, true);
             out.add(new Frame(addr, ref, fn, true));
         }
     }
