@@ -25,6 +25,7 @@ struct task_struct {
 	int tgid;
 	struct task_struct *group_leader;
 	char comm[TASK_COMM_LEN];
+	__u64 start_boottime;
 } __attribute__((preserve_access_index));
 
 struct pt_regs {
@@ -44,7 +45,7 @@ struct perf_event_ctx {
 	__u64 addr;
 };
 
-/* Wire record; Java's RawSampleDecoder mirrors this layout (64-byte header). */
+/* Wire record; Java's RawSampleDecoder mirrors this layout (72-byte header). */
 struct sample {
 	__u32 pid;            /* tgid */
 	__u32 tid;
@@ -56,6 +57,7 @@ struct sample {
 	__u64 ktime_ns;
 	__u32 flags;          /* SAMPLE_F_* */
 	__u32 reserved;
+	__u64 start_boottime; /* process start, ns since boot: /proc/PID/stat's starttime, exact (PID reuse) */
 	__u64 frames[MAX_FRAMES]; /* kernel frames (leaf first), then user frames (leaf first) */
 };
 
@@ -229,6 +231,7 @@ int sample_cpu(struct perf_event_ctx *ctx)
 	s->reserved = 0;
 	bpf_get_current_comm(s->thread_comm, sizeof(s->thread_comm));
 	bpf_core_read_str(s->comm, sizeof(s->comm), &task->group_leader->comm);
+	s->start_boottime = BPF_CORE_READ(task, group_leader, start_boottime);
 
 	int user_mode = (ctx->regs.cs & 3) == 3;
 	__u32 nk = 0;

@@ -38,7 +38,7 @@ final class SampleProcessor implements Consumer<RawSample> {
     public void accept(RawSample s) {
         frames.clear();
         symbolizer.symbolizeKernel(s.kernelStack(), s.kernelStack().length, frames);
-        symbolizer.symbolizeUser(s.pid(), s.userStack(), s.userStack().length, frames);
+        symbolizer.symbolizeUser(s.pid(), s.processStartNs(), s.userStack(), s.userStack().length, frames);
         if (frames.isEmpty()) {
             empty.incrementAndGet();
             return;

@@ -77,7 +77,7 @@ class AgentTest {
         static final MappingRef KERNEL = new MappingRef(0xffffffff81000000L, 0xffffffff82000000L, 0, "[kernel.kallsyms]", null, true);
 
         @Override
-        public void symbolizeUser(int pid, long[] addrs, int count, List<Frame> out) {
+        public void symbolizeUser(int pid, long start, long[] addrs, int count, List<Frame> out) {
             for (int i = 0; i < count; i++) {
                 out.add(new Frame(addrs[i], BIN, "fn_" + Long.toHexString(addrs[i]), false));
             }
@@ -114,7 +114,7 @@ class AgentTest {
     }
 
     static RawSample sample(int pid, long[] kernel, long... user) {
-        return new RawSample(pid, pid, 0, "proc" + pid, "thr" + pid, 0, 0, kernel, user);
+        return new RawSample(pid, pid, 0, "proc" + pid, "thr" + pid, 0, 0, 0, kernel, user);
     }
 
     private static void awaitTrue(java.util.function.BooleanSupplier c) throws InterruptedException {

@@ -9,11 +9,12 @@ package dev.loupe.bpf;
  * @param comm         process name (thread group leader's comm)
  * @param threadComm   thread name
  * @param ktimeNs      CLOCK_MONOTONIC time of the sample
+ * @param processStartNs when the process started, ns since boot (exact identity with the pid: PID reuse)
  * @param flags        {@link #USER_TRUNCATED}, {@link #USER_READ_ERROR}, {@link #KERNEL_ERROR}
  * @param kernelStack  kernel addresses, leaf first; [0] is the interrupted IP, the rest are return addresses
  * @param userStack    user addresses, leaf first; same convention
  */
-public record RawSample(int pid, int tid, int cpu, String comm, String threadComm, long ktimeNs, int flags,
+public record RawSample(int pid, int tid, int cpu, String comm, String threadComm, long ktimeNs, long processStartNs, int flags,
                         long[] kernelStack, long[] userStack) {
     public static final int USER_TRUNCATED = 1;
     public static final int USER_READ_ERROR = 2;

@@ -7,7 +7,7 @@ import java.nio.charset.StandardCharsets;
 
 /** Decodes the ring-buffer record written by profiler.bpf.c ({@code struct sample}). */
 final class RawSampleDecoder {
-    static final int HEADER_SIZE = 64;
+    static final int HEADER_SIZE = 72;
     static final int MAX_KERNEL_FRAMES = 127;
     static final int MAX_USER_FRAMES = 127;
 
@@ -36,6 +36,7 @@ final class RawSampleDecoder {
         String threadComm = cString(rec, 32, 16);
         long ktime = rec.get(U64, 48);
         int flags = rec.get(U32, 56);
+        long startBoottime = rec.get(U64, 64);
         long[] kernel = new long[nk];
         long[] user = new long[nu];
         for (int i = 0; i < nk; i++) {
@@ -45,7 +46,7 @@ final class RawSampleDecoder {
         for (int i = 0; i < nu; i++) {
             user[i] = rec.get(U64, userBase + 8L * i);
         }
-        return new RawSample(pid, tid, cpu, comm, threadComm, ktime, flags, kernel, user);
+        return new RawSample(pid, tid, cpu, comm, threadComm, ktime, startBoottime, flags, kernel, user);
     }
 
     private static String cString(MemorySegment rec, long offset, int max) {

@@ -29,8 +29,14 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 final class ProcSymbolizer implements Symbolizer {
     private static final System.Logger LOG = System.getLogger(ProcSymbolizer.class.getName());
-    static final long MISS_REREAD_NANOS = Duration.ofMillis(250).toNanos();
-    static final long REFRESH_NANOS = Duration.ofSeconds(10).toNanos();
+    /**
+     * Misses alone re-read maps rarely: frame-pointer chains through code without frame pointers yield
+     * garbage addresses all the time. PID reuse is caught exactly by the start time instead.
+     */
+    static final long MISS_REREAD_NANOS = Duration.ofSeconds(2).toNanos();
+    static final long REFRESH_NANOS = Duration.ofSeconds(15).toNanos();
+    /** /proc/PID/stat counts start time in clock ticks (USER_HZ = 100). */
+    static final long NANOS_PER_TICK = 10_000_000L;
     private static final long KALLSYMS_RELOAD_NANOS = Duration.ofMinutes(2).toNanos();
 
     /** A parsed binary, or why it could not be parsed (cached too, so a bad file is read once). */
@@ -49,6 +55,8 @@ final class ProcSymbolizer implements Symbolizer {
         final long[] starts;
         long readAtNanos;
         long lastMissReadNanos;
+        /** When a re-read last found another start time than a sample's (0: never). */
+        long mismatchAtNanos;
 
         ProcessState(long startTime, List<MapEntry> exec, long now) {
             this.startTime = startTime;
@@ -108,8 +116,8 @@ final class ProcSymbolizer implements Symbolizer {
     // ---------------- user space ----------------
 
     @Override
-    public void symbolizeUser(int pid, long[] addrs, int count, List<Frame> out) {
-        ProcessState proc = process(pid);
+    public void symbolizeUser(int pid, long processStartNs, long[] addrs, int count, List<Frame> out) {
+        ProcessState proc = process(pid, processStartNs > 0 ? processStartNs / NANOS_PER_TICK : -1);
         for (int i = 0; i < count; i++) {
             long addr = i == 0 ? addrs[i] : addrs[i] - 1; // return address -> inside the call
             MapEntry m = proc == null ? null : proc.find(addr);
@@ -144,18 +152,35 @@ final class ProcSymbolizer implements Symbolizer {
         return new Frame(addr, ref, fn, false);
     }
 
-    private ProcessState process(int pid) {
+    /**
+     * The process's cached state, re-read when it is old or when the sample's start time says the pid now
+     * belongs to another process. Returns null rather than another process's mappings.
+     */
+    private ProcessState process(int pid, long startTicks) {
         long now = nowNanos();
         ProcessState p = processes.getIfPresent(pid);
-        if (p != null && now - p.readAtNanos < REFRESH_NANOS) {
+        boolean reused = p != null && startTicks >= 0 && p.startTime != startTicks;
+        if (p != null && now - p.readAtNanos < REFRESH_NANOS && !reused) {
             return p;
         }
-        ProcessState fresh = readProcess(pid, now);
-        if (fresh == null) {
-            return p; // gone: keep what we knew so late samples still resolve
+        if (reused && p.mismatchAtNanos != 0 && now - p.mismatchAtNanos < MISS_REREAD_NANOS) {
+            return null; // re-read lately and still another process: the sample's process is gone
         }
-        processes.put(pid, fresh);
-        return fresh;
+        ProcessState fresh = readProcess(pid, now);
+        if (fresh != null) {
+            if (p != null && fresh.startTime != p.startTime) {
+                LOG.log(System.Logger.Level.DEBUG, "pid " + pid + " now belongs to a new process");
+            }
+            processes.put(pid, fresh);
+            p = fresh;
+        } else if (p != null) {
+            p.lastMissReadNanos = now; // gone: keep what we knew so late samples still resolve
+        }
+        if (p != null && startTicks >= 0 && p.startTime != startTicks) {
+            p.mismatchAtNanos = now;
+            return null;
+        }
+        return p;
     }
 
     /** An address outside every known mapping: dlopen, exec, or a new process with a reused pid. */

@@ -9,8 +9,18 @@ import java.util.List;
  * rest are return addresses, looked up at address - 1. Called from one thread; {@link #stats()} from any.
  */
 public interface Symbolizer extends AutoCloseable {
-    /** Appends one frame per user address of process {@code pid}. Never throws for bad processes or files. */
-    void symbolizeUser(int pid, long[] addrs, int count, List<Frame> out);
+    /**
+     * Appends one frame per user address of process {@code pid}. Never throws for bad processes or files.
+     *
+     * @param processStartNs the process's start time in ns since boot as the kernel reported it with the
+     *                       sample (exact PID-reuse detection), or 0 if unknown
+     */
+    void symbolizeUser(int pid, long processStartNs, long[] addrs, int count, List<Frame> out);
+
+    /** As above, for a process whose start time is not known. */
+    default void symbolizeUser(int pid, long[] addrs, int count, List<Frame> out) {
+        symbolizeUser(pid, 0, addrs, count, out);
+    }
 
     /** Appends one frame per kernel address. */
     void symbolizeKernel(long[] addrs, int count, List<Frame> out);

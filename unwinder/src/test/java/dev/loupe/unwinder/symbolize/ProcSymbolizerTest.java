@@ -242,6 +242,12 @@ class ProcSymbolizerTest {
         Files.writeString(d.resolve("maps"), mapsLine + "\n");
     }
 
+    private static String symbolize(Symbolizer s, int pid, long startTicks, long addr) {
+        List<Frame> out = new ArrayList<>();
+        s.symbolizeUser(pid, startTicks * 10_000_000L, new long[] {addr}, 1, out);
+        return out.get(0).function();
+    }
+
     @Test
     void pidReuseIsDetectedThroughStartTimeWithInjectedClock() throws Exception {
         Path bin = TestPrograms.compile(dir, "reuse", TestPrograms.LOOPER, "-fno-pie", "-no-pie");
@@ -250,24 +256,29 @@ class ProcSymbolizerTest {
         Path proc = dir.resolve("proc");
         Path root = Files.createDirectories(proc.resolve("42/root/opt"));
         Files.copy(bin, root.resolve("app"));
+        Files.copy(bin, root.resolve("app2"));
         // Non-PIE: the text segment is mapped at its link address, offset 0x1000 in the file.
-        String line = "401000-402000 r-xp 00001000 08:01 777 /opt/app";
-        fakeProcess(proc, 42, 1000, line);
+        fakeProcess(proc, 42, 1000, "401000-402000 r-xp 00001000 08:01 777 /opt/app");
         Clock clock = new Clock();
+        long shift = 0x100000;
         try (Symbolizer s = Symbolizer.create(new Symbolizer.Options(proc, dir.resolve("none"), 1 << 20, clock))) {
-            assertEquals("spin_here", symbolize(s, 42, spin));
-            // The pid is reused by another process: a different file whose text is mapped 0x100000 higher,
-            // so helper_two runs at its link address + 0x100000 there.
-            long shift = 0x100000;
-            Files.copy(bin, root.resolve("app2"));
+            assertEquals("spin_here", symbolize(s, 42, 1000, spin));
+            // The pid is reused by a process running app2, its text mapped 0x100000 higher. The sample's
+            // start time differs from the cached one: maps are re-read at once, no waiting.
             fakeProcess(proc, 42, 2000, "501000-502000 r-xp 00001000 08:01 778 /opt/app2");
-            // Within the re-read rate limit the new address is a miss and maps are not read again...
-            clock.advance(Duration.ofMillis(100));
-            assertNull(symbolize(s, 42, helper + shift));
-            // ...after it, the miss re-reads maps, sees the new start time and resolves in the new process.
-            clock.advance(Duration.ofMillis(300));
-            assertEquals("helper_two", symbolize(s, 42, helper + shift));
-            assertNull(symbolize(s, 42, spin), "the old process's mapping is gone");
+            clock.advance(Duration.ofMillis(1));
+            assertEquals("helper_two", symbolize(s, 42, 2000, helper + shift));
+            assertNull(symbolize(s, 42, 2000, spin), "the old process's mapping is gone");
+            // A late sample of the first process must not be symbolized with the new one's mappings.
+            assertNull(symbolize(s, 42, 1000, helper + shift));
+
+            // Without a start time, only a miss re-reads, and not more often than every 2 s.
+            fakeProcess(proc, 42, 3000, "401000-402000 r-xp 00001000 08:01 777 /opt/app");
+            clock.advance(Duration.ofMillis(500));
+            assertNull(symbolize(s, 42, spin), "within the re-read limit");
+            clock.advance(Duration.ofMillis(2500));
+            assertEquals("spin_here", symbolize(s, 42, spin));
+            assertTrue(s.stats().mapsReads() <= 4, "maps reads: " + s.stats().mapsReads());
         }
     }
 
