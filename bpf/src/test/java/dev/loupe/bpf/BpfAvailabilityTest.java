@@ -18,6 +18,8 @@ class BpfAvailabilityTest {
         Path btfFile = dir.resolve("vmlinux");
         if (btf) {
             Files.writeString(btfFile, "x");
+        } else {
+            Files.deleteIfExists(btfFile);
         }
         Path rel = Files.writeString(dir.resolve("osrelease"), release + "\n");
         Path status = Files.writeString(dir.resolve("status"), "Name:\tjava\nCapInh:\t0000000000000000\nCapEff:\t" + capEff + "\n");

@@ -77,8 +77,10 @@ class RawSampleDecoderTest {
         while (f.find()) {
             offsets.put(f.group(1), Integer.parseInt(f.group(2)) / 8);
         }
-        Map<String, Integer> expected = Map.of("pid", 0, "tid", 4, "cpu", 8, "kernel_frames", 12, "user_frames", 14,
-                "comm", 16, "thread_comm", 32, "ktime_ns", 48, "flags", 56, "start_boottime", 64, "frames", 72);
+        Map<String, Integer> expected = Map.ofEntries(Map.entry("pid", 0), Map.entry("tid", 4), Map.entry("cpu", 8),
+                Map.entry("kernel_frames", 12), Map.entry("user_frames", 14), Map.entry("comm", 16),
+                Map.entry("thread_comm", 32), Map.entry("ktime_ns", 48), Map.entry("flags", 56),
+                Map.entry("start_boottime", 64), Map.entry("frames", 72));
         for (var e : expected.entrySet()) {
             assertEquals(e.getValue(), offsets.get(e.getKey()), e.getKey());
         }

@@ -17,12 +17,13 @@ import java.nio.file.StandardOpenOption;
 import java.util.zip.GZIPInputStream;
 import java.util.zip.GZIPOutputStream;
 
-/** pprof on disk and on the wire: gzipped protobuf. */
+/** pprof on disk and on the wire: a gzipped serialized {@link Profile}. */
 public final class PprofFiles {
     private PprofFiles() {}
 
+    /** The gzipped serialized profile, as go tool pprof and Parca expect it. */
     public static byte[] gzip(Profile profile) {
-        ByteArrayOutputStream bytes = new ByteArrayOutputStream(64 * 1024);
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream(Math.max(64, profile.getSerializedSize() / 4));
         try (GZIPOutputStream gz = new GZIPOutputStream(bytes, 64 * 1024)) {
             profile.writeTo(gz);
         } catch (IOException e) {
@@ -31,25 +32,36 @@ public final class PprofFiles {
         return bytes.toByteArray();
     }
 
-    /** Parses a gzipped or raw serialized profile. */
-    public static Profile parse(byte[] data) throws IOException {
-        boolean gzipped = data.length >= 2 && (data[0] & 0xff) == 0x1f && (data[1] & 0xff) == 0x8b;
-        try (InputStream in = gzipped ? new GZIPInputStream(new ByteArrayInputStream(data)) : new ByteArrayInputStream(data)) {
+    /**
+     * Parses a serialized profile, gzipped (recognized by the gzip magic bytes 1f 8b) or raw.
+     *
+     * @throws IllegalArgumentException if the bytes are not a valid (gzipped) profile
+     */
+    public static Profile parse(byte[] gzippedOrRaw) {
+        boolean gzipped = gzippedOrRaw.length >= 2 && (gzippedOrRaw[0] & 0xff) == 0x1f && (gzippedOrRaw[1] & 0xff) == 0x8b;
+        try (InputStream in = gzipped ? new GZIPInputStream(new ByteArrayInputStream(gzippedOrRaw))
+                : new ByteArrayInputStream(gzippedOrRaw)) {
             return Profile.parseFrom(in);
+        } catch (IOException e) {
+            throw new IllegalArgumentException("not a pprof profile: " + e.getMessage(), e);
         }
     }
 
     /**
-     * Writes the gzipped profile so that readers never see a partial file: a temp file in the same
-     * directory, fsync, then an atomic rename.
+     * Writes the gzipped profile so that readers never see a partial file and a crash never leaves a torn
+     * one: write a temp file in the same directory (same filesystem, so the rename is atomic), fsync it,
+     * rename it over {@code file}, then fsync the directory so the rename itself is durable. Creates missing
+     * parent directories. The temp file is removed on failure.
      */
     public static void writeAtomically(Profile profile, Path file) throws IOException {
         Path dir = file.toAbsolutePath().getParent();
         Files.createDirectories(dir);
+        byte[] data = gzip(profile);
+        // Dot-prefixed so directory watchers globbing "*.pb.gz" skip it.
         Path tmp = Files.createTempFile(dir, "." + file.getFileName(), ".tmp");
         try {
             try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.WRITE, StandardOpenOption.TRUNCATE_EXISTING)) {
-                ByteBuffer buf = ByteBuffer.wrap(gzip(profile));
+                ByteBuffer buf = ByteBuffer.wrap(data);
                 while (buf.hasRemaining()) {
                     ch.write(buf);
                 }
@@ -58,10 +70,19 @@ public final class PprofFiles {
             try {
                 Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
             } catch (AtomicMoveNotSupportedException e) {
-                Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING);
+                Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING); // not expected within one directory
             }
         } finally {
             Files.deleteIfExists(tmp);
+        }
+        syncDirectory(dir);
+    }
+
+    private static void syncDirectory(Path dir) {
+        try (FileChannel ch = FileChannel.open(dir, StandardOpenOption.READ)) {
+            ch.force(true);
+        } catch (IOException e) {
+            // Some filesystems refuse to open or fsync a directory; the file itself is already complete.
         }
     }
 }

@@ -14,28 +14,42 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Objects;
 
 /**
- * Builds one CPU profile for one time window, valid for go tool pprof and for Parca's stricter checks:
- * string_table[0] == "", mapping/location/function ids == index + 1, sample types
- * {@code samples/count} + {@code cpu/nanoseconds}, period type {@code cpu/nanoseconds}.
- * Identical stacks with identical labels are aggregated. Not thread-safe.
+ * Builds one CPU profile for one time window.
+ *
+ * <p>The output satisfies go tool pprof and {@link ParcaRules}: {@code string_table[0] == ""}; mapping,
+ * location and function ids equal index + 1; sample types {@code samples/count} and
+ * {@code cpu/nanoseconds} (values {@code [count, count * period]}); period type {@code cpu/nanoseconds};
+ * {@code duration_nanos > 0}, which Parca reads as "delta profile". {@code default_sample_type} is left
+ * unset: pprof then shows the last sample type, cpu.
+ *
+ * <p>Mappings, locations, functions and strings are deduplicated; samples with the same stack and the same
+ * labels (same order) are aggregated. Output order is insertion order, so the same calls give the same
+ * bytes. Labels pprof cannot represent (see {@link Label#isEncodable()}) are left out before aggregating.
+ *
+ * <p>Not thread-safe: callers that feed one builder from several threads must synchronize.
  */
 public final class ProfileBuilder {
     private final long periodNanos;
     private final long startEpochNanos;
 
-    private final Map<String, Long> strings = new HashMap<>();
-    private final List<String> stringTable = new ArrayList<>();
-    private final Map<MappingKey, Long> mappingIds = new HashMap<>();
+    private final Map<String, Integer> stringIds = new HashMap<>();
+    private final List<String> strings = new ArrayList<>();
+    private final Map<MappingKey, Integer> mappingIds = new HashMap<>();
     private final List<Mapping> mappings = new ArrayList<>();
-    private final Map<FunctionKey, Long> functionIds = new HashMap<>();
+    private final Map<FunctionKey, Integer> functionIds = new HashMap<>();
     private final List<Function> functions = new ArrayList<>();
-    private final Map<LocationKey, Long> locationIds = new HashMap<>();
+    private final Map<LocationKey, Integer> locationIds = new HashMap<>();
     private final List<Location> locations = new ArrayList<>();
-    private final Map<SampleKey, long[]> samples = new LinkedHashMap<>();
+    // Label lists repeat on nearly every sample (one per thread, roughly): encode each list once and key
+    // samples by its small int id instead of hashing the labels into every sample key.
+    private final Map<List<Label>, Integer> labelSetIds = new HashMap<>();
+    private final List<List<dev.loupe.pprof.proto.Label>> labelSets = new ArrayList<>();
+    private final Map<SampleKey, long[]> samples = new LinkedHashMap<>(); // insertion order = output order
     private final List<Long> comments = new ArrayList<>();
+    private final ValueType samplesCount;
+    private final ValueType cpuNanos;
     private long totalCount;
 
     private record MappingKey(long start, long limit, long offset, String file, String buildId, boolean hasFunctions) {}
@@ -44,46 +58,61 @@ public final class ProfileBuilder {
 
     private record LocationKey(long mappingId, long address, String function) {}
 
-    /** Stack ids plus labels; arrays compared by content. */
-    private record SampleKey(long[] stack, List<Label> labels) {
+    /** A stack (compared by content) plus a label-set id; the hash is computed once. */
+    private static final class SampleKey {
+        final long[] stack;
+        final int labelSet;
+        final int hash;
+
+        SampleKey(long[] stack, int labelSet, int hash) {
+            this.stack = stack;
+            this.labelSet = labelSet;
+            this.hash = hash;
+        }
+
         @Override
         public boolean equals(Object o) {
-            return o instanceof SampleKey k && Arrays.equals(stack, k.stack) && labels.equals(k.labels);
+            return o instanceof SampleKey k && k.hash == hash && k.labelSet == labelSet && Arrays.equals(k.stack, stack);
         }
 
         @Override
         public int hashCode() {
-            return 31 * Arrays.hashCode(stack) + labels.hashCode();
+            return hash;
         }
     }
 
+    /**
+     * @param periodNanos     CPU time one sample stands for (1e9 / sampling frequency), > 0
+     * @param startEpochNanos window start, wall clock nanoseconds since the epoch (becomes time_nanos)
+     */
     public ProfileBuilder(long periodNanos, long startEpochNanos) {
         if (periodNanos <= 0) {
             throw new IllegalArgumentException("period must be positive: " + periodNanos);
         }
         this.periodNanos = periodNanos;
         this.startEpochNanos = startEpochNanos;
-        intern("");
+        intern(""); // pprof requires string_table[0] == ""
+        samplesCount = valueType("samples", "count");
+        cpuNanos = valueType("cpu", "nanoseconds");
     }
 
-    private long intern(String s) {
-        Long id = strings.get(s);
-        if (id == null) {
-            id = (long) stringTable.size();
-            strings.put(s, id);
-            stringTable.add(s);
-        }
-        return id;
-    }
-
-    /** Returns the id of the mapping with exactly these fields, adding it if new. */
+    /**
+     * Returns the id of the mapping with exactly these fields, adding it if new. Ids are 1, 2, 3... in
+     * order of first use.
+     *
+     * @param filename path of the mapped file (null = "")
+     * @param buildId  GNU build id as hex, or null (or "") if unknown
+     */
     public long mapping(long memoryStart, long memoryLimit, long fileOffset, String filename, String buildId,
                         boolean hasFunctions) {
-        MappingKey key = new MappingKey(memoryStart, memoryLimit, fileOffset, Objects.requireNonNullElse(filename, ""),
+        if (buildId != null && buildId.isEmpty()) {
+            buildId = null; // both encode as string 0; one key keeps them one mapping
+        }
+        MappingKey key = new MappingKey(memoryStart, memoryLimit, fileOffset, filename == null ? "" : filename,
                 buildId, hasFunctions);
-        Long id = mappingIds.get(key);
+        Integer id = mappingIds.get(key);
         if (id == null) {
-            id = (long) mappings.size() + 1;
+            id = mappings.size() + 1;
             mappings.add(Mapping.newBuilder().setId(id).setMemoryStart(memoryStart).setMemoryLimit(memoryLimit)
                     .setFileOffset(fileOffset).setFilename(intern(key.file()))
                     .setBuildId(buildId == null ? 0 : intern(buildId)).setHasFunctions(hasFunctions).build());
@@ -93,17 +122,21 @@ public final class ProfileBuilder {
     }
 
     /**
-     * Returns the id of a location (mapping 0 = none). With a function name the location gets one line;
-     * without, it stays a bare address.
+     * Returns the id of the location for this address, adding it if new; deduplicated on (mappingId,
+     * address, functionName). A named location gets one line pointing at a function deduplicated on
+     * (name, file); an unsymbolized one (null name) has no lines, so pprof shows the address.
+     *
+     * @param mappingId    an id from {@link #mapping}, or 0 for none
+     * @param functionFile source file of the function, or null; only used when the location is new
      */
     public long location(long mappingId, long address, String functionName, String functionFile) {
         if (mappingId < 0 || mappingId > mappings.size()) {
             throw new IllegalArgumentException("unknown mapping id " + mappingId);
         }
         LocationKey key = new LocationKey(mappingId, address, functionName);
-        Long id = locationIds.get(key);
+        Integer id = locationIds.get(key);
         if (id == null) {
-            id = (long) locations.size() + 1;
+            id = locations.size() + 1;
             Location.Builder b = Location.newBuilder().setId(id).setMappingId(mappingId).setAddress(address);
             if (functionName != null) {
                 b.addLine(Line.newBuilder().setFunctionId(function(functionName, functionFile)));
@@ -114,12 +147,16 @@ public final class ProfileBuilder {
         return id;
     }
 
-    private long function(String name, String file) {
+    private int function(String name, String file) {
+        if (file != null && file.isEmpty()) {
+            file = null; // same encoding (string 0), so the same function
+        }
         FunctionKey key = new FunctionKey(name, file);
-        Long id = functionIds.get(key);
+        Integer id = functionIds.get(key);
         if (id == null) {
-            id = (long) functions.size() + 1;
-            long n = intern(name);
+            id = functions.size() + 1;
+            int n = intern(name);
+            // system_name = name: we only have one (possibly demangled) name.
             functions.add(Function.newBuilder().setId(id).setName(n).setSystemName(n)
                     .setFilename(file == null ? 0 : intern(file)).build());
             functionIds.put(key, id);
@@ -127,21 +164,64 @@ public final class ProfileBuilder {
         return id;
     }
 
-    /** Adds {@code count} samples of this stack (location ids, leaf first) with these labels. */
+    /**
+     * Adds {@code count} samples of one stack. Identical stacks with equal label lists are summed.
+     *
+     * @param locationIds ids from {@link #location}, leaf first; copied, so the caller may reuse the array
+     * @param count       number of samples, > 0
+     * @param labels      labels in a fixed order (order matters for aggregation); null = none
+     */
     public void addSample(long[] locationIds, long count, List<Label> labels) {
+        if (count <= 0) {
+            throw new IllegalArgumentException("count must be positive: " + count);
+        }
+        int known = locations.size();
         for (long id : locationIds) {
-            if (id < 1 || id > locations.size()) {
+            if (id < 1 || id > known) {
                 throw new IllegalArgumentException("unknown location id " + id);
             }
         }
-        SampleKey key = new SampleKey(locationIds.clone(), List.copyOf(labels));
-        long[] c = samples.computeIfAbsent(key, k -> new long[1]);
-        c[0] += count;
+        int set = labelSet(labels == null ? List.of() : labels);
+        int hash = 31 * Arrays.hashCode(locationIds) + set;
+        long[] total = samples.get(new SampleKey(locationIds, set, hash));
+        if (total == null) {
+            total = new long[1];
+            samples.put(new SampleKey(locationIds.clone(), set, hash), total); // copy only when new
+        }
+        total[0] += count;
         totalCount += count;
     }
 
+    private int labelSet(List<Label> labels) {
+        Integer id = labelSetIds.get(labels);
+        if (id != null) {
+            return id;
+        }
+        List<Label> kept = labels.stream().filter(Label::isEncodable).toList();
+        // Lists that differ only in dropped labels encode the same, so they must share an id to aggregate.
+        id = labelSetIds.get(kept);
+        if (id == null) {
+            id = labelSets.size();
+            List<dev.loupe.pprof.proto.Label> encoded = new ArrayList<>(kept.size());
+            for (Label l : kept) {
+                var b = dev.loupe.pprof.proto.Label.newBuilder().setKey(intern(l.key()));
+                if (l.isNumeric()) {
+                    b.setNum(l.num()).setNumUnit(l.unit() == null ? 0 : intern(l.unit()));
+                } else {
+                    b.setStr(intern(l.str()));
+                }
+                encoded.add(b.build());
+            }
+            labelSets.add(List.copyOf(encoded));
+            labelSetIds.put(kept, id);
+        }
+        labelSetIds.put(List.copyOf(labels), id); // the caller's list may be mutable
+        return id;
+    }
+
+    /** Adds a free-text comment (pprof shows these in its header). */
     public void comment(String text) {
-        comments.add(intern(text));
+        comments.add((long) intern(text));
     }
 
     /** Distinct (stack, labels) samples so far. */
@@ -149,44 +229,49 @@ public final class ProfileBuilder {
         return samples.size();
     }
 
+    /** Sum of all sample counts so far. */
     public long totalCount() {
         return totalCount;
     }
 
-    /** Builds the profile; duration = end - start, at least 1 ns (Parca treats duration > 0 as a delta profile). */
+    /**
+     * Builds the profile. Does not change the builder, so it may be called again (e.g. after more samples).
+     *
+     * @param endEpochNanos window end; duration_nanos = end - start, at least 1 (a zero duration would make
+     *                      Parca treat the profile as cumulative)
+     */
     public Profile build(long endEpochNanos) {
-        Profile.Builder p = Profile.newBuilder();
-        p.addSampleType(valueType("samples", "count"));
-        p.addSampleType(valueType("cpu", "nanoseconds"));
-        p.setPeriodType(valueType("cpu", "nanoseconds"));
-        p.setPeriod(periodNanos);
-        p.setTimeNanos(startEpochNanos);
-        p.setDurationNanos(Math.max(1, endEpochNanos - startEpochNanos));
+        Profile.Builder p = Profile.newBuilder()
+                .addSampleType(samplesCount)
+                .addSampleType(cpuNanos)
+                .setPeriodType(cpuNanos)
+                .setPeriod(periodNanos)
+                .setTimeNanos(startEpochNanos)
+                .setDurationNanos(Math.max(1, endEpochNanos - startEpochNanos));
         for (Map.Entry<SampleKey, long[]> e : samples.entrySet()) {
-            Sample.Builder s = Sample.newBuilder();
-            for (long id : e.getKey().stack()) {
+            long n = e.getValue()[0];
+            Sample.Builder s = p.addSampleBuilder();
+            for (long id : e.getKey().stack) {
                 s.addLocationId(id);
             }
-            long n = e.getValue()[0];
-            s.addValue(n).addValue(n * periodNanos);
-            for (Label l : e.getKey().labels()) {
-                dev.loupe.pprof.proto.Label.Builder lb = dev.loupe.pprof.proto.Label.newBuilder().setKey(intern(l.key()));
-                if (l.isNumeric()) {
-                    lb.setNum(l.num());
-                    if (l.unit() != null) {
-                        lb.setNumUnit(intern(l.unit()));
-                    }
-                } else {
-                    lb.setStr(intern(l.str()));
-                }
-                s.addLabel(lb);
-            }
-            p.addSample(s);
+            s.addValue(n).addValue(n * periodNanos).addAllLabel(labelSets.get(e.getKey().labelSet));
         }
-        p.addAllMapping(mappings).addAllLocation(locations).addAllFunction(functions);
-        p.addAllComment(comments);
-        p.addAllStringTable(stringTable); // last: building samples above may intern label strings
-        return p.build();
+        return p.addAllMapping(mappings)
+                .addAllLocation(locations)
+                .addAllFunction(functions)
+                .addAllStringTable(strings)
+                .addAllComment(comments)
+                .build();
+    }
+
+    private int intern(String s) {
+        Integer id = stringIds.get(s);
+        if (id == null) {
+            id = strings.size();
+            strings.add(s);
+            stringIds.put(s, id);
+        }
+        return id;
     }
 
     private ValueType valueType(String type, String unit) {

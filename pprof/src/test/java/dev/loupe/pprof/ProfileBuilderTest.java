@@ -1,128 +1,270 @@
 package dev.loupe.pprof;
 
+import dev.loupe.pprof.proto.Function;
+import dev.loupe.pprof.proto.Location;
+import dev.loupe.pprof.proto.Mapping;
 import dev.loupe.pprof.proto.Profile;
+import dev.loupe.pprof.proto.Sample;
 import dev.loupe.pprof.proto.ValueType;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.util.HexFormat;
+import java.util.ArrayList;
 import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class ProfileBuilderTest {
-    private static final long PERIOD = 1_000_000_000L / 19;
+    static final long PERIOD = 1_000_000_000L / 19;
+    static final long T0 = 1_700_000_000_000_000_000L;
 
+    /** A small profile using every builder feature; {@link ParcaRulesTest} breaks it rule by rule. */
     static Profile sampleProfile() {
-        ProfileBuilder b = new ProfileBuilder(PERIOD, 1_700_000_000_000_000_000L);
+        ProfileBuilder b = new ProfileBuilder(PERIOD, T0);
         long m = b.mapping(0x400000, 0x401000, 0, "/bin/app", "abcdef", true);
-        long leaf = b.location(m, 0x400100, "hot", null);
-        long root = b.location(m, 0x400200, "main", null);
-        long bare = b.location(0, 0x7fff0000, null, null);
-        List<Label> labels = List.of(Label.num("pid", 42), Label.str("comm", "app"));
-        b.addSample(new long[] {leaf, root}, 1, labels);
-        b.addSample(new long[] {leaf, root}, 2, labels);
-        b.addSample(new long[] {bare, root}, 1, List.of(Label.num("pid", 43)));
-        return b.build(1_700_000_010_000_000_000L);
+        long leaf = b.location(m, 0x400100, "hot", "app.c");
+        long root = b.location(m, 0x400200, "main", "app.c");
+        long bare = b.location(0, 0xffffffff81000000L, null, null);
+        b.addSample(new long[] {leaf, root}, 2,
+                List.of(Label.num("pid", 42), Label.str("comm", "app"), Label.num("rss", 4096, "bytes")));
+        b.addSample(new long[] {bare, leaf, root}, 1, List.of(Label.num("pid", 43)));
+        b.comment("loupe test");
+        return b.build(T0 + 10_000_000_000L);
+    }
+
+    private static String s(Profile p, long index) {
+        return p.getStringTable((int) index);
     }
 
     @Test
-    void deduplicatesAndAggregates() {
-        ProfileBuilder b = new ProfileBuilder(PERIOD, 1);
-        long m1 = b.mapping(0x1000, 0x2000, 0, "/a", null, true);
-        long m2 = b.mapping(0x1000, 0x2000, 0, "/a", null, true);
-        long m3 = b.mapping(0x3000, 0x4000, 0, "/a", null, true);
-        assertEquals(1, m1);
-        assertEquals(m1, m2);
-        assertEquals(2, m3);
-        long l1 = b.location(m1, 0x1100, "f", null);
-        assertEquals(l1, b.location(m1, 0x1100, "f", null));
-        long l2 = b.location(m3, 0x3100, "f", null);
-        assertEquals(2, l2);
-        b.addSample(new long[] {l1}, 1, List.of(Label.num("pid", 1)));
-        b.addSample(new long[] {l1}, 1, List.of(Label.num("pid", 1)));
-        b.addSample(new long[] {l1}, 1, List.of(Label.num("pid", 2)));
-        assertEquals(2, b.sampleCount());
-        assertEquals(3, b.totalCount());
-        Profile p = b.build(11);
-        assertEquals(1, p.getFunctionCount(), "one function shared by two locations");
+    void mappingsAreDeduplicatedOnEveryField() {
+        ProfileBuilder b = new ProfileBuilder(PERIOD, T0);
+        assertEquals(1, b.mapping(0x1000, 0x2000, 0, "/a", "b1", true));
+        assertEquals(1, b.mapping(0x1000, 0x2000, 0, "/a", "b1", true));
+        // Changing any one field makes a new mapping, numbered in order of first use.
+        assertEquals(2, b.mapping(0x1001, 0x2000, 0, "/a", "b1", true));
+        assertEquals(3, b.mapping(0x1000, 0x2001, 0, "/a", "b1", true));
+        assertEquals(4, b.mapping(0x1000, 0x2000, 1, "/a", "b1", true));
+        assertEquals(5, b.mapping(0x1000, 0x2000, 0, "/b", "b1", true));
+        assertEquals(6, b.mapping(0x1000, 0x2000, 0, "/a", "b2", true));
+        assertEquals(7, b.mapping(0x1000, 0x2000, 0, "/a", "b1", false));
+        assertEquals(8, b.mapping(0x1000, 0x2000, 0, "/a", null, true));
+        assertEquals(8, b.mapping(0x1000, 0x2000, 0, "/a", "", true), "\"\" and null build ids encode alike");
+
+        Profile p = b.build(T0 + 1);
+        assertEquals(8, p.getMappingCount());
+        Mapping m = p.getMapping(3);
+        assertEquals(4, m.getId());
+        assertEquals(0x1000, m.getMemoryStart());
+        assertEquals(0x2000, m.getMemoryLimit());
+        assertEquals(1, m.getFileOffset());
+        assertEquals("/a", s(p, m.getFilename()));
+        assertEquals("b1", s(p, m.getBuildId()));
+        assertTrue(m.getHasFunctions());
+        assertFalse(p.getMapping(6).getHasFunctions());
+        assertEquals(0, p.getMapping(7).getBuildId(), "unknown build id is string 0");
+    }
+
+    @Test
+    void locationsAreDeduplicatedOnMappingAddressAndName() {
+        ProfileBuilder b = new ProfileBuilder(PERIOD, T0);
+        long m = b.mapping(0x1000, 0x2000, 0, "/a", null, true);
+        long a = b.location(m, 0x1100, "f", "f.c");
+        assertEquals(1, a);
+        assertEquals(a, b.location(m, 0x1100, "f", "f.c"));
+        assertEquals(a, b.location(m, 0x1100, "f", "other.c"), "file is not part of the location key");
+        assertEquals(2, b.location(0, 0x1100, "f", "f.c"), "different mapping");
+        assertEquals(3, b.location(m, 0x1104, "f", "f.c"), "different address");
+        assertEquals(4, b.location(m, 0x1100, "g", "f.c"), "different name");
+        assertEquals(5, b.location(m, 0x1100, null, null), "unsymbolized");
+        assertEquals(5, b.location(m, 0x1100, null, "ignored.c"));
+
+        Profile p = b.build(T0 + 1);
+        assertEquals(5, p.getLocationCount());
+        Location first = p.getLocation(0);
+        assertEquals(1, first.getId());
+        assertEquals(m, first.getMappingId());
+        assertEquals(0x1100, first.getAddress());
+        assertEquals(1, first.getLineCount());
+        Function f = p.getFunction((int) first.getLine(0).getFunctionId() - 1);
+        assertEquals("f", s(p, f.getName()));
+        assertEquals("f", s(p, f.getSystemName()));
+        assertEquals("f.c", s(p, f.getFilename()));
+        assertEquals(0, p.getLocation(1).getMappingId());
+        assertEquals(0, p.getLocation(4).getLineCount(), "no name, no line: pprof shows the address");
+        assertEquals(0x1100, p.getLocation(4).getAddress());
+    }
+
+    @Test
+    void functionsAreDeduplicatedOnNameAndFile() {
+        ProfileBuilder b = new ProfileBuilder(PERIOD, T0);
+        b.location(0, 1, "f", "f.c");
+        b.location(0, 2, "f", "f.c"); // same function, second location
+        b.location(0, 3, "f", null);
+        b.location(0, 4, "f", ""); // "" and null encode alike
+        b.location(0, 5, "g", "f.c");
+        Profile p = b.build(T0 + 1);
+        assertEquals(List.of(1L, 1L, 2L, 2L, 3L),
+                p.getLocationList().stream().map(l -> l.getLine(0).getFunctionId()).toList());
+        assertEquals(3, p.getFunctionCount());
+        for (int i = 0; i < 3; i++) {
+            assertEquals(i + 1, p.getFunction(i).getId());
+        }
+        assertEquals(0, p.getFunction(1).getFilename());
+    }
+
+    @Test
+    void samplesWithSameStackAndLabelsAreSummed() {
+        ProfileBuilder b = new ProfileBuilder(PERIOD, T0);
+        long x = b.location(0, 1, "x", null);
+        long y = b.location(0, 2, "y", null);
+        List<Label> pid1 = List.of(Label.num("pid", 1));
+        b.addSample(new long[] {x, y}, 1, pid1);
+        b.addSample(new long[] {x, y}, 2, new ArrayList<>(pid1)); // equal labels in another list type
+        b.addSample(new long[] {x, y}, 1, List.of(Label.num("pid", 2))); // other labels
+        b.addSample(new long[] {y, x}, 1, pid1); // other order of frames
+        b.addSample(new long[] {x}, 1, pid1); // prefix of a stack
+        b.addSample(new long[] {x, y}, 4, pid1);
+        assertEquals(4, b.sampleCount());
+        assertEquals(10, b.totalCount());
+
+        Profile p = b.build(T0 + 1);
+        assertEquals(4, p.getSampleCount());
+        Sample first = p.getSample(0);
+        assertEquals(List.of(x, y), first.getLocationIdList(), "leaf first, as given");
+        assertEquals(List.of(7L, 7 * PERIOD), first.getValueList());
+        assertEquals(List.of(1L, PERIOD), p.getSample(1).getValueList());
+        assertEquals(List.of(y, x), p.getSample(2).getLocationIdList());
+        assertEquals(List.of(x), p.getSample(3).getLocationIdList());
+    }
+
+    @Test
+    void callerMayReuseItsArrayAndList() {
+        ProfileBuilder b = new ProfileBuilder(PERIOD, T0);
+        long x = b.location(0, 1, "x", null);
+        long y = b.location(0, 2, "y", null);
+        long[] stack = {x};
+        List<Label> labels = new ArrayList<>(List.of(Label.num("pid", 1)));
+        b.addSample(stack, 1, labels);
+        stack[0] = y;
+        labels.set(0, Label.num("pid", 2));
+        b.addSample(stack, 1, labels);
+        Profile p = b.build(T0 + 1);
+        assertEquals(2, p.getSampleCount());
+        assertEquals(List.of(x), p.getSample(0).getLocationIdList());
+        assertEquals(1, p.getSample(0).getLabel(0).getNum());
+        assertEquals(2, p.getSample(1).getLabel(0).getNum());
+    }
+
+    @Test
+    void labelsAreEncodedAsStringsOrNumbersWithUnits() {
+        Profile p = sampleProfile();
+        List<dev.loupe.pprof.proto.Label> labels = p.getSample(0).getLabelList();
+        assertEquals(3, labels.size());
+        assertEquals("pid", s(p, labels.get(0).getKey()));
+        assertEquals(42, labels.get(0).getNum());
+        assertEquals(0, labels.get(0).getStr());
+        assertEquals(0, labels.get(0).getNumUnit());
+        assertEquals("comm", s(p, labels.get(1).getKey()));
+        assertEquals("app", s(p, labels.get(1).getStr()));
+        assertEquals(0, labels.get(1).getNum());
+        assertEquals("rss", s(p, labels.get(2).getKey()));
+        assertEquals(4096, labels.get(2).getNum());
+        assertEquals("bytes", s(p, labels.get(2).getNumUnit()));
+    }
+
+    @Test
+    void labelsPprofWouldDropAreLeftOutAndDoNotSplitSamples() {
+        ProfileBuilder b = new ProfileBuilder(PERIOD, T0);
+        long x = b.location(0, 1, "x", null);
+        b.addSample(new long[] {x}, 1, List.of(Label.num("pid", 0), Label.str("comm", "a")));
+        b.addSample(new long[] {x}, 1, List.of(Label.str("comm", "a")));
+        b.addSample(new long[] {x}, 1, List.of(Label.str("comm", ""), Label.num("cpu", 0, "")));
+        b.addSample(new long[] {x}, 1, null);
+        b.addSample(new long[] {x}, 1, List.of(Label.num("cpu", 0, "index"))); // a unit makes 0 encodable
+        assertEquals(3, b.sampleCount());
+        Profile p = b.build(T0 + 1);
         assertEquals(List.of(2L, 2 * PERIOD), p.getSample(0).getValueList());
-        assertEquals(10, p.getDurationNanos());
+        assertEquals(1, p.getSample(0).getLabelCount());
+        assertEquals("comm", s(p, p.getSample(0).getLabel(0).getKey()));
+        assertEquals(List.of(2L, 2 * PERIOD), p.getSample(1).getValueList());
+        assertEquals(0, p.getSample(1).getLabelCount());
+        assertEquals("index", s(p, p.getSample(2).getLabel(0).getNumUnit()));
+        assertEquals(List.of(), ParcaRules.violations(p));
+    }
+
+    @Test
+    void labelRecordChecksItsArguments() {
+        assertThrows(IllegalArgumentException.class, () -> Label.num("", 1));
+        assertThrows(IllegalArgumentException.class, () -> Label.str(null, "x"));
+        assertThrows(IllegalArgumentException.class, () -> new Label("k", "x", 1, null));
+        assertEquals(Label.num("k", 1), Label.num("k", 1, ""), "empty unit is no unit");
+        assertEquals("", Label.str("k", null).str());
+        assertFalse(Label.num("k", 0).isEncodable());
+        assertTrue(Label.num("k", -1).isEncodable());
+        assertFalse(Label.str("k", "").isEncodable());
     }
 
     @Test
     void cpuProfileShape() {
         Profile p = sampleProfile();
         assertEquals("", p.getStringTable(0));
-        assertEquals(List.of("samples/count", "cpu/nanoseconds"),
-                p.getSampleTypeList().stream().map(t -> str(p, t)).toList());
-        assertEquals("cpu/nanoseconds", str(p, p.getPeriodType()));
+        assertEquals(List.of("samples/count", "cpu/nanoseconds"), p.getSampleTypeList().stream().map(t -> type(p, t)).toList());
+        assertEquals("cpu/nanoseconds", type(p, p.getPeriodType()));
         assertEquals(PERIOD, p.getPeriod());
-        assertEquals(1_700_000_000_000_000_000L, p.getTimeNanos());
+        assertEquals(T0, p.getTimeNanos());
         assertEquals(10_000_000_000L, p.getDurationNanos());
-        assertEquals("abcdef", p.getStringTable((int) p.getMapping(0).getBuildId()));
-        assertTrue(p.getMapping(0).getHasFunctions());
-        assertEquals(0, p.getLocation(2).getLineCount(), "unsymbolized address stays bare");
-        assertEquals(0, p.getLocation(2).getMappingId());
-        assertEquals(List.of(), ParcaRules.violations(p));
+        assertEquals(0, p.getDefaultSampleType(), "unset: pprof picks the last type, cpu");
+        assertEquals(List.of("loupe test"), p.getCommentList().stream().map(c -> s(p, c)).toList());
+        assertEquals(List.of(3L, 2L, 2L, 2 * PERIOD), List.of(p.getSample(1).getLocationIdCount() + 0L,
+                p.getSample(0).getLocationIdCount() + 0L, p.getSample(0).getValue(0), p.getSample(0).getValue(1)));
+        assertEquals(p.getStringTableCount(), p.getStringTableList().stream().distinct().count(), "strings interned once");
     }
 
-    private static String str(Profile p, ValueType t) {
-        return p.getStringTable((int) t.getType()) + "/" + p.getStringTable((int) t.getUnit());
-    }
-
-    @Test
-    void rejectsUnknownIds() {
-        ProfileBuilder b = new ProfileBuilder(PERIOD, 1);
-        assertThrows(IllegalArgumentException.class, () -> b.location(3, 1, "x", null));
-        assertThrows(IllegalArgumentException.class, () -> b.addSample(new long[] {1}, 1, List.of()));
-    }
-
-    /** Field numbers and wire types checked against bytes derived by hand from profile.proto. */
-    @Test
-    void wireFormatIsByteExact() {
-        ProfileBuilder b = new ProfileBuilder(10, 5);
-        long m = b.mapping(1, 2, 0, "f", null, true);
-        long l = b.location(m, 3, "g", null);
-        b.addSample(new long[] {l}, 1, List.of(Label.num("p", 7)));
-        byte[] bytes = b.build(6).toByteArray();
-        String hex = HexFormat.of().formatHex(bytes);
-        // string table, in interning order: ""(0) f(1) g(2) samples(3) count(4) cpu(5) nanoseconds(6) p(7)
-        String expected = ""
-                + "0a04" + "0803" + "1004"            // field 1 sample_type {type=3 unit=4}
-                + "0a04" + "0805" + "1006"            // field 1 sample_type {type=5 unit=6}
-                + "120d" + "0a0101" + "1202010a"      // field 2 sample {location_id=[1] packed, value=[1,10] packed,
-                + "1a04" + "0807" + "1807"            //   label {key=7 num=7}}
-                + "1a0a" + "0801" + "1001" + "1802" + "2801" + "3801" // field 3 mapping {id=1 start=1 limit=2 filename=1 has_functions}
-                + "220a" + "0801" + "1001" + "1803" + "2202" + "0801" // field 4 location {id=1 mapping=1 address=3 line{function_id=1}}
-                + "2a06" + "0801" + "1002" + "1802"   // field 5 function {id=1 name=2 system_name=2}
-                + "3200" + "3201" + "66" + "3201" + "67" + "3207" + "73616d706c6573" + "3205" + "636f756e74"
-                + "3203" + "637075" + "320b" + "6e616e6f7365636f6e6473" + "3201" + "70" // field 6 string_table
-                + "4805" + "5001"                     // field 9 time_nanos=5, field 10 duration_nanos=1
-                + "5a04" + "0805" + "1006"            // field 11 period_type {type=5 unit=6}
-                + "600a";                             // field 12 period=10
-        assertEquals(expected, hex);
+    private static String type(Profile p, ValueType t) {
+        return s(p, t.getType()) + "/" + s(p, t.getUnit());
     }
 
     @Test
-    void gzipRoundTripAndAtomicWrite(@TempDir Path dir) throws Exception {
-        Profile p = sampleProfile();
-        byte[] gz = PprofFiles.gzip(p);
-        assertEquals(0x1f, gz[0] & 0xff);
-        assertEquals(0x8b, gz[1] & 0xff);
-        assertEquals(p, PprofFiles.parse(gz));
-        assertEquals(p, PprofFiles.parse(p.toByteArray()));
-        Path f = dir.resolve("sub/cpu.pb.gz");
-        PprofFiles.writeAtomically(p, f);
-        assertEquals(p, PprofFiles.parse(Files.readAllBytes(f)));
-        try (var s = Files.list(f.getParent())) {
-            assertEquals(List.of(f.getFileName().toString()), s.map(x -> x.getFileName().toString()).toList(), "no temp file left");
-        }
-        assertArrayEquals(gz, PprofFiles.gzip(p), "deterministic");
+    void durationIsAtLeastOneNanosecond() {
+        assertEquals(1, new ProfileBuilder(PERIOD, T0).build(T0).getDurationNanos());
+        assertEquals(1, new ProfileBuilder(PERIOD, T0).build(T0 - 5).getDurationNanos());
+        assertEquals(2, new ProfileBuilder(PERIOD, T0).build(T0 + 2).getDurationNanos());
+    }
+
+    @Test
+    void rejectsUnknownIdsAndBadCounts() {
+        ProfileBuilder b = new ProfileBuilder(PERIOD, T0);
+        assertThrows(IllegalArgumentException.class, () -> new ProfileBuilder(0, T0));
+        assertThrows(IllegalArgumentException.class, () -> b.location(1, 1, "x", null), "no mapping 1 yet");
+        assertThrows(IllegalArgumentException.class, () -> b.location(-1, 1, "x", null));
+        long x = b.location(0, 1, "x", null);
+        assertThrows(IllegalArgumentException.class, () -> b.addSample(new long[] {x + 1}, 1, List.of()));
+        assertThrows(IllegalArgumentException.class, () -> b.addSample(new long[] {0}, 1, List.of()));
+        assertThrows(IllegalArgumentException.class, () -> b.addSample(new long[] {x}, 0, List.of()));
+        assertThrows(IllegalArgumentException.class, () -> b.addSample(new long[] {x}, -1, List.of()));
+        assertEquals(0, b.sampleCount());
+        assertEquals(0, b.totalCount());
+    }
+
+    @Test
+    void sameCallsGiveSameBytesAndBuildDoesNotChangeTheBuilder() {
+        byte[] once = sampleProfile().toByteArray();
+        assertArrayEquals(once, sampleProfile().toByteArray());
+
+        ProfileBuilder b = new ProfileBuilder(PERIOD, T0);
+        long x = b.location(0, 1, "x", null);
+        b.addSample(new long[] {x}, 1, List.of(Label.str("comm", "a")));
+        Profile first = b.build(T0 + 1);
+        assertEquals(first, b.build(T0 + 1));
+        b.addSample(new long[] {x}, 1, List.of(Label.str("comm", "b")));
+        Profile second = b.build(T0 + 1);
+        assertNotEquals(first, second);
+        assertEquals(2, second.getSampleCount());
+        assertEquals(first.getSample(0), second.getSample(0));
     }
 }

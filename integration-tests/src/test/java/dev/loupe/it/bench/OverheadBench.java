@@ -33,7 +33,7 @@ public final class OverheadBench {
     public static void main(String[] args) throws Exception {
         int rounds = 5;
         long work = 30000;
-        int warmup = 15;
+        int warmup = 40;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--rounds" -> rounds = Integer.parseInt(args[++i]);
@@ -121,7 +121,13 @@ public final class OverheadBench {
                 Thread.sleep(50);
             }
             long startupTicks = cpuTicks(agent.pid());
-            Thread.sleep(warmup * 1000L); // past JIT warm-up and first sight of every process: the steady state
+            // Warm up with the workload running, so the agent's JIT and caches reach the state an always-on
+            // agent lives in (at 19 Hz few samples arrive, and C1 reaches its thresholds slowly).
+            Process warm = new ProcessBuilder(workload.toString(), Long.toString(1L << 40))
+                    .redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+            Thread.sleep(warmup * 1000L);
+            warm.destroyForcibly();
+            warm.waitFor();
             long[] bpf0 = bpfStats();
             long cpu0 = cpuTicks(agent.pid());
             long t0 = System.nanoTime();

@@ -88,6 +88,7 @@ final class ProcSymbolizer implements Symbolizer {
     private final Cache<Integer, ProcessState> processes;
     private final Cache<FileKey, Binary> binaries;
     private final AtomicLong binaryFailures = new AtomicLong();
+    private final AtomicLong unreadable = new AtomicLong();
     private final AtomicLong unresolved = new AtomicLong();
     private final AtomicLong mapsReads = new AtomicLong();
     private final AtomicLong mapsReadFailures = new AtomicLong();
@@ -238,17 +239,29 @@ final class ProcSymbolizer implements Symbolizer {
             return vdso();
         }
         if (!m.fileBacked()) {
-            return new Binary(null, null, null, "anonymous");
+            return ANONYMOUS;
         }
         FileKey key = new FileKey(m.devMajor(), m.devMinor(), m.inode(), m.path());
         Binary b = binaries.getIfPresent(key);
         if (b == null) {
             b = load(pid, m);
-            binaries.put(key, b);
+            if (b != null) {
+                binaries.put(key, b);
+            } else {
+                b = UNREADABLE;
+            }
         }
         return b;
     }
 
+    private static final Binary ANONYMOUS = new Binary(null, null, null, "anonymous");
+    private static final Binary UNREADABLE = new Binary(null, null, null, "unreadable");
+
+    /**
+     * Parses the mapped file. A defective file gives a failure entry (cached: it is read once and logged
+     * once); a file we could not open (the process exited mid-read, permissions) gives null, not cached,
+     * so other processes mapping the same file still resolve.
+     */
     private Binary load(int pid, MapEntry m) {
         Path pidDir = procRoot.resolve(Integer.toString(pid));
         List<Path> candidates = List.of(pidDir.resolve("map_files").resolve(m.mapFilesName()),
@@ -259,19 +272,20 @@ final class ProcSymbolizer implements Symbolizer {
                 ElfFile elf = ElfFile.open(p);
                 return new Binary(elf.symbols(), elf, elf.buildId().orElse(null), null);
             } catch (ElfException e) {
-                // A real but bad file: no point trying another path to the same file.
-                lastError = e.getMessage().replace(p.toString(), m.path());
-                break;
+                String error = e.getMessage().replace(p.toString(), m.path());
+                binaryFailures.incrementAndGet();
+                LOG.log(System.Logger.Level.WARNING, "cannot symbolize " + m.path() + " (pid " + pid + "): " + error
+                        + "; its frames stay addresses");
+                return new Binary(null, null, null, error);
             } catch (NoSuchFileException e) {
                 lastError = "not found";
             } catch (IOException | RuntimeException e) {
                 lastError = e.toString();
             }
         }
-        binaryFailures.incrementAndGet();
-        LOG.log(System.Logger.Level.WARNING, "cannot symbolize " + m.path() + " (pid " + pid + "): " + lastError
-                + "; its frames stay addresses");
-        return new Binary(null, null, null, lastError);
+        unreadable.incrementAndGet();
+        LOG.log(System.Logger.Level.DEBUG, "cannot open " + m.path() + " of pid " + pid + ": " + lastError);
+        return null;
     }
 
     /** The vdso is the same image in every process: read it once from our own memory. */

@@ -282,6 +282,24 @@ class ProcSymbolizerTest {
         }
     }
 
+    /** A process that exits before its binary is read must not spoil the binary for everyone else. */
+    @Test
+    void unopenableBinaryIsNotCachedAsBad() throws Exception {
+        Path bin = TestPrograms.compile(dir, "shared", TestPrograms.LOOPER, "-fno-pie", "-no-pie");
+        long spin = (Long) TestPrograms.nmFunctions(bin, false).stream().filter(x -> x[1].equals("spin_here")).findFirst().orElseThrow()[0];
+        Path proc = dir.resolve("proc");
+        String line = "401000-402000 r-xp 00001000 08:01 999 /opt/shared";
+        fakeProcess(proc, 50, 100, line); // gone: neither map_files nor root holds the file
+        fakeProcess(proc, 51, 200, line);
+        Files.createDirectories(proc.resolve("51/root/opt"));
+        Files.copy(bin, proc.resolve("51/root/opt/shared"));
+        try (Symbolizer s = Symbolizer.create(new Symbolizer.Options(proc, dir.resolve("none"), 1 << 20, new Clock()))) {
+            assertNull(symbolize(s, 50, spin));
+            assertEquals("spin_here", symbolize(s, 51, spin));
+            assertEquals(0, s.stats().binaryFailures(), "not a defective file");
+        }
+    }
+
     @Test
     void kernelSymbolsFromFakeAndRealKallsyms() throws Exception {
         Path fake = dir.resolve("kallsyms");
