@@ -43,7 +43,7 @@ class HostWideProfileTest {
                 .mapToLong(Profiles.Stack::count).sum();
         assertTrue(mine > 60, "exited process's hot_a samples: " + mine);
         assertTrue(stacks.stream().filter(s -> s.pid() == targetPid).allMatch(s -> "shortlived".equals(s.labels().get("comm"))));
-        assertEquals(List.of(), ParcaRules.violations(Profiles.read(files.get(0))));
+        assertEquals(List.of(), ParcaRules.violations(Profiles.checked(files.get(0))));
 
         String file = files.get(0).toString();
         String byPid = PprofTool.run("-top", "-tagfocus=pid=" + targetPid, file);

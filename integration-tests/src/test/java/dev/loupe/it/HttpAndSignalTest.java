@@ -60,7 +60,7 @@ class HttpAndSignalTest {
         }
         List<Path> files = Profiles.files(out);
         assertEquals(1, files.size(), "the partial interval flushed on SIGTERM: " + files);
-        var profile = Profiles.read(files.get(0));
+        var profile = Profiles.checked(files.get(0));
         assertTrue(profile.getDurationNanos() > 0 && profile.getDurationNanos() < 120_000_000_000L);
         assertTrue(Profiles.stacks(profile).stream().anyMatch(s -> s.startsWith("hot_a", "middle", "outer", "main")));
     }

@@ -77,12 +77,30 @@ final class Profiles {
         return out;
     }
 
-    static List<Stack> stacksOfDir(Path dir) throws IOException {
+    /**
+     * All samples of every profile file in {@code dir}. Every file is first checked the way its readers
+     * check it: the real {@code go tool pprof -raw} must parse it and Parca's rules must hold.
+     */
+    static List<Stack> stacksOfDir(Path dir) throws Exception {
         List<Stack> all = new ArrayList<>();
         for (Path f : files(dir)) {
-            all.addAll(stacks(read(f)));
+            all.addAll(stacks(checked(f)));
         }
         return all;
+    }
+
+    /** Reads a profile after go tool pprof and Parca's validation accept it. */
+    static Profile checked(Path file) throws Exception {
+        Profile p = read(file);
+        List<String> violations = dev.loupe.pprof.ParcaRules.violations(p);
+        if (!violations.isEmpty()) {
+            throw new AssertionError(file + " violates Parca's rules: " + violations);
+        }
+        String raw = PprofTool.run("-raw", file.toString());
+        if (!raw.contains("PeriodType: cpu nanoseconds")) {
+            throw new AssertionError("go tool pprof -raw " + file + ":\n" + raw.substring(0, Math.min(500, raw.length())));
+        }
+        return p;
     }
 
     static long total(List<Stack> stacks) {

@@ -301,6 +301,25 @@ class ProcSymbolizerTest {
     }
 
     @Test
+    void vdsoFramesAreNamed() throws Exception {
+        int self = (int) ProcessHandle.current().pid();
+        MapEntry vdso = ProcMaps.read(Path.of("/proc"), self).stream().filter(m -> m.path().equals("[vdso]"))
+                .findFirst().orElseThrow();
+        Set<String> names = new HashSet<>();
+        try (Symbolizer s = Symbolizer.create(Symbolizer.Options.defaults())) {
+            for (long a = vdso.start(); a < vdso.end(); a += 4) {
+                List<Frame> out = new ArrayList<>();
+                s.symbolizeUser(self, new long[] {a}, 1, out);
+                assertEquals("[vdso]", out.get(0).mapping().path());
+                if (out.get(0).function() != null) {
+                    names.add(out.get(0).function());
+                }
+            }
+        }
+        assertTrue(names.contains("__vdso_clock_gettime") || names.contains("clock_gettime"), names.toString());
+    }
+
+    @Test
     void kernelSymbolsFromFakeAndRealKallsyms() throws Exception {
         Path fake = dir.resolve("kallsyms");
         Files.writeString(fake, """
