@@ -6,12 +6,17 @@ import dev.loupe.pprof.proto.Profile;
 import dev.loupe.unwinder.symbolize.Frame;
 import dev.loupe.unwinder.symbolize.MappingRef;
 
+import java.util.IdentityHashMap;
 import java.util.List;
+import java.util.Map;
 
 /** One profile being filled for a time window: the periodic file profile, or one HTTP request's. */
 final class ProfileWindow {
     private final ProfileBuilder builder;
     private final long startNanos;
+    // Per-frame fast paths: the symbolizer hands out one MappingRef instance per mapping.
+    private final Map<MappingRef, Long> mappingIds = new IdentityHashMap<>();
+    private final LocationIds locationIds = new LocationIds();
     private boolean finished;
 
     ProfileWindow(long periodNanos, long startEpochNanos) {
@@ -32,9 +37,21 @@ final class ProfileWindow {
         for (int i = 0; i < ids.length; i++) {
             Frame f = frames.get(i);
             MappingRef m = f.mapping();
-            long mappingId = m == null ? 0
-                    : builder.mapping(m.start(), m.limit(), m.fileOffset(), m.path(), m.buildId(), m.hasFunctions());
-            ids[i] = builder.location(mappingId, f.address(), f.function(), null);
+            long mappingId = 0;
+            if (m != null) {
+                Long known = mappingIds.get(m);
+                if (known == null) {
+                    known = builder.mapping(m.start(), m.limit(), m.fileOffset(), m.path(), m.buildId(), m.hasFunctions());
+                    mappingIds.put(m, known);
+                }
+                mappingId = known;
+            }
+            long id = locationIds.get(mappingId, f.address());
+            if (id == 0) {
+                id = builder.location(mappingId, f.address(), f.function(), null);
+                locationIds.put(mappingId, f.address(), id);
+            }
+            ids[i] = id;
         }
         builder.addSample(ids, 1, labels);
     }

@@ -39,13 +39,9 @@ final class RawSampleDecoder {
         long startBoottime = rec.get(U64, 64);
         long[] kernel = new long[nk];
         long[] user = new long[nu];
-        for (int i = 0; i < nk; i++) {
-            kernel[i] = rec.get(U64, HEADER_SIZE + 8L * i);
-        }
-        long userBase = HEADER_SIZE + 8L * nk;
-        for (int i = 0; i < nu; i++) {
-            user[i] = rec.get(U64, userBase + 8L * i);
-        }
+        // One bulk copy per stack: per-element segment reads are costly in C1-compiled code.
+        MemorySegment.copy(rec, U64, HEADER_SIZE, kernel, 0, nk);
+        MemorySegment.copy(rec, U64, HEADER_SIZE + 8L * nk, user, 0, nu);
         return new RawSample(pid, tid, cpu, comm, threadComm, ktime, startBoottime, flags, kernel, user);
     }
 

@@ -15,12 +15,15 @@ final class KernelSymbols {
     final long lowest;
     final long highest;
     final boolean restricted;
+    /** One instance for every kernel frame (consumers cache by identity); null without symbols. */
+    final MappingRef ref;
 
     private KernelSymbols(SymbolTable table, long lowest, long highest, boolean restricted) {
         this.table = table;
         this.lowest = lowest;
         this.highest = highest;
         this.restricted = restricted;
+        this.ref = table.size() == 0 ? null : new MappingRef(lowest, highest + LAST_SYMBOL_SLACK, 0, MAPPING_NAME, null, true);
     }
 
     static KernelSymbols load(Path kallsyms) throws IOException {

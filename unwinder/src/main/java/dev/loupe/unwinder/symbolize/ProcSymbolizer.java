@@ -48,11 +48,16 @@ final class ProcSymbolizer implements Symbolizer {
 
     record FileKey(int devMajor, int devMinor, long inode, String path) {}
 
-    /** A process's executable mappings, sorted by start. */
+    /**
+     * A process's executable mappings, sorted by start, with each mapping's binary and MappingRef resolved
+     * once (the same MappingRef instance for every frame, so consumers can cache by identity).
+     */
     static final class ProcessState {
         final long startTime;
         final MapEntry[] mappings;
         final long[] starts;
+        final Binary[] binaries;
+        final MappingRef[] refs;
         long readAtNanos;
         long lastMissReadNanos;
         /** When a re-read last found another start time than a sample's (0: never). */
@@ -66,19 +71,22 @@ final class ProcSymbolizer implements Symbolizer {
             for (int i = 0; i < mappings.length; i++) {
                 starts[i] = mappings[i].start();
             }
+            this.binaries = new Binary[mappings.length];
+            this.refs = new MappingRef[mappings.length];
             this.readAtNanos = now;
             this.lastMissReadNanos = now;
         }
 
-        MapEntry find(long addr) {
+        /** Index of the mapping containing addr, or -1. */
+        int find(long addr) {
             int i = Arrays.binarySearch(starts, addr);
             if (i < 0) {
                 i = -i - 2;
             }
             if (i >= 0 && Long.compareUnsigned(addr, mappings[i].end()) < 0) {
-                return mappings[i];
+                return i;
             }
-            return null;
+            return -1;
         }
     }
 
@@ -121,22 +129,29 @@ final class ProcSymbolizer implements Symbolizer {
         ProcessState proc = process(pid, processStartNs > 0 ? processStartNs / NANOS_PER_TICK : -1);
         for (int i = 0; i < count; i++) {
             long addr = i == 0 ? addrs[i] : addrs[i] - 1; // return address -> inside the call
-            MapEntry m = proc == null ? null : proc.find(addr);
-            if (m == null && proc != null) {
+            int m = proc == null ? -1 : proc.find(addr);
+            if (m < 0 && proc != null) {
                 proc = rereadOnMiss(pid, proc);
-                m = proc == null ? null : proc.find(addr);
+                m = proc == null ? -1 : proc.find(addr);
             }
-            if (m == null) {
+            if (m < 0) {
                 unresolved.incrementAndGet();
                 out.add(new Frame(addr, null, null, false));
                 continue;
             }
-            out.add(resolve(pid, m, addr));
+            out.add(resolve(pid, proc, m, addr));
         }
     }
 
-    private Frame resolve(int pid, MapEntry m, long addr) {
-        Binary bin = binary(pid, m);
+    private Frame resolve(int pid, ProcessState proc, int idx, long addr) {
+        MapEntry m = proc.mappings[idx];
+        Binary bin = proc.binaries[idx];
+        if (bin == null) {
+            bin = binary(pid, m);
+            proc.binaries[idx] = bin;
+            proc.refs[idx] = new MappingRef(m.start(), m.end(), m.offset(), m.path(), bin.buildId(),
+                    bin.symbols() != null && bin.symbols().size() > 0);
+        }
         long fileOffset = addr - m.start() + m.offset();
         String fn = null;
         if (bin.symbols() != null) {
@@ -148,9 +163,7 @@ final class ProcSymbolizer implements Symbolizer {
         if (fn == null) {
             unresolved.incrementAndGet();
         }
-        MappingRef ref = new MappingRef(m.start(), m.end(), m.offset(), m.path(), bin.buildId(),
-                bin.symbols() != null && bin.symbols().size() > 0);
-        return new Frame(addr, ref, fn, false);
+        return new Frame(addr, proc.refs[idx], fn, false);
     }
 
     /**
@@ -331,9 +344,7 @@ final class ProcSymbolizer implements Symbolizer {
             if (fn == null) {
                 unresolved.incrementAndGet();
             }
-            MappingRef ref = k == null || k.table.size() == 0 ? null
-                    : new MappingRef(k.lowest, k.limit(), 0, KernelSymbols.MAPPING_NAME, null, true);
-            out.add(new Frame(addr, ref, fn, true));
+            out.add(new Frame(addr, k == null ? null : k.ref, fn, true));
         }
     }
 
