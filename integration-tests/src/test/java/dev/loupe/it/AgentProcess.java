@@ -34,6 +34,19 @@ final class AgentProcess implements AutoCloseable {
         return new AgentProcess(p, log);
     }
 
+    /** Profiles only {@code target} at 99 Hz for {@code duration}, as a user would; returns the output directory. */
+    static Path profilePid(Path workDir, Process target, String duration) throws IOException, InterruptedException {
+        Path out = workDir.resolve("profiles");
+        try (AgentProcess agent = start(workDir, "--pid", Long.toString(target.pid()), "--frequency", "99",
+                "--duration", duration, "--output", out.toString(), "--http", "off")) {
+            int exit = agent.awaitExit(Duration.ofSeconds(60));
+            if (exit != 0) {
+                throw new AssertionError("agent exited " + exit + ":\n" + agent.log());
+            }
+        }
+        return out;
+    }
+
     /** Waits until the agent says it is sampling (the BPF program is attached). */
     AgentProcess awaitSampling(Duration timeout) throws IOException, InterruptedException {
         long end = System.nanoTime() + timeout.toNanos();

@@ -9,7 +9,6 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -32,10 +31,9 @@ class CallChainProfileTest {
                 : new String[] {"-fno-omit-frame-pointer", "-fno-pie", "-no-pie"};
         Path bin = Targets.build("callchain.c", dir, "callchain-" + kind, flags);
         Process target = Targets.start(bin);
-        Path out = dir.resolve("profiles");
-        try (AgentProcess agent = AgentProcess.start(dir, "--pid", Long.toString(target.pid()), "--frequency", "99",
-                "--duration", "8s", "--output", out.toString(), "--http", "off")) {
-            assertEquals(0, agent.awaitExit(Duration.ofSeconds(60)), agent.log());
+        Path out;
+        try {
+            out = AgentProcess.profilePid(dir, target, "8s");
         } finally {
             Targets.kill(target);
         }
@@ -73,14 +71,11 @@ class CallChainProfileTest {
     void binaryDeletedAfterStartStillResolves() throws Exception {
         Path bin = Targets.build("callchain.c", dir, "callchain-deleted", "-fno-omit-frame-pointer");
         Process target = Targets.start(bin);
-        Path out = dir.resolve("profiles");
+        Path out;
         try {
             Thread.sleep(200); // let it exec before the file goes
             Files.delete(bin);
-            try (AgentProcess agent = AgentProcess.start(dir, "--pid", Long.toString(target.pid()), "--frequency", "99",
-                    "--duration", "5s", "--output", out.toString(), "--http", "off")) {
-                assertEquals(0, agent.awaitExit(Duration.ofSeconds(60)), agent.log());
-            }
+            out = AgentProcess.profilePid(dir, target, "5s");
         } finally {
             Targets.kill(target);
         }

@@ -4,10 +4,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.List;
 
-import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** A syscall-heavy target shows kernel function names above (leaf-side of) its user frames. */
@@ -19,10 +17,9 @@ class KernelFramesTest {
     void readLoopShowsKernelReadPathUnderUserCode() throws Exception {
         Path bin = Targets.build("syscalls.c", dir, "syscalls", "-fno-omit-frame-pointer");
         Process target = Targets.start(bin);
-        Path out = dir.resolve("profiles");
-        try (AgentProcess agent = AgentProcess.start(dir, "--pid", Long.toString(target.pid()), "--frequency", "99",
-                "--duration", "5s", "--output", out.toString(), "--http", "off")) {
-            assertEquals(0, agent.awaitExit(Duration.ofSeconds(60)), agent.log());
+        Path out;
+        try {
+            out = AgentProcess.profilePid(dir, target, "5s");
         } finally {
             Targets.kill(target);
         }
