@@ -46,4 +46,26 @@ class CommandLineTest {
         assertEquals(2, r.exit(), r.output());
         assertTrue(r.output().contains("--frequency"), r.output());
     }
+
+    /** Without CAP_BPF/CAP_PERFMON (an unprivileged user), the agent says why in one line and exits 3. */
+    @Test
+    void withoutCapabilitiesTheAgentSaysWhyInOneLineAndExits3() throws Exception {
+        // A world-readable copy of the jar and its lib/, so user nobody can run it wherever the checkout is.
+        Path jar = dir.resolve("loupe-agent.jar");
+        Files.copy(AgentProcess.JAR, jar);
+        Path lib = Files.createDirectory(dir.resolve("lib"));
+        try (var s = Files.list(AgentProcess.JAR.resolveSibling("lib"))) {
+            for (Path p : s.toList()) {
+                Files.copy(p, lib.resolve(p.getFileName()));
+            }
+        }
+        Commands.run(List.of("chmod", "-R", "a+rX", dir.toString()), 30);
+        Commands.Result r = Commands.run(List.of("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                "--inh-caps=-all", AgentProcess.JAVA, "--enable-native-access=ALL-UNNAMED", "-jar", jar.toString(), "run",
+                "--output", dir.resolve("out").toString(), "--http", "off"), 60);
+        assertEquals(3, r.exit(), r.output());
+        List<String> lines = r.output().lines().filter(l -> l.startsWith("loupe:")).toList();
+        assertEquals(1, lines.size(), r.output());
+        assertTrue(lines.get(0).startsWith("loupe: BPF unavailable: no CAP_BPF/CAP_PERFMON"), lines.get(0));
+    }
 }

@@ -12,7 +12,16 @@ final class Commands {
     private Commands() {}
 
     static Result run(List<String> cmd, int timeoutSeconds) throws IOException, InterruptedException {
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        return run(cmd, null, timeoutSeconds);
+    }
+
+    /** As {@link #run(List, int)}, with standard input read from {@code input} (null: none). */
+    static Result run(List<String> cmd, java.nio.file.Path input, int timeoutSeconds) throws IOException, InterruptedException {
+        ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
+        if (input != null) {
+            pb.redirectInput(input.toFile());
+        }
+        Process p = pb.start();
         byte[][] out = new byte[1][];
         Thread reader = Thread.ofVirtual().start(() -> {
             try {
