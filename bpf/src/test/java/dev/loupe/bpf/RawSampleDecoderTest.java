@@ -65,7 +65,8 @@ class RawSampleDecoderTest {
     @Test
     void layoutMatchesTheBtfOfTheShippedObject() throws Exception {
         Path obj = Path.of(RawSampleDecoderTest.class.getResource(PerfEventSampler.OBJECT_RESOURCE).toURI());
-        Process p = new ProcessBuilder("bpftool", "btf", "dump", "file", obj.toString()).redirectErrorStream(true).start();
+        String bpftool = java.nio.file.Files.isExecutable(Path.of("/usr/sbin/bpftool")) ? "/usr/sbin/bpftool" : "bpftool";
+        Process p = new ProcessBuilder(bpftool, "btf", "dump", "file", obj.toString()).redirectErrorStream(true).start();
         String btf = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         assertEquals(0, p.waitFor(), btf);
         Matcher m = Pattern.compile("STRUCT 'sample' size=(\\d+) vlen=\\d+\\n((?:\\s+'.*\\n)+)").matcher(btf);

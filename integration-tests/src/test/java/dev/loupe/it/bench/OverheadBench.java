@@ -169,7 +169,8 @@ public final class OverheadBench {
 
     /** run_time_ns and run_cnt of the sampler program, from bpftool (0, 0 if not loaded). */
     private static long[] bpfStats() throws IOException, InterruptedException {
-        String json = exec(List.of("bpftool", "-j", "prog", "show", "name", "sample_cpu"));
+        String bpftool = Files.isExecutable(Path.of("/usr/sbin/bpftool")) ? "/usr/sbin/bpftool" : "bpftool";
+        String json = exec(List.of(bpftool, "-j", "prog", "show", "name", "sample_cpu"));
         return new long[] {field(json, "run_time_ns"), field(json, "run_cnt")};
     }
 
