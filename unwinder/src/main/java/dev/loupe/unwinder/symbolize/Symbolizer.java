@@ -42,7 +42,8 @@ public interface Symbolizer extends AutoCloseable {
      */
     record Options(Path procRoot, Path kallsyms, long maxCacheBytes, InstantSource clock) {
         public static Options defaults() {
-            return new Options(Path.of("/proc"), Path.of("/proc/kallsyms"), 64L << 20, InstantSource.system());
+            // 32 MiB of symbol tables inside the agent's 96 MiB heap leaves room for the profile windows.
+            return new Options(Path.of("/proc"), Path.of("/proc/kallsyms"), 32L << 20, InstantSource.system());
         }
     }
 
