@@ -34,6 +34,19 @@ final class AgentProcess implements AutoCloseable {
         return new AgentProcess(p, log);
     }
 
+    /** Where a profiled target's profiles went, and its pid. */
+    record Profiled(long pid, Path out) {}
+
+    /** Starts {@code binary}, profiles only it at 99 Hz for {@code duration}, kills it. */
+    static Profiled profileTarget(Path workDir, Path binary, String duration) throws IOException, InterruptedException {
+        Process target = Targets.start(binary);
+        try {
+            return new Profiled(target.pid(), profilePid(workDir, target, duration));
+        } finally {
+            Targets.kill(target);
+        }
+    }
+
     /** Profiles only {@code target} at 99 Hz for {@code duration}, as a user would; returns the output directory. */
     static Path profilePid(Path workDir, Process target, String duration) throws IOException, InterruptedException {
         Path out = workDir.resolve("profiles");

@@ -30,13 +30,8 @@ class CallChainProfileTest {
                 ? new String[] {"-fno-omit-frame-pointer", "-fPIE", "-pie"}
                 : new String[] {"-fno-omit-frame-pointer", "-fno-pie", "-no-pie"};
         Path bin = Targets.build("callchain.c", dir, "callchain-" + kind, flags);
-        Process target = Targets.start(bin);
-        Path out;
-        try {
-            out = AgentProcess.profilePid(dir, target, "8s");
-        } finally {
-            Targets.kill(target);
-        }
+        AgentProcess.Profiled target = AgentProcess.profileTarget(dir, bin, "8s");
+        Path out = target.out();
         List<Path> files = Profiles.files(out);
         assertFalse(files.isEmpty(), "no profile written");
         List<Profiles.Stack> stacks = Profiles.stacksOfDir(out);

@@ -16,13 +16,7 @@ class KernelFramesTest {
     @Test
     void readLoopShowsKernelReadPathUnderUserCode() throws Exception {
         Path bin = Targets.build("syscalls.c", dir, "syscalls", "-fno-omit-frame-pointer");
-        Process target = Targets.start(bin);
-        Path out;
-        try {
-            out = AgentProcess.profilePid(dir, target, "5s");
-        } finally {
-            Targets.kill(target);
-        }
+        Path out = AgentProcess.profileTarget(dir, bin, "5s").out();
         List<Profiles.Stack> stacks = Profiles.stacksOfDir(out);
         long total = Profiles.total(stacks);
         long inKernelRead = 0;
