@@ -193,7 +193,7 @@ public final class Agent {
     }
 
     public record Status(boolean healthy, SamplerStats sampler, long samplesProcessed, long emptyStacks,
-                         long profilesWritten, long sinkErrors, long pollErrors, Object symbolizer) {}
+                         long profilesWritten, long sinkErrors, long pollErrors, Symbolizer.Stats symbolizer) {}
 
     private static void sleepQuietly(Duration d) {
         try {

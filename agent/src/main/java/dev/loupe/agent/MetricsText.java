@@ -1,6 +1,7 @@
 package dev.loupe.agent;
 
 import dev.loupe.bpf.SamplerStats;
+import dev.loupe.unwinder.symbolize.Symbolizer;
 
 /** Prometheus text exposition (format 0.0.4) of the agent's counters. */
 final class MetricsText {
@@ -23,9 +24,24 @@ final class MetricsText {
         counter(b, "loupe_profiles_written_total", "Profiles delivered to sinks.", st.profilesWritten());
         counter(b, "loupe_sink_errors_total", "Profiles a sink failed to take.", st.sinkErrors());
         counter(b, "loupe_poll_errors_total", "Failed polls of the sample ring buffer.", st.pollErrors());
+        Symbolizer.Stats sym = st.symbolizer();
+        if (sym != null) {
+            gauge(b, "loupe_symbolizer_processes", "Processes whose mappings are cached.", sym.processes());
+            gauge(b, "loupe_symbolizer_binaries", "Binaries whose symbol tables are cached.", sym.binaries());
+            counter(b, "loupe_symbolizer_bad_binaries_total", "Mapped files that are not readable ELF (frames kept as addresses).", sym.binaryFailures());
+            counter(b, "loupe_symbolizer_unresolved_frames_total", "Frames left as addresses (no mapping or no symbol).", sym.unresolvedFrames());
+            counter(b, "loupe_symbolizer_maps_reads_total", "Reads of /proc/PID/maps.", sym.mapsReads());
+            counter(b, "loupe_symbolizer_maps_read_failures_total", "Reads of /proc/PID/maps that failed (process gone, permissions).", sym.mapsReadFailures());
+        }
         b.append("# HELP loupe_up Whether the sampling loop is polling.\n# TYPE loupe_up gauge\n");
         b.append("loupe_up ").append(st.healthy() ? 1 : 0).append('\n');
         return b.toString();
+    }
+
+    private static void gauge(StringBuilder b, String name, String help, long value) {
+        b.append("# HELP ").append(name).append(' ').append(help).append('\n');
+        b.append("# TYPE ").append(name).append(" gauge\n");
+        b.append(name).append(' ').append(value).append('\n');
     }
 
     private static void counter(StringBuilder b, String name, String help, long value) {

@@ -51,6 +51,7 @@ class HttpAndSignalTest {
                     HttpResponse.BodyHandlers.ofString());
             assertTrue(metrics.body().matches("(?s).*\\nloupe_samples_total [1-9][0-9]*\\n.*"), metrics.body());
             assertTrue(metrics.body().contains("loupe_samples_dropped_total{reason=\"ring_buffer_full\"} 0"), metrics.body());
+            assertTrue(metrics.body().matches("(?s).*\\nloupe_symbolizer_binaries [1-9][0-9]*\\n.*"), metrics.body());
             // The exposition format as Prometheus itself checks it.
             Path scraped = java.nio.file.Files.writeString(dir.resolve("metrics.txt"), metrics.body());
             Commands.Result lint = Commands.run(List.of("promtool", "check", "metrics"), scraped, 60);
