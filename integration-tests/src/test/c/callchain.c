@@ -1,19 +1,26 @@
 /* Ground truth for stack tests: main -> outer -> middle -> hot_a / hot_b with a 70/30 CPU split.
- * Runs until killed, or for argv[1] seconds. */
+ * The split is in time, not iterations: each spins on the TSC (an inline instruction, so no extra
+ * frames) for 7 and 3 units. Runs until killed, or for argv[1] seconds. */
 #include <stdlib.h>
 #include <time.h>
+#include <x86intrin.h>
 
 static volatile unsigned long sink;
+/* TSC ticks per 73.1 us: one 731 us cycle, short and incommensurate with sampling periods, so samples
+ * fall at every phase of the cycle (a cycle near a multiple of the period would alias). */
+static unsigned long long unit;
 
 __attribute__((noinline)) void hot_a(void) {
+    unsigned long long end = __rdtsc() + 7 * unit;
     unsigned long x = sink;
-    for (int i = 0; i < 700000; i++) x = x * 6364136223846793005UL + 1442695040888963407UL;
+    while (__rdtsc() < end) x = x * 6364136223846793005UL + 1442695040888963407UL;
     sink = x;
 }
 
 __attribute__((noinline)) void hot_b(void) {
+    unsigned long long end = __rdtsc() + 3 * unit;
     unsigned long x = sink;
-    for (int i = 0; i < 300000; i++) x = x * 6364136223846793005UL + 1442695040888963407UL;
+    while (__rdtsc() < end) x = x * 6364136223846793005UL + 1442695040888963407UL;
     sink = x;
 }
 
@@ -36,6 +43,11 @@ static double now(void) {
 
 int main(int argc, char **argv) {
     double limit = argc > 1 ? atof(argv[1]) : 1e18;
+    double t0 = now();
+    unsigned long long c0 = __rdtsc();
+    while (now() - t0 < 0.02) {
+    }
+    unit = (unsigned long long)((__rdtsc() - c0) / ((now() - t0) * (1e6 / 73.1)));
     double start = now();
     while (now() - start < limit) {
         outer();
