@@ -1,5 +1,7 @@
 package dev.loupe.unwinder;
 
+import dev.loupe.unwinder.proc.MapEntry;
+
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -10,16 +12,21 @@ import java.util.concurrent.TimeUnit;
 
 /** Builds small C programs and runs binutils (nm, addr2line, readelf) as ground truth. */
 public final class TestPrograms {
+    public static final Path LIBC = Path.of("/lib/x86_64-linux-gnu/libc.so.6");
+
+    /** Loops forever in spin_here; the other functions exist to be looked up (noinline keeps them). */
     public static final String LOOPER = """
             #include <unistd.h>
             static volatile unsigned long sink;
+            __attribute__((noinline)) static int local_helper(int x) { return x * 7 + (int)sink; }
             __attribute__((noinline)) void spin_here(void) { for (;;) { sink++; if (sink % 100000000 == 0) getpid(); } }
-            __attribute__((noinline)) int helper_two(int x) { return x * 3 + (int)sink; }
+            __attribute__((noinline)) int helper_two(int x) { return x * 3 + (int)sink + local_helper(x); }
             int main(void) { sink = helper_two(1); spin_here(); }
             """;
 
     private TestPrograms() {}
 
+    /** gcc -O2 -fno-omit-frame-pointer, then {@code flags} (a later -O0 wins). */
     public static Path compile(Path dir, String name, String source, String... flags) throws Exception {
         Path c = dir.resolve(name + ".c");
         Files.writeString(c, source);
@@ -36,11 +43,15 @@ public final class TestPrograms {
 
     public static String run(List<String> cmd) throws IOException, InterruptedException {
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        if (!p.waitFor(60, TimeUnit.SECONDS) || p.exitValue() != 0) {
-            throw new IllegalStateException(cmd + " failed:\n" + out);
+        try {
+            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            if (!p.waitFor(60, TimeUnit.SECONDS) || p.exitValue() != 0) {
+                throw new IllegalStateException(cmd + " failed:\n" + out);
+            }
+            return out;
+        } finally {
+            p.destroyForcibly();
         }
-        return out;
     }
 
     /** Defined FUNC/IFUNC symbols from {@code readelf -sW}: {value, size, name}. */
@@ -77,5 +88,70 @@ public final class TestPrograms {
             }
         }
         return out;
+    }
+
+    /** The address nm gives a function symbol. */
+    public static long nmAddress(Path file, String function) throws Exception {
+        return (Long) nmFunctions(file, false).stream().filter(x -> x[1].equals(function)).findFirst()
+                .orElseThrow(() -> new AssertionError(function + " not in nm " + file))[0];
+    }
+
+    /** {@code addr2line -f -e file addr...}: the function name addr2line gives each address (?? if none). */
+    public static List<String> addr2line(Path file, List<Long> addrs) throws Exception {
+        List<String> cmd = new ArrayList<>(List.of("addr2line", "-f", "-e", file.toString()));
+        for (long a : addrs) {
+            cmd.add("0x" + Long.toHexString(a));
+        }
+        String[] lines = run(cmd).split("\n");
+        List<String> out = new ArrayList<>();
+        for (int i = 0; i < lines.length && out.size() < addrs.size(); i += 2) {
+            out.add(lines[i]);
+        }
+        return out;
+    }
+
+    /** PT_LOAD headers from {@code readelf -lW}: {offset, vaddr, filesz, memsz, executable(0/1)}. */
+    public static List<long[]> loads(Path file) throws Exception {
+        List<long[]> out = new ArrayList<>();
+        for (String line : run(List.of("readelf", "-lW", file.toString())).split("\n")) {
+            String[] f = line.trim().split("\\s+");
+            if (f.length > 6 && f[0].equals("LOAD")) {
+                boolean exec = false;
+                for (int i = 6; i < f.length - 1; i++) { // flags: "R E", "RW", ...; then the alignment
+                    exec |= f[i].contains("E");
+                }
+                out.add(new long[] {Long.decode(f[1]), Long.decode(f[2]), Long.decode(f[4]), Long.decode(f[5]), exec ? 1 : 0});
+            }
+        }
+        return out;
+    }
+
+    /**
+     * An independent link-time address → runtime address conversion from readelf's program headers and
+     * the process's maps: the address the sampler would report for code at {@code vaddr}.
+     */
+    public static long runtimeAddress(Path file, List<long[]> loads, List<MapEntry> maps, long vaddr) {
+        for (long[] l : loads) {
+            if (vaddr >= l[1] && vaddr < l[1] + l[2]) {
+                long fileOffset = vaddr - l[1] + l[0];
+                for (MapEntry m : maps) {
+                    if (m.executable() && m.path().equals(file.toString()) && fileOffset >= m.offset()
+                            && fileOffset < m.offset() + (m.end() - m.start())) {
+                        return m.start() + fileOffset - m.offset();
+                    }
+                }
+            }
+        }
+        throw new AssertionError("0x" + Long.toHexString(vaddr) + " not mapped executable from " + file);
+    }
+
+    /** ELF header field e_shoff (section header table offset) from {@code readelf -h}. */
+    public static long sectionHeaderOffset(Path file) throws Exception {
+        for (String line : run(List.of("readelf", "-h", file.toString())).split("\n")) {
+            if (line.contains("Start of section headers:")) {
+                return Long.parseLong(line.replaceAll(".*:\\s*(\\d+).*", "$1"));
+            }
+        }
+        throw new AssertionError("no e_shoff");
     }
 }

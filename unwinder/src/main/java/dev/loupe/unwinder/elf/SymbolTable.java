@@ -1,79 +1,153 @@
 package dev.loupe.unwinder.elf;
 
+import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 
 /**
  * Function symbols sorted by address in primitive arrays: a lookup is one binary search, no boxing.
- * A symbol of size 0 covers up to the next symbol.
+ * Names live in one byte array and become Strings only when looked up (then memoized), so a table of
+ * 100k symbols costs ~20 bytes a symbol plus its name's bytes instead of a String object each.
+ *
+ * <p>A symbol of size 0 covers up to the next symbol. An address past the end of the symbol before it
+ * falls back to an earlier, larger symbol that still contains it (nested or overlapping symbols, as in
+ * hand-written assembly), else it has no symbol.
  */
 public final class SymbolTable {
-    public static final SymbolTable EMPTY = new SymbolTable(new long[0], new long[0], new String[0]);
+    public static final SymbolTable EMPTY = new Builder().build();
 
     private final long[] starts;
-    private final long[] sizes;
-    private final String[] names;
+    private final int[] sizes; // clamped to int: no function is 2 GiB long
+    private final int[] nameOffsets; // n + 1 entries into names; name i is [nameOffsets[i], nameOffsets[i+1])
+    private final byte[] names;
+    /** cover[i]: index j <= i whose symbol reaches farthest; null when no symbol overlaps a later one. */
+    private final int[] cover;
+    private final String[] memo; // Strings made on lookup; racy writes of immutable Strings are benign
 
-    /** Arrays must be sorted by start and free of duplicate starts (see {@link Builder}). */
-    SymbolTable(long[] starts, long[] sizes, String[] names) {
+    private SymbolTable(long[] starts, int[] sizes, int[] nameOffsets, byte[] names, int[] cover) {
         this.starts = starts;
         this.sizes = sizes;
+        this.nameOffsets = nameOffsets;
         this.names = names;
+        this.cover = cover;
+        this.memo = new String[starts.length];
     }
 
     /** The function containing {@code vaddr}, or null. */
     public String lookup(long vaddr) {
-        int i = Arrays.binarySearch(starts, vaddr);
+        int i = index(vaddr);
+        return i < 0 ? null : name(i);
+    }
+
+    /** Index (in address order) of the symbol containing vaddr, or -1. Addresses compare unsigned. */
+    int index(long vaddr) {
+        long[] s = starts;
+        int lo = 0;
+        int hi = s.length - 1;
+        // Unsigned binary search for the greatest start <= vaddr (kernel addresses are "negative").
+        while (lo <= hi) {
+            int mid = (lo + hi) >>> 1;
+            if (Long.compareUnsigned(s[mid], vaddr) <= 0) {
+                lo = mid + 1;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        int i = hi;
         if (i < 0) {
-            i = -i - 2; // greatest start below vaddr
+            return -1;
         }
-        if (i < 0) {
-            return null;
+        if (sizes[i] == 0 || Long.compareUnsigned(vaddr - s[i], sizes[i]) < 0) {
+            return i;
         }
-        long size = sizes[i];
-        if (size > 0 ? vaddr - starts[i] < size : (i + 1 == starts.length || vaddr < starts[i + 1])) {
-            return names[i];
+        if (cover != null) {
+            int j = cover[i];
+            if (j != i && Long.compareUnsigned(vaddr - s[j], sizes[j]) < 0) {
+                return j;
+            }
         }
-        return null;
+        return -1;
     }
 
     public int size() {
         return starts.length;
     }
 
-    /** Start address of the i-th symbol (sorted), for tests and tools. */
+    /** Start address of the i-th symbol in address order. */
     public long start(int i) {
         return starts[i];
     }
 
+    /** Size of the i-th symbol in address order (0: unknown, up to the next symbol). */
+    public long symbolSize(int i) {
+        return sizes[i];
+    }
+
+    /** Name of the i-th symbol in address order. */
     public String name(int i) {
-        return names[i];
-    }
-
-    /** Rough heap bytes, for the cache weigher. */
-    public long memoryFootprintBytes() {
-        long b = 64 + 16L * starts.length + 8L * names.length;
-        for (String n : names) {
-            b += 40 + n.length();
+        String n = memo[i];
+        if (n == null) {
+            n = new String(names, nameOffsets[i], nameOffsets[i + 1] - nameOffsets[i], StandardCharsets.UTF_8);
+            memo[i] = n;
         }
-        return b;
+        return n;
     }
 
-    /** Collects symbols in any order, then sorts and deduplicates (first added wins at an address). */
+    /** Estimated heap bytes (arrays, names; not the Strings made by lookups), for the cache weigher. */
+    public long memoryFootprintBytes() {
+        long n = starts.length;
+        return 128 + 8 * n + 4 * n + 4 * (n + 1) + names.length + 4 * n + (cover == null ? 0 : 4 * n);
+    }
+
+    /**
+     * Collects symbols in any order; {@link #build()} sorts them and keeps one symbol per address. Among
+     * aliases at one address it prefers a known size, then fewer leading underscores ({@code getpid} over
+     * {@code __getpid}), then global over weak over local binding, then the first added.
+     */
     public static final class Builder {
-        private long[] starts = new long[1024];
-        private long[] sizes = new long[1024];
-        private String[] names = new String[1024];
+        /** Binding ranks for {@link #add(long, long, int, byte[], int, int)}: lower is preferred. */
+        public static final int GLOBAL = 0;
+        public static final int WEAK = 1;
+        public static final int LOCAL = 2;
+
+        private long[] starts = new long[256];
+        private long[] sizes = new long[256];
+        private int[] nameOff = new int[256];
+        private int[] nameLen = new int[256];
+        private byte[] rank = new byte[256];
+        private byte[] blob = new byte[4096];
+        private int blobSize;
         private int n;
 
+        /** Adds a symbol; a name's bytes are kept as UTF-8. */
         public void add(long start, long size, String name) {
+            byte[] b = name.getBytes(StandardCharsets.UTF_8);
+            add(start, size, GLOBAL, b, 0, b.length);
+        }
+
+        /** Adds a symbol whose name is {@code len} bytes of {@code src} at {@code off}. */
+        public void add(long start, long size, int bindingRank, byte[] src, int off, int len) {
             if (n == starts.length) {
-                starts = Arrays.copyOf(starts, n * 2);
-                sizes = Arrays.copyOf(sizes, n * 2);
-                names = Arrays.copyOf(names, n * 2);
+                int cap = n * 2;
+                starts = Arrays.copyOf(starts, cap);
+                sizes = Arrays.copyOf(sizes, cap);
+                nameOff = Arrays.copyOf(nameOff, cap);
+                nameLen = Arrays.copyOf(nameLen, cap);
+                rank = Arrays.copyOf(rank, cap);
             }
+            if (blob.length - blobSize < len) {
+                long cap = Math.max((long) blob.length * 2, (long) blobSize + len);
+                if (cap > Integer.MAX_VALUE - 16) {
+                    throw new IllegalStateException("symbol names exceed 2 GiB"); // callers cap well below
+                }
+                blob = Arrays.copyOf(blob, (int) cap);
+            }
+            System.arraycopy(src, off, blob, blobSize, len);
             starts[n] = start;
             sizes[n] = size;
-            names[n] = name;
+            nameOff[n] = blobSize;
+            nameLen[n] = len;
+            rank[n] = (byte) bindingRank;
+            blobSize += len;
             n++;
         }
 
@@ -81,31 +155,138 @@ public final class SymbolTable {
             return n;
         }
 
+        /** Bytes held so far (names and per-symbol arrays), to enforce a memory budget while adding. */
+        long bytesHeld() {
+            return (long) blobSize + 33L * n;
+        }
+
         public SymbolTable build() {
-            Integer[] order = new Integer[n];
-            for (int i = 0; i < n; i++) {
-                order[i] = i;
-            }
-            // Stable sort: at equal addresses the first added (e.g. .symtab before .dynsym) stays first.
-            Arrays.sort(order, (a, b) -> Long.compare(starts[a], starts[b]));
-            long[] s = new long[n];
-            long[] z = new long[n];
-            String[] m = new String[n];
+            int[] order = sortedByStart();
+            // Keep the preferred symbol of each run of equal starts.
+            int[] keep = new int[n];
             int k = 0;
-            for (int idx = 0; idx < n; idx++) {
-                int i = order[idx];
-                if (k > 0 && s[k - 1] == starts[i]) {
-                    if (z[k - 1] == 0 && sizes[i] > 0) {
-                        z[k - 1] = sizes[i];
-                    }
-                    continue;
+            for (int a = 0; a < n; ) {
+                int b = a + 1;
+                while (b < n && starts[order[b]] == starts[order[a]]) {
+                    b++;
                 }
-                s[k] = starts[i];
-                z[k] = sizes[i];
-                m[k] = names[i];
-                k++;
+                int best = order[a];
+                long knownSize = sizes[best];
+                for (int c = a + 1; c < b; c++) {
+                    int cand = order[c];
+                    knownSize = Math.max(knownSize, sizes[cand]);
+                    if (better(cand, best)) {
+                        best = cand;
+                    }
+                }
+                if (sizes[best] == 0 && knownSize > 0) {
+                    sizes[best] = knownSize; // an alias without size borrows its twin's size
+                }
+                keep[k++] = best;
+                a = b;
             }
-            return new SymbolTable(Arrays.copyOf(s, k), Arrays.copyOf(z, k), Arrays.copyOf(m, k));
+            long[] s = new long[k];
+            int[] z = new int[k];
+            int[] offs = new int[k + 1];
+            int total = 0;
+            for (int i = 0; i < k; i++) {
+                total += nameLen[keep[i]];
+            }
+            byte[] nm = new byte[total];
+            int pos = 0;
+            for (int i = 0; i < k; i++) {
+                int j = keep[i];
+                s[i] = starts[j];
+                z[i] = (int) Math.min(Integer.MAX_VALUE, Math.max(0, sizes[j]));
+                offs[i] = pos;
+                System.arraycopy(blob, nameOff[j], nm, pos, nameLen[j]);
+                pos += nameLen[j];
+            }
+            offs[k] = pos;
+            return new SymbolTable(s, z, offs, nm, covers(s, z));
+        }
+
+        /**
+         * For nested/overlapping symbols: cover[i] is the index j <= i whose sized symbol ends farthest.
+         * An address past symbol i's end may still lie in symbol cover[i]. Null when nothing overlaps.
+         */
+        private static int[] covers(long[] s, int[] z) {
+            int k = s.length;
+            int[] cover = new int[k];
+            boolean useful = false;
+            int best = -1;
+            long bestEnd = 0;
+            for (int i = 0; i < k; i++) {
+                long end = s[i] + z[i];
+                if (best < 0 || Long.compareUnsigned(end, bestEnd) > 0) {
+                    best = i;
+                    bestEnd = end;
+                }
+                cover[i] = best;
+                useful |= best != i && z[i] > 0;
+            }
+            return useful ? cover : null;
+        }
+
+        private boolean better(int a, int b) {
+            if ((sizes[a] > 0) != (sizes[b] > 0)) {
+                return sizes[a] > 0;
+            }
+            int ua = underscores(a);
+            int ub = underscores(b);
+            if (ua != ub) {
+                return ua < ub;
+            }
+            if (rank[a] != rank[b]) {
+                return rank[a] < rank[b];
+            }
+            return a < b;
+        }
+
+        private int underscores(int i) {
+            int u = 0;
+            while (u < nameLen[i] && blob[nameOff[i] + u] == '_') {
+                u++;
+            }
+            return u;
+        }
+
+        /** Indices sorted by unsigned start, stable (a primitive merge sort: no boxing for 1M symbols). */
+        private int[] sortedByStart() {
+            int[] a = new int[n];
+            boolean sorted = true;
+            for (int i = 0; i < n; i++) {
+                a[i] = i;
+                if (i > 0 && Long.compareUnsigned(starts[i - 1], starts[i]) > 0) {
+                    sorted = false;
+                }
+            }
+            if (sorted) {
+                return a;
+            }
+            int[] tmp = new int[n];
+            for (int width = 1; width < n; width *= 2) {
+                for (int lo = 0; lo < n; lo += 2 * width) {
+                    int mid = Math.min(lo + width, n);
+                    int hi = Math.min(lo + 2 * width, n);
+                    int i = lo;
+                    int j = mid;
+                    int o = lo;
+                    while (i < mid && j < hi) {
+                        tmp[o++] = Long.compareUnsigned(starts[a[j]], starts[a[i]]) < 0 ? a[j++] : a[i++];
+                    }
+                    while (i < mid) {
+                        tmp[o++] = a[i++];
+                    }
+                    while (j < hi) {
+                        tmp[o++] = a[j++];
+                    }
+                }
+                int[] t = a;
+                a = tmp;
+                tmp = t;
+            }
+            return a;
         }
     }
 }

@@ -1,39 +1,69 @@
 package dev.loupe.unwinder.proc;
 
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 
-/** Parser for /proc/PID/maps. Malformed lines are skipped, not fatal. */
+/** Parser for /proc/PID/maps. Malformed lines are skipped and counted, never fatal. */
 public final class ProcMaps {
     private static final String DELETED = " (deleted)";
 
+    /** Parsed entries in file order, and how many non-empty lines could not be parsed. */
+    public record Parsed(List<MapEntry> entries, int malformedLines) {}
+
     private ProcMaps() {}
 
+    /** Reads {@code procRoot/PID/maps}. */
     public static List<MapEntry> read(Path procRoot, int pid) throws IOException {
-        return parse(Files.readString(procRoot.resolve(Integer.toString(pid)).resolve("maps")));
+        return readCounted(procRoot, pid).entries();
+    }
+
+    /** As {@link #read}, with the count of malformed lines. */
+    public static Parsed readCounted(Path procRoot, int pid) throws IOException {
+        return parseCounted(readText(procRoot.resolve(Integer.toString(pid)).resolve("maps")));
     }
 
     public static List<MapEntry> parse(String text) {
+        return parseCounted(text).entries();
+    }
+
+    public static Parsed parseCounted(String text) {
         List<MapEntry> out = new ArrayList<>();
+        int bad = 0;
         int pos = 0;
         while (pos < text.length()) {
             int nl = text.indexOf('\n', pos);
             if (nl < 0) {
                 nl = text.length();
             }
-            MapEntry e = parseLine(text, pos, nl);
-            if (e != null) {
-                out.add(e);
+            if (nl > pos) {
+                MapEntry e = parseLine(text, pos, nl);
+                if (e != null) {
+                    out.add(e);
+                } else {
+                    bad++;
+                }
             }
             pos = nl + 1;
         }
-        return out;
+        return new Parsed(out, bad);
     }
 
-    /** start-end perms offset major:minor inode [path] — the path may contain spaces. */
+    /**
+     * A /proc text file. Paths (and comm in stat) are arbitrary bytes: decode leniently (invalid UTF-8
+     * becomes U+FFFD) rather than fail the whole file like {@link Files#readString} does.
+     */
+    public static String readText(Path file) throws IOException {
+        return new String(Files.readAllBytes(file), StandardCharsets.UTF_8);
+    }
+
+    /**
+     * {@code start-end perms offset major:minor inode [padding path]}; the path may contain spaces and
+     * end in " (deleted)".
+     */
     static MapEntry parseLine(String text, int from, int to) {
         try {
             int[] cut = new int[5];
@@ -44,33 +74,41 @@ public final class ProcMaps {
                     if (f < 4) {
                         return null;
                     }
-                    sp = to; // anonymous mapping: no path after the inode
+                    sp = to; // no path and no trailing space after the inode
                 }
                 cut[f] = sp;
                 p = sp + 1;
             }
-            String range = text.substring(from, cut[0]);
-            int dash = range.indexOf('-');
-            long start = Long.parseUnsignedLong(range.substring(0, dash), 16);
-            long end = Long.parseUnsignedLong(range.substring(dash + 1), 16);
+            int dash = text.indexOf('-', from);
+            if (dash < 0 || dash > cut[0]) {
+                return null;
+            }
+            long start = Long.parseUnsignedLong(text, from, dash, 16);
+            long end = Long.parseUnsignedLong(text, dash + 1, cut[0], 16);
             String perms = text.substring(cut[0] + 1, cut[1]);
-            long offset = Long.parseUnsignedLong(text.substring(cut[1] + 1, cut[2]), 16);
-            String dev = text.substring(cut[2] + 1, cut[3]);
-            int colon = dev.indexOf(':');
-            int major = Integer.parseInt(dev.substring(0, colon), 16);
-            int minor = Integer.parseInt(dev.substring(colon + 1), 16);
-            long inode = Long.parseLong(text.substring(cut[3] + 1, cut[4]));
-            String path = cut[4] >= to ? "" : text.substring(cut[4] + 1, to).strip();
+            long offset = Long.parseUnsignedLong(text, cut[1] + 1, cut[2], 16);
+            int colon = text.indexOf(':', cut[2] + 1);
+            if (colon < 0 || colon > cut[3]) {
+                return null;
+            }
+            int major = Integer.parseInt(text, cut[2] + 1, colon, 16);
+            int minor = Integer.parseInt(text, colon + 1, cut[3], 16);
+            long inode = Long.parseLong(text, cut[3] + 1, cut[4], 10);
+            int ps = cut[4] + 1;
+            while (ps < to && text.charAt(ps) == ' ') {
+                ps++; // the kernel pads to a column; a path itself never starts with a space
+            }
+            String path = ps >= to ? "" : text.substring(ps, to);
             boolean deleted = path.endsWith(DELETED);
             if (deleted) {
                 path = path.substring(0, path.length() - DELETED.length());
             }
-            if (perms.length() != 4 || Long.compareUnsigned(end, start) <= 0) {
+            if (perms.length() != 4 || Long.compareUnsigned(end, start) <= 0 || inode < 0) {
                 return null;
             }
             return new MapEntry(start, end, perms, offset, major, minor, inode, path, deleted);
         } catch (RuntimeException e) {
-            return null;
+            return null; // NumberFormatException, IndexOutOfBounds: a malformed line
         }
     }
 }

@@ -2,7 +2,6 @@ package dev.loupe.unwinder.symbolize;
 
 import dev.loupe.unwinder.elf.SymbolTable;
 
-import java.io.BufferedReader;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -10,75 +9,107 @@ import java.nio.file.Path;
 /** Kernel text symbols from /proc/kallsyms (core kernel and modules), sorted for lookup. */
 final class KernelSymbols {
     static final String MAPPING_NAME = "[kernel.kallsyms]";
+    /** kallsyms has no sizes: the last symbol (usually in a module) is given this much room. */
+    static final long LAST_SYMBOL_SLACK = 1 << 20;
 
     final SymbolTable table;
     final long lowest;
     final long highest;
+    /** Lines were there but every address was zero: kptr_restrict hides them from us. */
     final boolean restricted;
     /** One instance for every kernel frame (consumers cache by identity); null without symbols. */
     final MappingRef ref;
 
-    private KernelSymbols(SymbolTable table, long lowest, long highest, boolean restricted) {
+    private KernelSymbols(SymbolTable table, long lowest, long highest, boolean restricted, MappingRef ref) {
         this.table = table;
         this.lowest = lowest;
         this.highest = highest;
         this.restricted = restricted;
-        this.ref = table.size() == 0 ? null : new MappingRef(lowest, highest + LAST_SYMBOL_SLACK, 0, MAPPING_NAME, null, true);
+        this.ref = ref;
+    }
+
+    private KernelSymbols(SymbolTable table, long lowest, long highest, boolean restricted) {
+        this(table, lowest, highest, restricted,
+                table.size() == 0 ? null : new MappingRef(lowest, highest + LAST_SYMBOL_SLACK, 0, MAPPING_NAME, null, true));
+    }
+
+    /** This table with {@code previous}'s MappingRef instance when the range is unchanged (a reload). */
+    KernelSymbols keepingRef(KernelSymbols previous) {
+        if (previous == null || previous.ref == null || !previous.ref.equals(ref)) {
+            return this;
+        }
+        return new KernelSymbols(table, lowest, highest, restricted, previous.ref);
     }
 
     static KernelSymbols load(Path kallsyms) throws IOException {
+        return parse(Files.readAllBytes(kallsyms));
+    }
+
+    /**
+     * Lines {@code ffffffff81000000 T _stext} or {@code ffffffffc0a01000 t fn\t[module]}: text symbols
+     * (t, T, w, W) only. Parsed from bytes: ~200k lines, done at start and on module loads.
+     */
+    static KernelSymbols parse(byte[] text) {
         SymbolTable.Builder b = new SymbolTable.Builder();
         long lo = -1;
         long hi = 0;
         boolean anyNonZero = false;
         int lines = 0;
-        try (BufferedReader r = Files.newBufferedReader(kallsyms)) {
-            String line;
-            while ((line = r.readLine()) != null) {
-                lines++;
-                // "ffffffff81000000 T _stext" or "ffffffffc0a01000 t fn\t[module]"
-                int s1 = line.indexOf(' ');
-                if (s1 <= 0 || s1 + 3 > line.length() || line.charAt(s1 + 2) != ' ') {
-                    continue;
+        int pos = 0;
+        int n = text.length;
+        while (pos < n) {
+            int eol = pos;
+            while (eol < n && text[eol] != '\n') {
+                eol++;
+            }
+            int line = pos;
+            pos = eol + 1;
+            lines++;
+            // hex address, ' ', type, ' ', name [ '\t' [module] ]
+            long addr = 0;
+            int i = line;
+            int digits = 0;
+            for (; i < eol && text[i] != ' '; i++, digits++) {
+                int d = Character.digit(text[i], 16);
+                if (d < 0 || digits >= 16) {
+                    digits = -1;
+                    break;
                 }
-                char type = line.charAt(s1 + 1);
-                if (type != 't' && type != 'T' && type != 'w' && type != 'W') {
-                    continue;
-                }
-                long addr;
-                try {
-                    addr = Long.parseUnsignedLong(line, 0, s1, 16);
-                } catch (NumberFormatException e) {
-                    continue;
-                }
-                if (addr == 0) {
-                    continue;
-                }
-                anyNonZero = true;
-                int tab = line.indexOf('\t', s1 + 3);
-                String name = tab < 0 ? line.substring(s1 + 3) : line.substring(s1 + 3, tab);
-                b.add(addr, 0, name);
-                if (lo == -1 || Long.compareUnsigned(addr, lo) < 0) {
-                    lo = addr;
-                }
-                if (Long.compareUnsigned(addr, hi) > 0) {
-                    hi = addr;
-                }
+                addr = addr << 4 | d;
+            }
+            if (digits <= 0 || i + 3 > eol || text[i + 2] != ' ') {
+                continue;
+            }
+            char type = (char) text[i + 1];
+            if (type != 't' && type != 'T' && type != 'w' && type != 'W') {
+                continue;
+            }
+            if (addr == 0) {
+                continue; // kptr_restrict shows zeros
+            }
+            anyNonZero = true;
+            int nameStart = i + 3;
+            int nameEnd = nameStart;
+            while (nameEnd < eol && text[nameEnd] != '\t' && text[nameEnd] != ' ') {
+                nameEnd++;
+            }
+            if (nameEnd == nameStart) {
+                continue;
+            }
+            b.add(addr, 0, type == 'T' ? SymbolTable.Builder.GLOBAL : type == 't' ? SymbolTable.Builder.LOCAL : SymbolTable.Builder.WEAK, text, nameStart, nameEnd - nameStart);
+            if (lo == -1 || Long.compareUnsigned(addr, lo) < 0) {
+                lo = addr;
+            }
+            if (Long.compareUnsigned(addr, hi) > 0) {
+                hi = addr;
             }
         }
         boolean restricted = lines > 0 && !anyNonZero;
         return new KernelSymbols(b.build(), lo, hi, restricted);
     }
 
-    /** kallsyms has no sizes: the last symbol (usually in a module) is given this much room. */
-    static final long LAST_SYMBOL_SLACK = 1 << 20;
-
     boolean covers(long addr) {
         return table.size() > 0 && Long.compareUnsigned(addr, lowest) >= 0
                 && Long.compareUnsigned(addr, highest + LAST_SYMBOL_SLACK) < 0;
-    }
-
-    long limit() {
-        return highest + LAST_SYMBOL_SLACK;
     }
 }

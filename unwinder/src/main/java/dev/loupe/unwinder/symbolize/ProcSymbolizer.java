@@ -13,47 +13,72 @@ import java.io.IOException;
 import java.io.RandomAccessFile;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.nio.file.attribute.BasicFileAttributes;
 import java.time.Duration;
 import java.time.Instant;
+import java.time.InstantSource;
 import java.util.ArrayList;
-import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * Symbolizes from /proc: per-process executable mappings, binaries opened through
  * /proc/PID/map_files (deleted files) or /proc/PID/root (containers), symbol tables cached by file
  * identity with a byte bound, kallsyms for the kernel and the vdso read from our own memory.
+ *
+ * <p>Threading: symbolize* run on one thread (the poll thread); the counters and Caffeine caches that
+ * {@link #stats()} reads are safe to read from any thread.
+ *
+ * <p>Memory: the binary cache is bounded by weight, but a cached process state also holds its binaries;
+ * an evicted binary stays reachable until that state's next refresh ({@link #REFRESH_NANOS}).
  */
 final class ProcSymbolizer implements Symbolizer {
     private static final System.Logger LOG = System.getLogger(ProcSymbolizer.class.getName());
     /**
      * Misses alone re-read maps rarely: frame-pointer chains through code without frame pointers yield
-     * garbage addresses all the time. PID reuse is caught exactly by the start time instead.
+     * garbage addresses all the time (re-reading on each cost ~1.5% of a core). PID reuse is caught
+     * exactly by the start time instead. Also the retry interval for unreadable processes.
      */
     static final long MISS_REREAD_NANOS = Duration.ofSeconds(2).toNanos();
+    /** Maps are re-read this often anyway (dlopen, exec). */
     static final long REFRESH_NANOS = Duration.ofSeconds(15).toNanos();
-    /** /proc/PID/stat counts start time in clock ticks (USER_HZ = 100). */
+    static final Duration PROCESS_IDLE_EXPIRY = Duration.ofSeconds(60);
+    /** /proc/PID/stat counts start time in clock ticks (USER_HZ = 100 on every x86-64 kernel). */
     static final long NANOS_PER_TICK = 10_000_000L;
     private static final long KALLSYMS_RELOAD_NANOS = Duration.ofMinutes(2).toNanos();
+    private static final Path HOST_DEBUG_DIR = Path.of("/usr/lib/debug/.build-id");
 
-    /** A parsed binary, or why it could not be parsed (cached too, so a bad file is read once). */
+    /**
+     * A parsed binary, or why it could not be parsed (cached too, so a bad file is read and logged once).
+     * {@code elf} maps file offsets to link-time addresses; {@code symbols} may come from a debug file.
+     */
     record Binary(SymbolTable symbols, ElfFile elf, String buildId, String error) {
         long weight() {
-            return symbols == null ? 256 : 512 + symbols.memoryFootprintBytes();
+            return symbols == null ? 256 : 1024 + symbols.memoryFootprintBytes();
+        }
+
+        boolean hasFunctions() {
+            return symbols != null && symbols.size() > 0;
         }
     }
 
-    record FileKey(int devMajor, int devMinor, long inode, String path) {}
+    /** A file's identity: the maps line's device and inode, plus size and mtime (rewritten in place). */
+    record FileKey(int devMajor, int devMinor, long inode, long size, long mtimeMillis) {}
+
+    private static final Binary ANONYMOUS = new Binary(null, null, null, "anonymous");
+    private static final Binary UNREADABLE = new Binary(null, null, null, "unreadable");
 
     /**
      * A process's executable mappings, sorted by start, with each mapping's binary and MappingRef resolved
-     * once (the same MappingRef instance for every frame, so consumers can cache by identity).
+     * on first use (the same MappingRef instance for every frame, so consumers can cache by identity).
+     * {@code readable == false}: /proc could not be read; retried after {@link #MISS_REREAD_NANOS}.
      */
     static final class ProcessState {
         final long startTime;
+        final boolean readable;
         final MapEntry[] mappings;
         final long[] starts;
         final Binary[] binaries;
@@ -62,11 +87,13 @@ final class ProcSymbolizer implements Symbolizer {
         long lastMissReadNanos;
         /** When a re-read last found another start time than a sample's (0: never). */
         long mismatchAtNanos;
+        boolean failureLogged;
 
-        ProcessState(long startTime, List<MapEntry> exec, long now) {
+        ProcessState(long startTime, List<MapEntry> exec, long now, ProcessState previous) {
             this.startTime = startTime;
+            this.readable = true;
             this.mappings = exec.toArray(new MapEntry[0]);
-            Arrays.sort(mappings, (a, b) -> Long.compareUnsigned(a.start(), b.start()));
+            java.util.Arrays.sort(mappings, (a, b) -> Long.compareUnsigned(a.start(), b.start()));
             this.starts = new long[mappings.length];
             for (int i = 0; i < mappings.length; i++) {
                 starts[i] = mappings[i].start();
@@ -75,43 +102,78 @@ final class ProcSymbolizer implements Symbolizer {
             this.refs = new MappingRef[mappings.length];
             this.readAtNanos = now;
             this.lastMissReadNanos = now;
+            if (previous != null && previous.readable && previous.startTime == startTime) {
+                // A refresh of the same process: unchanged mappings keep their binary and MappingRef
+                // (consumers key mapping ids by MappingRef identity).
+                for (int i = 0; i < mappings.length; i++) {
+                    int j = previous.find(starts[i]);
+                    if (j >= 0 && previous.mappings[j].equals(mappings[i]) && previous.binaries[j] != null
+                            && previous.binaries[j] != UNREADABLE) {
+                        binaries[i] = previous.binaries[j];
+                        refs[i] = previous.refs[j];
+                    }
+                }
+            }
         }
 
-        /** Index of the mapping containing addr, or -1. */
+        /** An unreadable process. */
+        ProcessState(long now) {
+            this.startTime = -1;
+            this.readable = false;
+            this.mappings = new MapEntry[0];
+            this.starts = new long[0];
+            this.binaries = new Binary[0];
+            this.refs = new MappingRef[0];
+            this.readAtNanos = now;
+            this.lastMissReadNanos = now;
+        }
+
+        /** Index of the mapping containing addr, or -1 (unsigned: [vsyscall] sits at the top). */
         int find(long addr) {
-            int i = Arrays.binarySearch(starts, addr);
-            if (i < 0) {
-                i = -i - 2;
+            int lo = 0;
+            int hi = starts.length - 1;
+            while (lo <= hi) {
+                int mid = (lo + hi) >>> 1;
+                if (Long.compareUnsigned(starts[mid], addr) <= 0) {
+                    lo = mid + 1;
+                } else {
+                    hi = mid - 1;
+                }
             }
-            if (i >= 0 && Long.compareUnsigned(addr, mappings[i].end()) < 0) {
-                return i;
-            }
-            return -1;
+            return hi >= 0 && Long.compareUnsigned(addr, mappings[hi].end()) < 0 ? hi : -1;
         }
     }
 
     private final Path procRoot;
     private final Path kallsymsPath;
-    private final java.time.InstantSource clock;
+    private final InstantSource clock;
+    private final long maxCacheBytes;
     private final Cache<Integer, ProcessState> processes;
     private final Cache<FileKey, Binary> binaries;
-    private final AtomicLong binaryFailures = new AtomicLong();
-    private final AtomicLong unreadable = new AtomicLong();
+    /** Files already warned about: a bad file is logged once even if its cache entry is evicted. */
+    private final Cache<FileKey, Boolean> warnedFiles = Caffeine.newBuilder().maximumSize(4096).build();
+    private final AtomicLong frames = new AtomicLong();
     private final AtomicLong unresolved = new AtomicLong();
+    private final AtomicLong binaryFailures = new AtomicLong();
+    private final AtomicLong unreadableBinaries = new AtomicLong();
     private final AtomicLong mapsReads = new AtomicLong();
     private final AtomicLong mapsReadFailures = new AtomicLong();
-    private KernelSymbols kernel;
+    private final AtomicLong malformedMapsLines = new AtomicLong();
+    private final AtomicLong pidReuses = new AtomicLong();
+    private final AtomicLong debugFiles = new AtomicLong();
+    private volatile KernelSymbols kernel;
     private long kernelLoadedAt = Long.MIN_VALUE;
     private boolean kernelWarned;
-    private Binary vdso;
-    private boolean vdsoTried;
+    private final Map<Long, Binary> vdsoBySize = new HashMap<>(); // by mapping size: 64-bit and 32-bit vdso differ
+    private boolean internalErrorLogged;
 
     ProcSymbolizer(Options o) {
         this.procRoot = o.procRoot();
         this.kallsymsPath = o.kallsyms();
         this.clock = o.clock();
+        this.maxCacheBytes = o.maxCacheBytes();
         Ticker ticker = this::nowNanos;
-        this.processes = Caffeine.newBuilder().ticker(ticker).expireAfterAccess(Duration.ofSeconds(60)).build();
+        this.processes = Caffeine.newBuilder().ticker(ticker).expireAfterAccess(PROCESS_IDLE_EXPIRY).build();
         this.binaries = Caffeine.newBuilder().ticker(ticker).maximumWeight(o.maxCacheBytes())
                 .weigher((FileKey k, Binary b) -> (int) Math.min(Integer.MAX_VALUE, b.weight()))
                 .expireAfterAccess(Duration.ofMinutes(10)).build();
@@ -126,20 +188,41 @@ final class ProcSymbolizer implements Symbolizer {
 
     @Override
     public void symbolizeUser(int pid, long processStartNs, long[] addrs, int count, List<Frame> out) {
-        ProcessState proc = process(pid, processStartNs > 0 ? processStartNs / NANOS_PER_TICK : -1);
-        for (int i = 0; i < count; i++) {
-            long addr = i == 0 ? addrs[i] : addrs[i] - 1; // return address -> inside the call
-            int m = proc == null ? -1 : proc.find(addr);
-            if (m < 0 && proc != null) {
-                proc = rereadOnMiss(pid, proc);
-                m = proc == null ? -1 : proc.find(addr);
+        int n = Math.max(0, Math.min(count, addrs.length));
+        int base = out.size();
+        try {
+            long startTicks = processStartNs > 0 ? processStartNs / NANOS_PER_TICK : -1;
+            ProcessState proc = process(pid, startTicks);
+            for (int i = 0; i < n; i++) {
+                long addr = i == 0 ? addrs[i] : addrs[i] - 1; // return address -> inside the call
+                int m = proc == null ? -1 : proc.find(addr);
+                if (m < 0 && proc != null) {
+                    proc = rereadOnMiss(pid, proc, startTicks);
+                    m = proc.find(addr);
+                }
+                Frame f = m < 0 ? new Frame(addr, null, null, false) : resolve(pid, proc, m, addr);
+                if (f.function() == null) {
+                    unresolved.incrementAndGet();
+                }
+                out.add(f);
             }
-            if (m < 0) {
-                unresolved.incrementAndGet();
-                out.add(new Frame(addr, null, null, false));
-                continue;
-            }
-            out.add(resolve(pid, proc, m, addr));
+            frames.addAndGet(n);
+        } catch (RuntimeException e) {
+            // A bug, not bad input (that is handled above): keep every frame as an address, say so once.
+            bareFrames(e, addrs, n, out, base, false);
+        }
+    }
+
+    private void bareFrames(RuntimeException e, long[] addrs, int n, List<Frame> out, int base, boolean kernel) {
+        out.subList(base, out.size()).clear();
+        for (int i = 0; i < n; i++) {
+            out.add(new Frame(i == 0 ? addrs[i] : addrs[i] - 1, null, null, kernel));
+        }
+        frames.addAndGet(n);
+        unresolved.addAndGet(n);
+        if (!internalErrorLogged) {
+            internalErrorLogged = true;
+            LOG.log(System.Logger.Level.WARNING, "symbolizer failed; frames kept as addresses", e);
         }
     }
 
@@ -149,19 +232,14 @@ final class ProcSymbolizer implements Symbolizer {
         if (bin == null) {
             bin = binary(pid, m);
             proc.binaries[idx] = bin;
-            proc.refs[idx] = new MappingRef(m.start(), m.end(), m.offset(), m.path(), bin.buildId(),
-                    bin.symbols() != null && bin.symbols().size() > 0);
+            proc.refs[idx] = new MappingRef(m.start(), m.end(), m.offset(), m.path(), bin.buildId(), bin.hasFunctions());
         }
-        long fileOffset = addr - m.start() + m.offset();
         String fn = null;
         if (bin.symbols() != null) {
-            long vaddr = bin.elf().fileOffsetToVaddr(fileOffset);
+            long vaddr = bin.elf().fileOffsetToVaddr(addr - m.start() + m.offset());
             if (vaddr != -1) {
                 fn = bin.symbols().lookup(vaddr);
             }
-        }
-        if (fn == null) {
-            unresolved.incrementAndGet();
         }
         return new Frame(addr, proc.refs[idx], fn, false);
     }
@@ -173,24 +251,35 @@ final class ProcSymbolizer implements Symbolizer {
     private ProcessState process(int pid, long startTicks) {
         long now = nowNanos();
         ProcessState p = processes.getIfPresent(pid);
-        boolean reused = p != null && startTicks >= 0 && p.startTime != startTicks;
-        if (p != null && now - p.readAtNanos < REFRESH_NANOS && !reused) {
-            return p;
+        if (p != null) {
+            boolean reused = p.readable && startTicks >= 0 && p.startTime != startTicks;
+            if (p.readable && !reused && now - p.readAtNanos < REFRESH_NANOS) {
+                return p;
+            }
+            if (!p.readable && now - p.readAtNanos < MISS_REREAD_NANOS) {
+                return null; // unreadable lately: do not hit /proc on every sample
+            }
+            if (reused && p.mismatchAtNanos != 0 && now - p.mismatchAtNanos < MISS_REREAD_NANOS) {
+                return null; // re-read lately and still another process: the sample's process is gone
+            }
         }
-        if (reused && p.mismatchAtNanos != 0 && now - p.mismatchAtNanos < MISS_REREAD_NANOS) {
-            return null; // re-read lately and still another process: the sample's process is gone
-        }
-        ProcessState fresh = readProcess(pid, now);
+        ProcessState fresh = readProcess(pid, now, p);
         if (fresh != null) {
-            if (p != null && fresh.startTime != p.startTime) {
-                LOG.log(System.Logger.Level.DEBUG, "pid " + pid + " now belongs to a new process");
+            if (p != null && p.readable && fresh.startTime != p.startTime) {
+                pidReuses.incrementAndGet();
+                LOG.log(System.Logger.Level.DEBUG, () -> "pid " + pid + " now belongs to a new process");
             }
             processes.put(pid, fresh);
             p = fresh;
-        } else if (p != null) {
-            p.lastMissReadNanos = now; // gone: keep what we knew so late samples still resolve
+        } else if (p != null && p.readable) {
+            p.readAtNanos = now; // gone: keep what we knew so late samples still resolve
+        } else {
+            ProcessState gone = new ProcessState(now);
+            gone.failureLogged = true; // readProcess logged it (once per pid)
+            processes.put(pid, gone);
+            return null;
         }
-        if (p != null && startTicks >= 0 && p.startTime != startTicks) {
+        if (startTicks >= 0 && p.startTime != startTicks) {
             p.mismatchAtNanos = now;
             return null;
         }
@@ -198,185 +287,311 @@ final class ProcSymbolizer implements Symbolizer {
     }
 
     /** An address outside every known mapping: dlopen, exec, or a new process with a reused pid. */
-    private ProcessState rereadOnMiss(int pid, ProcessState p) {
+    private ProcessState rereadOnMiss(int pid, ProcessState p, long startTicks) {
         long now = nowNanos();
         if (now - p.lastMissReadNanos < MISS_REREAD_NANOS) {
             return p;
         }
         p.lastMissReadNanos = now;
-        ProcessState fresh = readProcess(pid, now);
+        ProcessState fresh = readProcess(pid, now, p);
         if (fresh == null) {
             return p;
         }
-        if (fresh.startTime != p.startTime) {
-            LOG.log(System.Logger.Level.DEBUG, "pid " + pid + " was reused by a new process");
-        }
         processes.put(pid, fresh);
+        if (fresh.startTime != p.startTime) {
+            pidReuses.incrementAndGet();
+            LOG.log(System.Logger.Level.DEBUG, () -> "pid " + pid + " was reused by a new process");
+            if (startTicks >= 0) {
+                return p; // this sample belongs to the old process: never resolve it with the new one's maps
+            }
+        }
         return fresh;
     }
 
-    private ProcessState readProcess(int pid, long now) {
+    private ProcessState readProcess(int pid, long now, ProcessState previous) {
         mapsReads.incrementAndGet();
         try {
-            long start = startTime(pid);
-            List<MapEntry> exec = new ArrayList<>();
-            for (MapEntry e : ProcMaps.read(procRoot, pid)) {
-                if (e.executable()) {
-                    exec.add(e);
+            for (int attempt = 0; ; attempt++) {
+                long start = startTime(pid);
+                ProcMaps.Parsed maps = ProcMaps.readCounted(procRoot, pid);
+                // The pid may have been reused between the two reads: stat before and after must agree.
+                if (startTime(pid) != start) {
+                    if (attempt == 0) {
+                        continue;
+                    }
+                    throw new IOException("pid reused while reading its maps");
                 }
+                malformedMapsLines.addAndGet(maps.malformedLines());
+                List<MapEntry> exec = new ArrayList<>();
+                for (MapEntry e : maps.entries()) {
+                    if (e.executable()) {
+                        exec.add(e);
+                    }
+                }
+                return new ProcessState(start, exec, now, previous);
             }
-            return new ProcessState(start, exec, now);
         } catch (IOException | RuntimeException e) {
             mapsReadFailures.incrementAndGet();
-            LOG.log(System.Logger.Level.DEBUG, "cannot read /proc/" + pid + ": " + e);
+            if (previous == null || !previous.failureLogged) {
+                if (previous != null) {
+                    previous.failureLogged = true;
+                }
+                LOG.log(System.Logger.Level.DEBUG, () -> "cannot read /proc/" + pid + " (process gone or no permission): "
+                        + e + "; its frames stay addresses");
+            }
             return null;
         }
     }
 
     /** Field 22 of /proc/PID/stat; parsed after the last ')' because comm may hold spaces and parens. */
     private long startTime(int pid) throws IOException {
-        String stat = Files.readString(procRoot.resolve(Integer.toString(pid)).resolve("stat"));
+        String stat = ProcMaps.readText(procRoot.resolve(Integer.toString(pid)).resolve("stat"));
         int close = stat.lastIndexOf(')');
-        if (close < 0) {
+        if (close < 0 || close + 2 > stat.length()) {
             throw new IOException("malformed /proc/" + pid + "/stat");
         }
         String[] f = stat.substring(close + 2).trim().split(" ");
         if (f.length < 20) {
             throw new IOException("malformed /proc/" + pid + "/stat");
         }
-        return Long.parseLong(f[19]); // fields start at 3 (state): 22 - 3 = 19
+        try {
+            return Long.parseLong(f[19]); // fields after comm start at 3 (state): 22 - 3 = 19
+        } catch (NumberFormatException e) {
+            throw new IOException("malformed /proc/" + pid + "/stat: " + e.getMessage());
+        }
     }
 
     private Binary binary(int pid, MapEntry m) {
         if (m.path().equals("[vdso]")) {
-            return vdso();
+            return vdso(pid, m);
         }
         if (!m.fileBacked()) {
             return ANONYMOUS;
         }
-        FileKey key = new FileKey(m.devMajor(), m.devMinor(), m.inode(), m.path());
-        Binary b = binaries.getIfPresent(key);
-        if (b == null) {
-            b = load(pid, m);
+        Path pidDir = procRoot.resolve(Integer.toString(pid));
+        // map_files names exactly the mapped file, even deleted or in another mount namespace. The root
+        // fallback (no CAP_SYS_ADMIN for map_files) is by name, so never for a deleted file: the name
+        // may now be another file.
+        List<Path> candidates = new ArrayList<>(2);
+        candidates.add(pidDir.resolve("map_files").resolve(m.mapFilesName()));
+        if (!m.deleted()) {
+            candidates.add(pidDir.resolve("root").resolve(m.path().substring(1)));
+        }
+        String lastError = "not found";
+        for (Path p : candidates) {
+            BasicFileAttributes a;
+            try {
+                a = Files.readAttributes(p, BasicFileAttributes.class);
+            } catch (IOException | RuntimeException e) {
+                lastError = e.toString();
+                continue;
+            }
+            if (!a.isRegularFile()) {
+                return ANONYMOUS; // a device or the like mapped executable: nothing to read symbols from
+            }
+            FileKey key = new FileKey(m.devMajor(), m.devMinor(), m.inode(), a.size(), a.lastModifiedTime().toMillis());
+            Binary b = binaries.getIfPresent(key);
+            if (b != null) {
+                return b;
+            }
+            b = load(pid, m, p, key);
             if (b != null) {
                 binaries.put(key, b);
-            } else {
-                b = UNREADABLE;
+                return b;
             }
+            lastError = "cannot open " + p;
         }
-        return b;
+        unreadableBinaries.incrementAndGet();
+        String err = lastError;
+        LOG.log(System.Logger.Level.DEBUG, () -> "cannot open " + m.path() + " of pid " + pid + ": " + err);
+        return UNREADABLE;
     }
-
-    private static final Binary ANONYMOUS = new Binary(null, null, null, "anonymous");
-    private static final Binary UNREADABLE = new Binary(null, null, null, "unreadable");
 
     /**
      * Parses the mapped file. A defective file gives a failure entry (cached: it is read once and logged
      * once); a file we could not open (the process exited mid-read, permissions) gives null, not cached,
      * so other processes mapping the same file still resolve.
      */
-    private Binary load(int pid, MapEntry m) {
-        Path pidDir = procRoot.resolve(Integer.toString(pid));
-        List<Path> candidates = List.of(pidDir.resolve("map_files").resolve(m.mapFilesName()),
-                pidDir.resolve("root").resolve(m.path().substring(1)));
-        String lastError = null;
-        for (Path p : candidates) {
-            try {
-                ElfFile elf = ElfFile.open(p);
-                return new Binary(elf.symbols(), elf, elf.buildId().orElse(null), null);
-            } catch (ElfException e) {
-                String error = e.getMessage().replace(p.toString(), m.path());
-                binaryFailures.incrementAndGet();
-                LOG.log(System.Logger.Level.WARNING, "cannot symbolize " + m.path() + " (pid " + pid + "): " + error
-                        + "; its frames stay addresses");
-                return new Binary(null, null, null, error);
-            } catch (NoSuchFileException e) {
-                lastError = "not found";
-            } catch (IOException | RuntimeException e) {
-                lastError = e.toString();
+    private Binary load(int pid, MapEntry m, Path file, FileKey key) {
+        ElfFile elf;
+        try {
+            elf = ElfFile.open(file, maxCacheBytes);
+        } catch (ElfException e) {
+            return failed(pid, m.path(), key, problem(e, file));
+        } catch (IOException | RuntimeException e) {
+            return null;
+        }
+        SymbolTable symbols = elf.symbols();
+        String buildId = elf.buildId().orElse(null);
+        if (buildId != null && !elf.hasSection(".symtab")) {
+            SymbolTable debug = debugSymbols(pid, buildId);
+            if (debug != null && debug.size() > 0) {
+                symbols = debug;
             }
         }
-        unreadable.incrementAndGet();
-        LOG.log(System.Logger.Level.DEBUG, "cannot open " + m.path() + " of pid " + pid + ": " + lastError);
+        return new Binary(symbols, elf, buildId, null);
+    }
+
+    /**
+     * A stripped binary's full symbol table from its separate debug file (/usr/lib/debug/.build-id/xx/
+     * rest.debug, in the process's root first, then ours), which names the static functions that
+     * .dynsym lacks. Its build id must match. Null if there is none.
+     */
+    private SymbolTable debugSymbols(int pid, String buildId) {
+        if (buildId.length() < 3) {
+            return null;
+        }
+        String rel = buildId.substring(0, 2) + "/" + buildId.substring(2) + ".debug";
+        Path inRoot = procRoot.resolve(Integer.toString(pid)).resolve("root/usr/lib/debug/.build-id").resolve(rel);
+        for (Path p : List.of(inRoot, HOST_DEBUG_DIR.resolve(rel))) {
+            if (!Files.isRegularFile(p)) {
+                continue;
+            }
+            try {
+                ElfFile d = ElfFile.open(p, maxCacheBytes);
+                if (d.buildId().filter(buildId::equals).isPresent()) {
+                    debugFiles.incrementAndGet();
+                    return d.symbols();
+                }
+            } catch (ElfException | IOException | RuntimeException e) {
+                LOG.log(System.Logger.Level.DEBUG, () -> "ignoring debug file " + p + ": " + e.getMessage());
+            }
+        }
         return null;
     }
 
-    /** The vdso is the same image in every process: read it once from our own memory. */
-    private Binary vdso() {
-        if (!vdsoTried) {
-            vdsoTried = true;
+    private Binary failed(int pid, String path, FileKey key, String problem) {
+        binaryFailures.incrementAndGet();
+        if (key == null || warnedFiles.asMap().putIfAbsent(key, Boolean.TRUE) == null) {
+            LOG.log(System.Logger.Level.WARNING, "cannot symbolize " + path + " (pid " + pid + "): " + problem
+                    + "; its frames stay addresses");
+        }
+        return new Binary(null, null, null, problem);
+    }
+
+    /** The ElfException's message without the "/proc/PID/map_files/...: " prefix naming our read path. */
+    private static String problem(ElfException e, Object source) {
+        String msg = String.valueOf(e.getMessage());
+        String prefix = source + ": ";
+        return msg.startsWith(prefix) ? msg.substring(prefix.length()) : msg;
+    }
+
+    /**
+     * The vdso is the same image in every process of a kernel (per ABI): read it from our own memory once,
+     * or from the target's memory when its [vdso] has another size (a 32-bit process).
+     */
+    private Binary vdso(int pid, MapEntry m) {
+        long size = m.end() - m.start();
+        Binary b = vdsoBySize.get(size);
+        if (b == null) {
+            b = readVdso(pid, m);
+            vdsoBySize.put(size, b);
+        }
+        return b;
+    }
+
+    private Binary readVdso(int pid, MapEntry target) {
+        long size = target.end() - target.start();
+        String lastError = "no readable [vdso]";
+        List<Path> selves = List.of(Path.of("/proc/self"), procRoot.resolve("self"));
+        for (Path self : selves) {
             try {
-                MapEntry self = null;
-                for (MapEntry e : ProcMaps.read(procRoot, (int) ProcessHandle.current().pid())) {
+                MapEntry own = null;
+                for (MapEntry e : ProcMaps.parse(ProcMaps.readText(self.resolve("maps")))) {
                     if (e.path().equals("[vdso]")) {
-                        self = e;
+                        own = e;
                     }
                 }
-                if (self == null) {
-                    throw new IOException("no [vdso] mapping in our own maps");
+                if (own != null && own.end() - own.start() == size) {
+                    return parseVdso(self.resolve("mem"), own.start(), size);
                 }
-                byte[] image = new byte[(int) (self.end() - self.start())];
-                try (RandomAccessFile mem = new RandomAccessFile(procRoot.resolve("self/mem").toFile(), "r")) {
-                    mem.seek(self.start());
-                    mem.readFully(image);
-                }
-                ElfFile elf = ElfFile.parse("[vdso]", ByteBuffer.wrap(image));
-                vdso = new Binary(elf.symbols(), elf, elf.buildId().orElse(null), null);
             } catch (IOException | ElfException | RuntimeException e) {
-                LOG.log(System.Logger.Level.WARNING, "cannot read the vdso: " + e.getMessage() + "; vdso frames stay addresses");
-                vdso = new Binary(null, null, null, String.valueOf(e.getMessage()));
+                lastError = String.valueOf(e.getMessage());
             }
         }
-        return vdso;
+        try {
+            return parseVdso(procRoot.resolve(Integer.toString(pid)).resolve("mem"), target.start(), size);
+        } catch (IOException | ElfException | RuntimeException e) {
+            lastError = String.valueOf(e.getMessage());
+        }
+        LOG.log(System.Logger.Level.WARNING, "cannot read the vdso (" + size + " bytes): " + lastError
+                + "; vdso frames stay addresses");
+        binaryFailures.incrementAndGet();
+        return new Binary(null, null, null, lastError);
+    }
+
+    private static Binary parseVdso(Path mem, long start, long size) throws IOException, ElfException {
+        if (size <= 0 || size > 1 << 20) {
+            throw new IOException("implausible [vdso] size " + size);
+        }
+        byte[] image = new byte[(int) size];
+        try (RandomAccessFile f = new RandomAccessFile(mem.toFile(), "r")) {
+            f.seek(start);
+            f.readFully(image);
+        }
+        ElfFile elf = ElfFile.parse("[vdso]", ByteBuffer.wrap(image));
+        return new Binary(elf.symbols(), elf, elf.buildId().orElse(null), null);
     }
 
     // ---------------- kernel ----------------
 
     @Override
     public void symbolizeKernel(long[] addrs, int count, List<Frame> out) {
-        KernelSymbols k = kernel(false);
-        for (int i = 0; i < count; i++) {
-            long addr = i == 0 ? addrs[i] : addrs[i] - 1;
-            if (k != null && !k.covers(addr)) {
-                k = kernel(true); // a module loaded since we read kallsyms?
+        int n = Math.max(0, Math.min(count, addrs.length));
+        int base = out.size();
+        try {
+            KernelSymbols k = kernel(false);
+            for (int i = 0; i < n; i++) {
+                long addr = i == 0 ? addrs[i] : addrs[i] - 1; // return addresses, as in user space
+                if (k != null && !k.covers(addr)) {
+                    k = kernel(true); // a module loaded since we read kallsyms?
+                }
+                String fn = k != null && k.covers(addr) ? k.table.lookup(addr) : null;
+                if (fn == null) {
+                    unresolved.incrementAndGet();
+                }
+                out.add(new Frame(addr, k == null ? null : k.ref, fn, true));
             }
-            String fn = k != null && k.covers(addr) ? k.table.lookup(addr) : null;
-            if (fn == null) {
-                unresolved.incrementAndGet();
-            }
-            out.add(new Frame(addr, k == null ? null : k.ref, fn, true));
+            frames.addAndGet(n);
+        } catch (RuntimeException e) {
+            bareFrames(e, addrs, n, out, base, true);
         }
     }
 
+    /** kallsyms, read at first use and again (at most every 2 min) when an address falls outside it. */
     private KernelSymbols kernel(boolean missed) {
         long now = nowNanos();
-        boolean due = kernel == null ? kernelLoadedAt == Long.MIN_VALUE || now - kernelLoadedAt > KALLSYMS_RELOAD_NANOS
-                : missed && now - kernelLoadedAt > KALLSYMS_RELOAD_NANOS;
+        KernelSymbols k = kernel;
+        boolean due = kernelLoadedAt == Long.MIN_VALUE || (k == null || missed) && now - kernelLoadedAt > KALLSYMS_RELOAD_NANOS;
         if (due) {
             kernelLoadedAt = now;
             try {
-                KernelSymbols k = KernelSymbols.load(kallsymsPath);
-                if (k.restricted && !kernelWarned) {
+                // Same range as before: keep the MappingRef instance (consumers key mappings by identity).
+                KernelSymbols fresh = KernelSymbols.load(kallsymsPath).keepingRef(k);
+                if (fresh.restricted && !kernelWarned) {
                     kernelWarned = true;
                     LOG.log(System.Logger.Level.WARNING, kallsymsPath + " shows only zero addresses (kptr_restrict;"
-                            + " needs CAP_SYSLOG): kernel frames stay addresses");
+                            + " needs root or CAP_SYSLOG): kernel frames stay addresses");
                 }
-                kernel = k;
-            } catch (IOException e) {
+                kernel = fresh;
+                k = fresh;
+            } catch (IOException | RuntimeException e) {
                 if (!kernelWarned) {
                     kernelWarned = true;
                     LOG.log(System.Logger.Level.WARNING, "cannot read " + kallsymsPath + ": " + e + "; kernel frames stay addresses");
                 }
             }
         }
-        return kernel;
+        return k;
     }
 
     @Override
     public Stats stats() {
         KernelSymbols k = kernel;
+        long weight = binaries.policy().eviction().map(e -> e.weightedSize().orElse(0)).orElse(0L);
         return new Stats(processes.estimatedSize(), binaries.estimatedSize(), binaryFailures.get(), unresolved.get(),
-                mapsReads.get(), mapsReadFailures.get(), k == null ? 0 : k.table.size());
+                mapsReads.get(), mapsReadFailures.get(), k == null ? 0 : k.table.size(), frames.get(), weight,
+                unreadableBinaries.get(), malformedMapsLines.get(), pidReuses.get(), debugFiles.get());
     }
 
     @Override

@@ -3,6 +3,7 @@ package dev.loupe.unwinder.symbolize;
 import java.nio.file.Path;
 import java.time.InstantSource;
 import java.util.List;
+import java.util.Objects;
 
 /**
  * Turns sampled addresses into frames. Stacks are leaf first: index 0 is the exact interrupted IP, the
@@ -35,19 +36,46 @@ public interface Symbolizer extends AutoCloseable {
     }
 
     /**
-     * @param procRoot      normally /proc
+     * @param procRoot      normally /proc (a host /proc mounted elsewhere in a container)
      * @param kallsyms      normally /proc/kallsyms
-     * @param maxCacheBytes bound on cached symbol tables (weighed by their estimated heap size)
-     * @param clock         injected time (process refresh, cache expiry)
+     * @param maxCacheBytes bound on cached symbol tables (weighed by their estimated heap size); a single
+     *                      binary whose table would exceed it is reported and left unsymbolized
+     * @param clock         injected time (process refresh, rate limits, cache expiry)
      */
     record Options(Path procRoot, Path kallsyms, long maxCacheBytes, InstantSource clock) {
+        public Options {
+            Objects.requireNonNull(procRoot, "procRoot");
+            Objects.requireNonNull(kallsyms, "kallsyms");
+            Objects.requireNonNull(clock, "clock");
+            if (maxCacheBytes < (1 << 20)) {
+                throw new IllegalArgumentException("maxCacheBytes must be at least 1 MiB, got " + maxCacheBytes);
+            }
+        }
+
         public static Options defaults() {
             // 32 MiB of symbol tables inside the agent's 96 MiB heap leaves room for the profile windows.
             return new Options(Path.of("/proc"), Path.of("/proc/kallsyms"), 32L << 20, InstantSource.system());
         }
     }
 
-    /** Counters since start. */
+    /**
+     * Counters since start (processes, binaries and cachedSymbolBytes are current sizes).
+     *
+     * @param processes          processes whose mappings are cached (including ones known unreadable)
+     * @param binaries           binaries in the symbol cache (parse failures included)
+     * @param binaryFailures     mapped files that are not usable ELF (each logged once)
+     * @param unresolvedFrames   frames left without a function name
+     * @param mapsReads          reads of /proc/PID/maps
+     * @param mapsReadFailures   of those, failed (process gone, permission)
+     * @param kernelSymbols      text symbols from kallsyms (0: unreadable or restricted)
+     * @param frames             frames symbolized, user and kernel
+     * @param cachedSymbolBytes  estimated heap held by the symbol cache
+     * @param unreadableBinaries mapped files that could not be opened (process gone, permission)
+     * @param malformedMapsLines lines of /proc/PID/maps that could not be parsed
+     * @param pidReuses          pids found to belong to a new process
+     * @param debugFiles         separate debug files (/usr/lib/debug/.build-id) used for stripped binaries
+     */
     record Stats(long processes, long binaries, long binaryFailures, long unresolvedFrames, long mapsReads,
-                 long mapsReadFailures, long kernelSymbols) {}
+                 long mapsReadFailures, long kernelSymbols, long frames, long cachedSymbolBytes,
+                 long unreadableBinaries, long malformedMapsLines, long pidReuses, long debugFiles) {}
 }
