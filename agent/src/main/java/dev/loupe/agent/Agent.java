@@ -1,7 +1,5 @@
 package dev.loupe.agent;
 
-import dev.loupe.bpf.BpfException;
-import dev.loupe.bpf.SampleSource;
 import dev.loupe.bpf.SamplerStats;
 import dev.loupe.pprof.proto.Profile;
 import dev.loupe.unwinder.symbolize.Symbolizer;
@@ -76,7 +74,7 @@ public final class Agent {
             while (running) {
                 try {
                     source.poll(POLL, processor);
-                } catch (BpfException | RuntimeException e) {
+                } catch (SampleSource.SampleSourceException | RuntimeException e) {
                     pollErrors.incrementAndGet();
                     LOG.log(System.Logger.Level.ERROR, "sampling poll failed: " + e.getMessage());
                     sleepQuietly(POLL);
@@ -89,7 +87,7 @@ public final class Agent {
             }
             try {
                 source.poll(Duration.ZERO, processor); // what is already in the buffer belongs to this interval
-            } catch (BpfException | RuntimeException e) {
+            } catch (SampleSource.SampleSourceException | RuntimeException e) {
                 LOG.log(System.Logger.Level.WARNING, "final poll failed: " + e.getMessage());
             }
             rotate(window, nowNanos(), false);

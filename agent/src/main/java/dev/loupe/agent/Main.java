@@ -63,7 +63,7 @@ public final class Main {
             return 1;
         }
         Symbolizer symbolizer = Symbolizer.create(Symbolizer.Options.defaults());
-        Agent agent = new Agent(config.frequencyHz(), config.interval(), sampler, symbolizer, List.of(files),
+        Agent agent = new Agent(config.frequencyHz(), config.interval(), new KernelSampleSource(sampler), symbolizer, List.of(files),
                 InstantSource.system());
         DebugHttpServer http = null;
         if (config.httpAddress().isPresent()) {

@@ -17,6 +17,7 @@ final class MetricsText {
         b.append("# TYPE loupe_samples_dropped_total counter\n");
         b.append("loupe_samples_dropped_total{reason=\"ring_buffer_full\"} ").append(s.ringBufferDrops()).append('\n');
         b.append("loupe_samples_dropped_total{reason=\"undecodable\"} ").append(s.decodeErrors()).append('\n');
+        b.append("loupe_samples_dropped_total{reason=\"consumer_failed\"} ").append(s.consumerErrors()).append('\n');
         counter(b, "loupe_user_stack_read_errors_total", "User stacks cut short by an unreadable frame.", s.userReadErrors());
         counter(b, "loupe_user_stack_truncated_total", "User stacks deeper than the frame limit.", s.userTruncated());
         counter(b, "loupe_kernel_stack_errors_total", "Kernel stacks that could not be taken.", s.kernelErrors());

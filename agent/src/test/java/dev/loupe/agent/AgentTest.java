@@ -1,7 +1,6 @@
 package dev.loupe.agent;
 
 import dev.loupe.bpf.RawSample;
-import dev.loupe.bpf.SampleSource;
 import dev.loupe.bpf.SamplerStats;
 import dev.loupe.pprof.proto.Profile;
 import dev.loupe.unwinder.symbolize.Frame;

@@ -25,7 +25,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * Samples every online CPU with one PERF_TYPE_SOFTWARE/CPU_CLOCK event in frequency mode, each running
  * {@code profiler.bpf.c}, which streams kernel + frame-pointer user stacks through a BPF ring buffer.
  */
-public final class PerfEventSampler implements SampleSource {
+public final class PerfEventSampler implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(PerfEventSampler.class.getName());
     static final String OBJECT_RESOURCE = "/dev/loupe/bpf/profiler.bpf.o";
     private static final int STAT_MAX = 7;
@@ -44,6 +44,7 @@ public final class PerfEventSampler implements SampleSource {
     private Consumer<RawSample> sink;
     private volatile long delivered;
     private volatile long decodeErrors;
+    private volatile long consumerErrors;
     private boolean consumerErrorLogged;
     private boolean closed;
 
@@ -203,7 +204,7 @@ public final class PerfEventSampler implements SampleSource {
             sink.accept(sample);
             delivered++;
         } catch (Throwable t) {
-            decodeErrors++;
+            consumerErrors++;
             if (!consumerErrorLogged) {
                 consumerErrorLogged = true;
                 LOG.log(System.Logger.Level.ERROR, "sample consumer failed (sample lost; logged once)", t);
@@ -212,12 +213,12 @@ public final class PerfEventSampler implements SampleSource {
         return 0;
     }
 
-    @Override
+    /** Waits up to {@code timeout}, then hands every available sample to {@code sink}; returns how many. */
     public synchronized int poll(Duration timeout, Consumer<RawSample> sink) throws BpfException {
         if (closed) {
             throw new IllegalStateException("sampler closed");
         }
-        long before = delivered + decodeErrors;
+        long before = delivered + decodeErrors + consumerErrors;
         this.sink = sink;
         try {
             // Records arrive without a wakeup below the threshold, so poll (wait) and then consume.
@@ -226,15 +227,15 @@ public final class PerfEventSampler implements SampleSource {
         } finally {
             this.sink = null;
         }
-        return (int) (delivered + decodeErrors - before);
+        return (int) (delivered + decodeErrors + consumerErrors - before);
     }
 
-    @Override
+    /** Counters since start. */
     public SamplerStats stats() {
         long[] v = new long[STAT_MAX];
         synchronized (this) {
             if (closed || statsFd < 0) {
-                return new SamplerStats(0, 0, 0, 0, 0, 0, 0, delivered, decodeErrors);
+                return new SamplerStats(0, 0, 0, 0, 0, 0, 0, delivered, decodeErrors, consumerErrors);
             }
             try (Arena a = Arena.ofConfined()) {
                 MemorySegment key = a.allocate(JAVA_INT);
@@ -250,7 +251,7 @@ public final class PerfEventSampler implements SampleSource {
                 LOG.log(System.Logger.Level.WARNING, "cannot read sampler statistics: " + e.getMessage());
             }
         }
-        return new SamplerStats(v[0], v[1], v[2], v[3], v[4], v[5], v[6], delivered, decodeErrors);
+        return new SamplerStats(v[0], v[1], v[2], v[3], v[4], v[5], v[6], delivered, decodeErrors, consumerErrors);
     }
 
     /** The BPF program's cumulative run time and run count; both stay 0 unless kernel.bpf_stats_enabled=1. */

@@ -13,13 +13,15 @@ package dev.loupe.bpf;
  * @param kernelErrors     kernel stacks that could not be taken
  * @param delivered        samples decoded and handed to the consumer
  * @param decodeErrors     records that could not be decoded (lost)
+ * @param consumerErrors   samples whose consumer threw (lost; a bug in the consumer, not in the record)
  */
 public record SamplerStats(long samples, long idle, long filtered, long ringBufferDrops, long userReadErrors,
-                           long userTruncated, long kernelErrors, long delivered, long decodeErrors) {
-    public static final SamplerStats EMPTY = new SamplerStats(0, 0, 0, 0, 0, 0, 0, 0, 0);
+                           long userTruncated, long kernelErrors, long delivered, long decodeErrors,
+                           long consumerErrors) {
+    public static final SamplerStats EMPTY = new SamplerStats(0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
 
     /** Samples lost for any reason. */
     public long dropped() {
-        return ringBufferDrops + decodeErrors;
+        return ringBufferDrops + decodeErrors + consumerErrors;
     }
 }
