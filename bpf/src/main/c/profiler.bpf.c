@@ -12,10 +12,8 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 
-#define MAX_KERNEL_FRAMES 127
-#define MAX_USER_FRAMES 127
-#define MAX_FRAMES (MAX_KERNEL_FRAMES + MAX_USER_FRAMES)
-#define TASK_COMM_LEN 16
+#include "loupe_abi.h"
+
 #define PF_KTHREAD 0x00200000
 
 /* Minimal CO-RE view of kernel types: only the fields we read. */
@@ -45,42 +43,6 @@ struct perf_event_ctx {
 	__u64 addr;
 };
 
-/* Wire record; Java's RawSampleDecoder mirrors this layout (72-byte header). */
-struct sample {
-	__u32 pid;            /* tgid */
-	__u32 tid;
-	__u32 cpu;
-	__u16 kernel_frames;
-	__u16 user_frames;
-	char comm[TASK_COMM_LEN];        /* process (group leader) name */
-	char thread_comm[TASK_COMM_LEN]; /* thread name */
-	__u64 ktime_ns;
-	__u32 flags;          /* SAMPLE_F_* */
-	__u32 reserved;
-	__u64 start_boottime; /* process start, ns since boot: /proc/PID/stat's starttime, exact (PID reuse) */
-	__u64 frames[MAX_FRAMES]; /* kernel frames (leaf first), then user frames (leaf first) */
-};
-
-#define SAMPLE_F_USER_TRUNCATED  1
-#define SAMPLE_F_USER_READ_ERROR 2
-#define SAMPLE_F_KERNEL_ERROR    4
-
-enum stat {
-	STAT_SAMPLES = 0,      /* samples seen (after idle/filter) */
-	STAT_IDLE,             /* samples on the idle task, ignored */
-	STAT_FILTERED,         /* samples of pids outside the filter */
-	STAT_RINGBUF_DROPS,    /* ring buffer full: sample lost */
-	STAT_USER_READ_ERRORS, /* frame pointer chain unreadable (stack stops there) */
-	STAT_USER_TRUNCATED,   /* more than MAX_USER_FRAMES frames */
-	STAT_KERNEL_ERRORS,    /* bpf_get_stack failed */
-	STAT_MAX
-};
-
-struct config {
-	__u32 filter_pids; /* 1: only pids in pid_filter */
-	__u32 wakeup_bytes; /* wake user space once this much data is waiting */
-};
-
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 8 << 20); /* resized from Java before load */
@@ -96,7 +58,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, STAT_MAX);
-	__type(key, __u32);
+	__type(key, enum stat); /* also puts enum stat into BTF for Java's check */
 	__type(value, __u64);
 } stats SEC(".maps");
 

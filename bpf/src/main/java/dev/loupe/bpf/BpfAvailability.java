@@ -3,58 +3,95 @@ package dev.loupe.bpf;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Optional;
 import java.util.function.Supplier;
 
 /**
- * Whether this host can run Loupe's BPF sampler, and if not, exactly why, in one line
- * (in the manner of Netty's {@code Epoll.unavailabilityCause()}).
+ * Whether this host can run Loupe's BPF programs, and if not, exactly why, in one line (in the manner of
+ * Netty's {@code Epoll.unavailabilityCause()}). The kernel is probed for what the programs use (program
+ * and map types, each helper), not judged by its version: a 5.14 kernel with backports works, and a
+ * kernel missing one helper is named precisely. Checked once per process.
  */
 public final class BpfAvailability {
-    /** bpf_loop (5.17) is the newest kernel feature the sampler uses. */
-    static final int MIN_MAJOR = 5;
-    static final int MIN_MINOR = 17;
     private static final int CAP_SYS_ADMIN = 21;
     private static final int CAP_PERFMON = 38;
     private static final int CAP_BPF = 39;
+    static final int PROG_KPROBE = 2;
+    static final int PROG_PERF_EVENT = 7;
+    static final int MAP_RINGBUF = 27;
+
+    /** A BPF helper a program type must allow: id (enum bpf_func_id), name, the Linux version that added it. */
+    record Helper(int progType, int id, String name, String since) {}
+
+    /** What profiler.bpf.c calls from its perf_event program. */
+    static final List<Helper> SAMPLER_HELPERS = List.of(
+            new Helper(PROG_PERF_EVENT, 67, "bpf_get_stack", "4.18"),
+            new Helper(PROG_PERF_EVENT, 112, "bpf_probe_read_user", "5.5"),
+            new Helper(PROG_PERF_EVENT, 130, "bpf_ringbuf_output", "5.8"),
+            new Helper(PROG_PERF_EVENT, 134, "bpf_ringbuf_query", "5.8"),
+            new Helper(PROG_PERF_EVENT, 158, "bpf_get_current_task_btf", "5.11"),
+            new Helper(PROG_PERF_EVENT, 175, "bpf_task_pt_regs", "5.15"),
+            new Helper(PROG_PERF_EVENT, 181, "bpf_loop", "5.17"));
+
+    /** Kernel feature probes (libbpf_probe_bpf_*): 1 supported, 0 not, negative: the probe itself failed. */
+    interface KernelProbes {
+        int progType(int type);
+
+        int mapType(int type);
+
+        int helper(int progType, int helperId);
+    }
+
+    private static final KernelProbes LIBBPF_PROBES = new KernelProbes() {
+        @Override
+        public int progType(int type) {
+            return (int) LibBpf.PROBE_PROG_TYPE.raw(type, java.lang.foreign.MemorySegment.NULL);
+        }
+
+        @Override
+        public int mapType(int type) {
+            return (int) LibBpf.PROBE_MAP_TYPE.raw(type, java.lang.foreign.MemorySegment.NULL);
+        }
+
+        @Override
+        public int helper(int progType, int helperId) {
+            return (int) LibBpf.PROBE_HELPER.raw(progType, helperId, java.lang.foreign.MemorySegment.NULL);
+        }
+    };
 
     private final String osName;
     private final String osArch;
     private final Supplier<String> libbpfError;
     private final Path btf;
-    private final Path osRelease;
     private final Path procStatus;
+    private final Supplier<KernelProbes> probes;
 
-    BpfAvailability(String osName, String osArch, Supplier<String> libbpfError, Path btf, Path osRelease,
-                    Path procStatus) {
+    BpfAvailability(String osName, String osArch, Supplier<String> libbpfError, Path btf, Path procStatus,
+                    Supplier<KernelProbes> probes) {
         this.osName = osName;
         this.osArch = osArch;
         this.libbpfError = libbpfError;
         this.btf = btf;
-        this.osRelease = osRelease;
         this.procStatus = procStatus;
+        this.probes = probes;
     }
 
-    private static BpfAvailability host() {
-        return new BpfAvailability(System.getProperty("os.name"), System.getProperty("os.arch"),
-                LibBpf::loadError, Path.of("/sys/kernel/btf/vmlinux"), Path.of("/proc/sys/kernel/osrelease"),
-                Path.of("/proc/self/status"));
+    private static final class Host {
+        static final Optional<String> REASON = new BpfAvailability(System.getProperty("os.name"),
+                System.getProperty("os.arch"), LibBpf::loadError, Path.of("/sys/kernel/btf/vmlinux"),
+                Path.of("/proc/self/status"), () -> LIBBPF_PROBES).reason();
     }
 
     /** Empty when BPF sampling can be used on this host; otherwise one line naming what is missing. */
     public static Optional<String> unavailabilityReason() {
-        return host().reason();
+        return Host.REASON;
     }
 
     Optional<String> reason() {
         if (!"Linux".equals(osName) || !("amd64".equals(osArch) || "x86_64".equals(osArch))) {
             return Optional.of("unsupported platform: Loupe's BPF sampler needs Linux on x86-64, this is "
                     + osName + " " + osArch);
-        }
-        String kernel = read(osRelease);
-        if (kernel != null && !kernelAtLeast(kernel, MIN_MAJOR, MIN_MINOR)) {
-            return Optional.of("kernel too old: " + kernel + " (need Linux >= " + MIN_MAJOR + "." + MIN_MINOR
-                    + " for bpf_loop and BPF ring buffers)");
         }
         if (!Files.exists(btf)) {
             return Optional.of("no BTF: " + btf + " is missing (kernel built without CONFIG_DEBUG_INFO_BTF)");
@@ -72,7 +109,32 @@ public final class BpfAvailability {
         if (lib != null) {
             return Optional.of(lib);
         }
+        return kernelReason(probes.get());
+    }
+
+    /** The first kernel feature the sampler needs and this kernel lacks. */
+    static Optional<String> kernelReason(KernelProbes p) {
+        int prog = p.progType(PROG_PERF_EVENT);
+        if (prog <= 0) {
+            return Optional.of("kernel lacks BPF perf_event programs" + probeError(prog));
+        }
+        int rb = p.mapType(MAP_RINGBUF);
+        if (rb <= 0) {
+            return Optional.of("kernel lacks BPF ring buffers (BPF_MAP_TYPE_RINGBUF, Linux >= 5.8 or a backport)"
+                    + probeError(rb));
+        }
+        for (Helper h : SAMPLER_HELPERS) {
+            int r = p.helper(h.progType(), h.id());
+            if (r <= 0) {
+                return Optional.of("kernel lacks BPF helper " + h.name() + " for perf_event programs (Linux >= "
+                        + h.since() + " or a backport)" + probeError(r));
+            }
+        }
         return Optional.empty();
+    }
+
+    private static String probeError(int rc) {
+        return rc < 0 ? " (probe failed: " + Errno.describe(-rc) + ")" : "";
     }
 
     private static boolean has(long caps, int cap) {
@@ -86,17 +148,6 @@ public final class BpfAvailability {
             }
         }
         return 0;
-    }
-
-    static boolean kernelAtLeast(String release, int major, int minor) {
-        String[] parts = release.trim().split("[.-]");
-        try {
-            int ma = Integer.parseInt(parts[0]);
-            int mi = parts.length > 1 ? Integer.parseInt(parts[1]) : 0;
-            return ma > major || (ma == major && mi >= minor);
-        } catch (NumberFormatException e) {
-            return true; // unparseable: let the load itself decide
-        }
     }
 
     private static String read(Path p) {

@@ -6,11 +6,7 @@ import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SymbolLookup;
 import java.lang.invoke.MethodHandle;
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.MethodType;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.Deque;
 import java.util.List;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
@@ -18,16 +14,16 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 /**
- * Typed FFM binding to libbpf 1.1 ({@code libbpf.so.1}). Every failing call becomes a {@link BpfException}
- * carrying the function name, errno text and what libbpf printed during the call.
- *
- * <p>libbpf conventions: pointer-returning calls return NULL and set errno; int-returning calls
- * return -errno.
+ * The FFM binding to libbpf 1.1 ({@code libbpf.so.1}): every function Loupe calls, bound once at class
+ * initialisation into immutable {@link Fn}s. Each {@code Fn} turns libbpf's two error conventions
+ * (pointer calls return NULL and set errno; int calls return -errno) into a {@link BpfException} carrying
+ * the call, the errno text and what libbpf printed meanwhile ({@link LibBpfLog}).
  */
 final class LibBpf {
-    private static final System.Logger LOG = System.getLogger("dev.loupe.bpf.libbpf");
     private static final Linker LINKER = Linker.nativeLinker();
+    private static final Linker.Option ERRNO = Linker.Option.captureCallState("errno");
     private static final SymbolLookup LIB;
+    private static final List<String> MISSING = new ArrayList<>();
     private static final String LOAD_ERROR;
 
     static {
@@ -42,397 +38,184 @@ final class LibBpf {
         LOAD_ERROR = error;
     }
 
+    /**
+     * One libbpf function. Arguments are passed as to the C function, except that a {@link String} becomes
+     * a C string for the duration of the call; functions bound with errno capture get the capture segment
+     * added here.
+     */
+    static final class Fn {
+        private final String name;
+        private final MethodHandle handle;
+        private final boolean captureErrno;
+
+        private Fn(String name, MethodHandle handle, boolean captureErrno) {
+            this.name = name;
+            this.handle = handle;
+            this.captureErrno = captureErrno;
+        }
+
+        /** A pointer result; NULL becomes a BpfException with errno. {@code what} names the target. */
+        MemorySegment pointer(String what, Object... args) throws BpfException {
+            LibBpfLog.INSTANCE.drainThisThread(); // earlier lines belong to earlier calls
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment state = captureErrno ? arena.allocate(LibC.captureLayout()) : null;
+                MemorySegment r = (MemorySegment) invoke(arena, state, args);
+                if (r.address() == 0) {
+                    throw failure(what, captureErrno ? LibC.errno(state) : 0);
+                }
+                return r;
+            }
+        }
+
+        /** An int result where negative means -errno; returns it otherwise. */
+        int status(String what, Object... args) throws BpfException {
+            int rc;
+            LibBpfLog.INSTANCE.drainThisThread();
+            try (Arena arena = Arena.ofConfined()) {
+                rc = (int) invoke(arena, null, args);
+            }
+            if (rc < 0) {
+                throw failure(what, -rc);
+            }
+            return rc;
+        }
+
+        /** The raw result, for calls whose negative results the caller interprets (ENOENT, EINTR). */
+        Object raw(Object... args) {
+            try (Arena arena = Arena.ofConfined()) {
+                return invoke(arena, null, args);
+            }
+        }
+
+        private Object invoke(Arena arena, MemorySegment state, Object[] args) {
+            if (handle == null) {
+                throw new IllegalStateException("libbpf function " + name + " is not available: " + LibBpf.loadError());
+            }
+            Object[] a = new Object[args.length + (state != null ? 1 : 0)];
+            int k = 0;
+            if (state != null) {
+                a[k++] = state;
+            }
+            for (Object o : args) {
+                a[k++] = o instanceof String s ? arena.allocateFrom(s) : o;
+            }
+            try {
+                return handle.invokeWithArguments(a);
+            } catch (RuntimeException | Error e) {
+                throw e;
+            } catch (Throwable t) {
+                throw new IllegalStateException("libbpf downcall " + name + " failed", t);
+            }
+        }
+
+        BpfException failure(String what, int errno) {
+            String log = LibBpfLog.INSTANCE.drainThisThread();
+            return new BpfException(name + "(" + what + ") failed: " + Errno.describe(errno)
+                    + (log.isEmpty() ? "" : "; libbpf said:\n  " + log), errno);
+        }
+    }
+
+    private static Fn fn(String name, FunctionDescriptor fd, boolean captureErrno) {
+        MethodHandle h = null;
+        if (LIB != null) {
+            var sym = LIB.find(name);
+            if (sym.isEmpty()) {
+                MISSING.add(name);
+            } else {
+                h = captureErrno ? LINKER.downcallHandle(sym.get(), fd, ERRNO) : LINKER.downcallHandle(sym.get(), fd);
+            }
+        }
+        return new Fn(name, h, captureErrno);
+    }
+
+    private static FunctionDescriptor ptr(java.lang.foreign.MemoryLayout... args) {
+        return FunctionDescriptor.of(ADDRESS, args);
+    }
+
+    private static FunctionDescriptor i32(java.lang.foreign.MemoryLayout... args) {
+        return FunctionDescriptor.of(JAVA_INT, args);
+    }
+
+    // objects and programs
+    static final Fn OBJECT_OPEN_MEM = fn("bpf_object__open_mem", ptr(ADDRESS, JAVA_LONG, ADDRESS), true);
+    static final Fn OBJECT_LOAD = fn("bpf_object__load", i32(ADDRESS), false);
+    static final Fn OBJECT_CLOSE = fn("bpf_object__close", FunctionDescriptor.ofVoid(ADDRESS), false);
+    static final Fn OBJECT_BTF = fn("bpf_object__btf", ptr(ADDRESS), false);
+    static final Fn FIND_PROGRAM = fn("bpf_object__find_program_by_name", ptr(ADDRESS, ADDRESS), true);
+    static final Fn FIND_MAP = fn("bpf_object__find_map_by_name", ptr(ADDRESS, ADDRESS), true);
+    static final Fn PROGRAM_FD = fn("bpf_program__fd", i32(ADDRESS), false);
+    // maps (object level)
+    static final Fn MAP_FD = fn("bpf_map__fd", i32(ADDRESS), false);
+    static final Fn MAP_SET_MAX_ENTRIES = fn("bpf_map__set_max_entries", i32(ADDRESS, JAVA_INT), false);
+    static final Fn MAP_MAX_ENTRIES = fn("bpf_map__max_entries", i32(ADDRESS), false);
+    static final Fn MAP_KEY_SIZE = fn("bpf_map__key_size", i32(ADDRESS), false);
+    static final Fn MAP_VALUE_SIZE = fn("bpf_map__value_size", i32(ADDRESS), false);
+    static final Fn MAP_TYPE = fn("bpf_map__type", i32(ADDRESS), false);
+    // maps (fd level)
+    static final Fn MAP_UPDATE_ELEM = fn("bpf_map_update_elem", i32(JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG), false);
+    static final Fn MAP_LOOKUP_ELEM = fn("bpf_map_lookup_elem", i32(JAVA_INT, ADDRESS, ADDRESS), false);
+    static final Fn MAP_DELETE_ELEM = fn("bpf_map_delete_elem", i32(JAVA_INT, ADDRESS), false);
+    static final Fn MAP_GET_NEXT_KEY = fn("bpf_map_get_next_key", i32(JAVA_INT, ADDRESS, ADDRESS), false);
+    static final Fn MAP_LOOKUP_BATCH = fn("bpf_map_lookup_batch",
+            i32(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS), false);
+    static final Fn MAP_UPDATE_BATCH = fn("bpf_map_update_batch", i32(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, ADDRESS), false);
+    static final Fn MAP_DELETE_BATCH = fn("bpf_map_delete_batch", i32(JAVA_INT, ADDRESS, ADDRESS, ADDRESS), false);
+    // links
+    static final Fn ATTACH_PERF_EVENT = fn("bpf_program__attach_perf_event", ptr(ADDRESS, JAVA_INT), true);
+    static final Fn ATTACH_UPROBE_OPTS = fn("bpf_program__attach_uprobe_opts",
+            ptr(ADDRESS, JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS), true);
+    static final Fn LINK_DESTROY = fn("bpf_link__destroy", i32(ADDRESS), false);
+    // ring buffers
+    static final Fn RING_BUFFER_NEW = fn("ring_buffer__new", ptr(JAVA_INT, ADDRESS, ADDRESS, ADDRESS), true);
+    static final Fn RING_BUFFER_POLL = fn("ring_buffer__poll", i32(ADDRESS, JAVA_INT), false);
+    static final Fn RING_BUFFER_CONSUME = fn("ring_buffer__consume", i32(ADDRESS), false);
+    static final Fn RING_BUFFER_FREE = fn("ring_buffer__free", FunctionDescriptor.ofVoid(ADDRESS), false);
+    // BTF
+    static final Fn BTF_FIND_BY_NAME_KIND = fn("btf__find_by_name_kind", i32(ADDRESS, ADDRESS, JAVA_INT), false);
+    static final Fn BTF_TYPE_BY_ID = fn("btf__type_by_id", ptr(ADDRESS, JAVA_INT), false);
+    static final Fn BTF_NAME_BY_OFFSET = fn("btf__name_by_offset", ptr(ADDRESS, JAVA_INT), false);
+    static final Fn BTF_RESOLVE_SIZE = fn("btf__resolve_size", FunctionDescriptor.of(JAVA_LONG, ADDRESS, JAVA_INT), false);
+    static final Fn BTF_LOAD_VMLINUX = fn("btf__load_vmlinux_btf", ptr(), true);
+    static final Fn BTF_FREE = fn("btf__free", FunctionDescriptor.ofVoid(ADDRESS), false);
+    // misc
+    static final Fn NUM_POSSIBLE_CPUS = fn("libbpf_num_possible_cpus", i32(), false);
+    static final Fn OBJ_GET_INFO_BY_FD = fn("bpf_obj_get_info_by_fd", i32(JAVA_INT, ADDRESS, ADDRESS), false);
+    static final Fn PROBE_MAP_TYPE = fn("libbpf_probe_bpf_map_type", i32(JAVA_INT, ADDRESS), false);
+    static final Fn PROBE_PROG_TYPE = fn("libbpf_probe_bpf_prog_type", i32(JAVA_INT, ADDRESS), false);
+    static final Fn PROBE_HELPER = fn("libbpf_probe_bpf_helper", i32(JAVA_INT, JAVA_INT, ADDRESS), false);
+    static final Fn SET_PRINT = fn("libbpf_set_print", ptr(ADDRESS), false);
+
+    /** ring_buffer_sample_fn: int (*)(void *ctx, void *data, size_t size). */
+    static final FunctionDescriptor RING_BUFFER_SAMPLE_FN = FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG);
+
+    static {
+        if (LIB != null && MISSING.isEmpty()) {
+            LibBpfLog.INSTANCE.install(SET_PRINT);
+        }
+    }
+
+    private LibBpf() {}
+
     /** Null when libbpf.so.1 loads and has every function we bind; otherwise one line saying why not. */
     static String loadError() {
         if (LOAD_ERROR != null) {
             return LOAD_ERROR;
         }
-        if (missingSymbol != null) {
-            return "libbpf too old: libbpf.so.1 has no " + missingSymbol + " (need libbpf >= 1.0)";
+        if (!MISSING.isEmpty()) {
+            return "libbpf too old: libbpf.so.1 has no " + MISSING.get(0) + " (need libbpf >= 1.0)";
         }
         return null;
     }
 
-    private static final Linker.Option ERRNO = Linker.Option.captureCallState("errno");
-    private static String missingSymbol;
-
-    private static MethodHandle fn(String name, FunctionDescriptor fd, boolean captureErrno) {
-        if (LIB == null) {
-            return null;
-        }
-        var sym = LIB.find(name);
-        if (sym.isEmpty()) {
-            if (missingSymbol == null) {
-                missingSymbol = name;
-            }
-            return null;
-        }
-        return captureErrno ? LINKER.downcallHandle(sym.get(), fd, ERRNO) : LINKER.downcallHandle(sym.get(), fd);
-    }
-
-    private static final MethodHandle OBJECT_OPEN_MEM = fn("bpf_object__open_mem",
-            FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_LONG, ADDRESS), true);
-    private static final MethodHandle OBJECT_LOAD = fn("bpf_object__load",
-            FunctionDescriptor.of(JAVA_INT, ADDRESS), false);
-    private static final MethodHandle OBJECT_CLOSE = fn("bpf_object__close",
-            FunctionDescriptor.ofVoid(ADDRESS), false);
-    private static final MethodHandle FIND_PROGRAM = fn("bpf_object__find_program_by_name",
-            FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS), true);
-    private static final MethodHandle FIND_MAP = fn("bpf_object__find_map_by_name",
-            FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS), true);
-    private static final MethodHandle MAP_FD = fn("bpf_map__fd", FunctionDescriptor.of(JAVA_INT, ADDRESS), false);
-    private static final MethodHandle MAP_SET_MAX_ENTRIES = fn("bpf_map__set_max_entries",
-            FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), false);
-    private static final MethodHandle PROGRAM_FD = fn("bpf_program__fd",
-            FunctionDescriptor.of(JAVA_INT, ADDRESS), false);
-    private static final MethodHandle ATTACH_PERF_EVENT = fn("bpf_program__attach_perf_event",
-            FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_INT), true);
-    private static final MethodHandle LINK_DESTROY = fn("bpf_link__destroy",
-            FunctionDescriptor.of(JAVA_INT, ADDRESS), false);
-    private static final MethodHandle MAP_UPDATE_ELEM = fn("bpf_map_update_elem",
-            FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG), false);
-    private static final MethodHandle MAP_LOOKUP_ELEM = fn("bpf_map_lookup_elem",
-            FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, ADDRESS), false);
-    private static final MethodHandle MAP_DELETE_ELEM = fn("bpf_map_delete_elem",
-            FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS), false);
-    private static final MethodHandle RING_BUFFER_NEW = fn("ring_buffer__new",
-            FunctionDescriptor.of(ADDRESS, JAVA_INT, ADDRESS, ADDRESS, ADDRESS), true);
-    private static final MethodHandle RING_BUFFER_POLL = fn("ring_buffer__poll",
-            FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), false);
-    private static final MethodHandle RING_BUFFER_CONSUME = fn("ring_buffer__consume",
-            FunctionDescriptor.of(JAVA_INT, ADDRESS), false);
-    private static final MethodHandle RING_BUFFER_FREE = fn("ring_buffer__free",
-            FunctionDescriptor.ofVoid(ADDRESS), false);
-    private static final MethodHandle NUM_POSSIBLE_CPUS = fn("libbpf_num_possible_cpus",
-            FunctionDescriptor.of(JAVA_INT), false);
-    private static final MethodHandle OBJ_GET_INFO_BY_FD = fn("bpf_obj_get_info_by_fd",
-            FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, ADDRESS), false);
-    private static final MethodHandle SET_PRINT = fn("libbpf_set_print",
-            FunctionDescriptor.of(ADDRESS, ADDRESS), false);
-
-    /** ring_buffer_sample_fn: int (*)(void *ctx, void *data, size_t size). */
-    static final FunctionDescriptor RING_BUFFER_SAMPLE_FN = FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG);
-
-    private LibBpf() {}
-
-    // ---- libbpf's log: captured so failures carry libbpf's own explanation ----
-
-    private record LogLine(long thread, int level, String text) {}
-
-    private static final int LOG_CAPACITY = 512;
-    private static final Deque<LogLine> RECENT = new ArrayDeque<>();
-    private static long logSeq;
-
-    static {
-        if (LIB != null) {
-            try {
-                MethodHandle print = MethodHandles.lookup().findStatic(LibBpf.class, "onPrint",
-                        MethodType.methodType(int.class, int.class, MemorySegment.class, MemorySegment.class));
-                MemorySegment stub = LINKER.upcallStub(print,
-                        FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, ADDRESS), Arena.global());
-                MemorySegment ignored = (MemorySegment) SET_PRINT.invokeExact(stub);
-            } catch (Throwable t) {
-                LOG.log(System.Logger.Level.WARNING, "could not install libbpf print callback: " + t);
-            }
-        }
-    }
-
-    /** libbpf_print_fn_t. Must never throw: an exception escaping an upcall kills the JVM. */
-    private static int onPrint(int level, MemorySegment format, MemorySegment vaList) {
-        try {
-            if (level > 1) { // LIBBPF_DEBUG: too chatty to keep
-                return 0;
-            }
-            try (Arena arena = Arena.ofConfined()) {
-                MemorySegment buf = arena.allocate(2048);
-                int n = (int) LibC.VSNPRINTF.invokeExact(buf, 2048L, format, vaList);
-                String text = n < 0 ? "" : buf.getString(0).stripTrailing();
-                synchronized (RECENT) {
-                    if (RECENT.size() == LOG_CAPACITY) {
-                        RECENT.removeFirst();
-                    }
-                    RECENT.addLast(new LogLine(Thread.currentThread().threadId(), level, text));
-                    logSeq++;
-                }
-                LOG.log(level == 0 ? System.Logger.Level.DEBUG : System.Logger.Level.TRACE, text);
-            }
-        } catch (Throwable t) {
-            // swallow: see method comment
-        }
-        return 0;
-    }
-
-    /** What libbpf printed on this thread since the last call of this method, at most the last 40 lines. */
-    private static String drainLog() {
-        long me = Thread.currentThread().threadId();
-        List<String> mine = new ArrayList<>();
-        synchronized (RECENT) {
-            RECENT.removeIf(l -> {
-                if (l.thread() == me) {
-                    mine.add(l.text());
-                    return true;
-                }
-                return false;
-            });
-        }
-        List<String> tail = mine.size() > 40 ? mine.subList(mine.size() - 40, mine.size()) : mine;
-        return String.join("\n  ", tail);
-    }
-
-    private static BpfException failure(String call, int errno) {
-        String log = drainLog();
-        String msg = call + " failed: " + Errno.describe(errno) + (log.isEmpty() ? "" : "; libbpf said:\n  " + log);
-        return new BpfException(msg, errno);
-    }
-
-    private static IllegalStateException downcall(Throwable t) {
-        return new IllegalStateException("libbpf downcall failed", t);
-    }
-
-    // ---- objects ----
-
-    static MemorySegment objectOpenMem(MemorySegment elf, String objectName) throws BpfException {
-        drainLog();
-        try (Arena arena = Arena.ofConfined()) {
-            // struct bpf_object_open_opts (libbpf 1.1): sz@0, object_name@8, 80 bytes in all.
-            MemorySegment opts = arena.allocate(80, 8);
-            opts.set(JAVA_LONG, 0, 80);
-            opts.set(ADDRESS, 8, arena.allocateFrom(objectName));
-            MemorySegment state = arena.allocate(LibC.captureLayout());
-            MemorySegment obj = (MemorySegment) OBJECT_OPEN_MEM.invokeExact(state, elf, elf.byteSize(), opts);
-            if (obj.address() == 0) {
-                throw failure("bpf_object__open_mem(" + objectName + ")", LibC.errno(state));
-            }
-            return obj;
-        } catch (BpfException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw downcall(t);
-        }
-    }
-
-    static void objectLoad(MemorySegment obj) throws BpfException {
-        drainLog();
-        int rc;
-        try {
-            rc = (int) OBJECT_LOAD.invokeExact(obj);
-        } catch (Throwable t) {
-            throw downcall(t);
-        }
-        if (rc < 0) {
-            throw failure("bpf_object__load", -rc);
-        }
-    }
-
-    static void objectClose(MemorySegment obj) {
-        try {
-            OBJECT_CLOSE.invokeExact(obj);
-        } catch (Throwable t) {
-            throw downcall(t);
-        }
-    }
-
-    static MemorySegment findProgram(MemorySegment obj, String name) throws BpfException {
-        return find(FIND_PROGRAM, "bpf_object__find_program_by_name", obj, name);
-    }
-
-    static MemorySegment findMap(MemorySegment obj, String name) throws BpfException {
-        return find(FIND_MAP, "bpf_object__find_map_by_name", obj, name);
-    }
-
-    private static MemorySegment find(MethodHandle h, String call, MemorySegment obj, String name) throws BpfException {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment state = arena.allocate(LibC.captureLayout());
-            MemorySegment r = (MemorySegment) h.invokeExact(state, obj, arena.allocateFrom(name));
-            if (r.address() == 0) {
-                throw failure(call + "(" + name + ")", LibC.errno(state));
-            }
-            return r;
-        } catch (BpfException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw downcall(t);
-        }
-    }
-
-    static int mapFd(MemorySegment map) throws BpfException {
-        return checkFd("bpf_map__fd", invokeInt(MAP_FD, map));
-    }
-
-    static int programFd(MemorySegment prog) throws BpfException {
-        return checkFd("bpf_program__fd", invokeInt(PROGRAM_FD, prog));
-    }
-
-    private static int invokeInt(MethodHandle h, MemorySegment p) {
-        try {
-            return (int) h.invokeExact(p);
-        } catch (Throwable t) {
-            throw downcall(t);
-        }
-    }
-
-    private static int checkFd(String call, int rc) throws BpfException {
-        if (rc < 0) {
-            throw failure(call, -rc);
-        }
-        return rc;
-    }
-
-    static void mapSetMaxEntries(MemorySegment map, int maxEntries) throws BpfException {
-        int rc;
-        try {
-            rc = (int) MAP_SET_MAX_ENTRIES.invokeExact(map, maxEntries);
-        } catch (Throwable t) {
-            throw downcall(t);
-        }
-        if (rc < 0) {
-            throw failure("bpf_map__set_max_entries(" + maxEntries + ")", -rc);
-        }
-    }
-
-    static MemorySegment attachPerfEvent(MemorySegment prog, int perfFd) throws BpfException {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment state = arena.allocate(LibC.captureLayout());
-            MemorySegment link = (MemorySegment) ATTACH_PERF_EVENT.invokeExact(state, prog, perfFd);
-            if (link.address() == 0) {
-                throw failure("bpf_program__attach_perf_event(fd " + perfFd + ")", LibC.errno(state));
-            }
-            return link;
-        } catch (BpfException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw downcall(t);
-        }
-    }
-
-    /** Destroying a perf_event link also closes its perf fd. */
-    static void linkDestroy(MemorySegment link) {
-        try {
-            int ignored = (int) LINK_DESTROY.invokeExact(link);
-        } catch (Throwable t) {
-            throw downcall(t);
-        }
-    }
-
-    // ---- map elements (low-level API: fd based) ----
-
-    static void mapUpdate(int fd, MemorySegment key, MemorySegment value, String what) throws BpfException {
-        int rc;
-        try {
-            rc = (int) MAP_UPDATE_ELEM.invokeExact(fd, key, value, 0L);
-        } catch (Throwable t) {
-            throw downcall(t);
-        }
-        if (rc < 0) {
-            throw failure("bpf_map_update_elem(" + what + ")", -rc);
-        }
-    }
-
-    static void mapLookup(int fd, MemorySegment key, MemorySegment value, String what) throws BpfException {
-        int rc;
-        try {
-            rc = (int) MAP_LOOKUP_ELEM.invokeExact(fd, key, value);
-        } catch (Throwable t) {
-            throw downcall(t);
-        }
-        if (rc < 0) {
-            throw failure("bpf_map_lookup_elem(" + what + ")", -rc);
-        }
-    }
-
-    static void mapDelete(int fd, MemorySegment key, String what) throws BpfException {
-        int rc;
-        try {
-            rc = (int) MAP_DELETE_ELEM.invokeExact(fd, key);
-        } catch (Throwable t) {
-            throw downcall(t);
-        }
-        if (rc < 0 && rc != -2) { // -ENOENT: already gone
-            throw failure("bpf_map_delete_elem(" + what + ")", -rc);
-        }
-    }
-
-    // ---- ring buffer ----
-
-    static MemorySegment ringBufferNew(int mapFd, MemorySegment callback) throws BpfException {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment state = arena.allocate(LibC.captureLayout());
-            MemorySegment rb = (MemorySegment) RING_BUFFER_NEW.invokeExact(state, mapFd, callback,
-                    MemorySegment.NULL, MemorySegment.NULL);
-            if (rb.address() == 0) {
-                throw failure("ring_buffer__new", LibC.errno(state));
-            }
-            return rb;
-        } catch (BpfException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw downcall(t);
-        }
-    }
-
-    /** Returns records consumed; EINTR counts as 0. */
-    static int ringBufferPoll(MemorySegment rb, int timeoutMs) throws BpfException {
-        int rc;
-        try {
-            rc = (int) RING_BUFFER_POLL.invokeExact(rb, timeoutMs);
-        } catch (Throwable t) {
-            throw downcall(t);
-        }
-        return ringResult("ring_buffer__poll", rc);
-    }
-
-    static int ringBufferConsume(MemorySegment rb) throws BpfException {
-        int rc;
-        try {
-            rc = (int) RING_BUFFER_CONSUME.invokeExact(rb);
-        } catch (Throwable t) {
-            throw downcall(t);
-        }
-        return ringResult("ring_buffer__consume", rc);
-    }
-
-    private static int ringResult(String call, int rc) throws BpfException {
-        if (rc == -4) { // EINTR
-            return 0;
-        }
-        if (rc < 0) {
-            throw failure(call, -rc);
-        }
-        return rc;
-    }
-
-    static void ringBufferFree(MemorySegment rb) {
-        try {
-            RING_BUFFER_FREE.invokeExact(rb);
-        } catch (Throwable t) {
-            throw downcall(t);
-        }
-    }
-
     static int numPossibleCpus() throws BpfException {
-        int rc;
-        try {
-            rc = (int) NUM_POSSIBLE_CPUS.invokeExact();
-        } catch (Throwable t) {
-            throw downcall(t);
-        }
-        if (rc < 0) {
-            throw failure("libbpf_num_possible_cpus", -rc);
-        }
-        return rc;
+        return NUM_POSSIBLE_CPUS.status("");
     }
 
     /** Fills {@code info} (a struct bpf_prog_info / bpf_map_info buffer) for {@code fd}. */
     static void objGetInfoByFd(int fd, MemorySegment info) throws BpfException {
-        int rc;
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment len = arena.allocateFrom(JAVA_INT, (int) info.byteSize());
-            rc = (int) OBJ_GET_INFO_BY_FD.invokeExact(fd, info, len);
-        } catch (Throwable t) {
-            throw downcall(t);
-        }
-        if (rc < 0) {
-            throw failure("bpf_obj_get_info_by_fd", -rc);
+            OBJ_GET_INFO_BY_FD.status("fd " + fd, fd, info, len);
         }
     }
 }

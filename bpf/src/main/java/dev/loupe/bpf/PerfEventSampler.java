@@ -1,52 +1,48 @@
 package dev.loupe.bpf;
 
 import java.io.IOException;
-import java.io.InputStream;
 import java.lang.foreign.Arena;
-import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
-import java.lang.invoke.MethodHandle;
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.MethodType;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
-import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 /**
  * Samples every online CPU with one PERF_TYPE_SOFTWARE/CPU_CLOCK event in frequency mode, each running
  * {@code profiler.bpf.c}, which streams kernel + frame-pointer user stacks through a BPF ring buffer.
+ * One program over the reusable pieces: {@link BpfObject}, {@link BpfMap}, {@link RingBuffer}, {@link BpfLink}.
+ *
+ * <p>Threads: {@link #poll} from one thread; {@link #stats()} and {@link #programStats()} from any
+ * (they read maps by fd, which the kernel makes safe, and never wait for a poll in progress).
  */
 public final class PerfEventSampler implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(PerfEventSampler.class.getName());
     static final String OBJECT_RESOURCE = "/dev/loupe/bpf/profiler.bpf.o";
-    private static final int STAT_MAX = 7;
+    private static final int STAT_COUNT = KernelAbi.STATS.size() - 1; // without STAT_MAX
 
-    /** perf_event_open per CPU plus BPF program statistics from the kernel (kernel.bpf_stats_enabled). */
+    /** The BPF program's cumulative run time and count (kernel.bpf_stats_enabled). */
     public record ProgramStats(long runTimeNs, long runCount) {}
 
-    private final Arena arena = Arena.ofShared();
     private final int frequencyHz;
-    private MemorySegment object = MemorySegment.NULL;
-    private MemorySegment ringBuffer = MemorySegment.NULL;
-    private final List<MemorySegment> links = new ArrayList<>();
-    private int statsFd = -1;
-    private int programFd = -1;
-    private int possibleCpus;
-    private Consumer<RawSample> sink;
-    private volatile long delivered;
-    private volatile long decodeErrors;
-    private volatile long consumerErrors;
-    private boolean consumerErrorLogged;
-    private boolean closed;
+    private BpfObject object;
+    private BpfMap stats;
+    private BpfProgram program;
+    private RingBuffer ringBuffer;
+    private final List<BpfLink> links = new ArrayList<>();
+    private Consumer<RawSample> sink; // set for the duration of a poll, on the polling thread
+    private final AtomicLong delivered = new AtomicLong();
+    private final AtomicLong decodeErrors = new AtomicLong();
+    private final AtomicLong consumerErrors = new AtomicLong();
+    private volatile boolean consumerErrorLogged;
+    private volatile boolean closed;
 
     private PerfEventSampler(int frequencyHz) {
         this.frequencyHz = frequencyHz;
@@ -78,51 +74,44 @@ public final class PerfEventSampler implements AutoCloseable {
         }
     }
 
+    /** Opens the shipped profiler object and checks its ABI against {@link KernelAbi} (not loaded yet). */
+    static BpfObject openObject() throws BpfException {
+        BpfObject o = BpfObject.fromResource(PerfEventSampler.class, OBJECT_RESOURCE, "loupe_profiler");
+        try (Btf btf = o.btf()) {
+            KernelAbi.checkProfiler(btf);
+        } catch (BpfException | RuntimeException e) {
+            o.close();
+            throw e;
+        }
+        return o;
+    }
+
     private void start(Set<Integer> pids) throws BpfException {
-        byte[] elf = objectBytes();
-        MemorySegment elfSeg = arena.allocate(elf.length, 8);
-        MemorySegment.copy(elf, 0, elfSeg, JAVA_BYTE, 0, elf.length);
-        object = LibBpf.objectOpenMem(elfSeg, "loupe_profiler");
-        possibleCpus = LibBpf.numPossibleCpus();
+        object = openObject();
         List<Integer> cpus = onlineCpus();
-
         int ringBytes = ringBufferBytes(cpus.size(), frequencyHz);
-        MemorySegment samplesMap = LibBpf.findMap(object, "samples");
-        LibBpf.mapSetMaxEntries(samplesMap, ringBytes);
-        LibBpf.objectLoad(object);
+        object.resizeMap("samples", ringBytes);
+        object.load();
 
-        statsFd = LibBpf.mapFd(LibBpf.findMap(object, "stats"));
-        int configFd = LibBpf.mapFd(LibBpf.findMap(object, "config"));
-        int filterFd = LibBpf.mapFd(LibBpf.findMap(object, "pid_filter"));
-        for (int pid : pids) {
-            MemorySegment key = arena.allocateFrom(JAVA_INT, pid);
-            MemorySegment one = arena.allocateFrom(JAVA_BYTE, (byte) 1);
-            LibBpf.mapUpdate(filterFd, key, one, "pid_filter[" + pid + "]");
+        stats = object.map("stats");
+        BpfMap filter = object.map("pid_filter");
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment one = a.allocateFrom(JAVA_BYTE, (byte) 1);
+            for (int pid : pids) {
+                filter.update(pid, one, BpfMap.BPF_ANY);
+            }
+            // Wake user space when a quarter is full; otherwise the poll timeout paces consumption.
+            MemorySegment cfg = a.allocate(KernelAbi.CONFIG);
+            cfg.set(JAVA_INT, KernelAbi.offset(KernelAbi.CONFIG, "filter_pids"), pids.isEmpty() ? 0 : 1);
+            cfg.set(JAVA_INT, KernelAbi.offset(KernelAbi.CONFIG, "wakeup_bytes"), ringBytes / 4);
+            object.map("config").update(0, cfg, BpfMap.BPF_ANY);
         }
-        // struct config { u32 filter_pids; u32 wakeup_bytes; }: wake user space when a quarter is full,
-        // otherwise the poll timeout paces consumption (no wakeup per sample).
-        MemorySegment cfg = arena.allocate(8, 8);
-        cfg.set(JAVA_INT, 0, pids.isEmpty() ? 0 : 1);
-        cfg.set(JAVA_INT, 4, ringBytes / 4);
-        LibBpf.mapUpdate(configFd, arena.allocateFrom(JAVA_INT, 0), cfg, "config");
-
-        MethodHandle onRecord;
-        try {
-            onRecord = MethodHandles.lookup().findVirtual(PerfEventSampler.class, "onRecord",
-                    MethodType.methodType(int.class, MemorySegment.class, MemorySegment.class, long.class))
-                    .bindTo(this);
-        } catch (ReflectiveOperationException e) {
-            throw new IllegalStateException(e);
-        }
-        MemorySegment callback = Linker.nativeLinker().upcallStub(onRecord, LibBpf.RING_BUFFER_SAMPLE_FN, arena);
-        ringBuffer = LibBpf.ringBufferNew(LibBpf.mapFd(samplesMap), callback);
-
-        MemorySegment program = LibBpf.findProgram(object, "sample_cpu");
-        programFd = LibBpf.programFd(program);
+        ringBuffer = RingBuffer.open(object.map("samples"), this::onRecord);
+        program = object.program("sample_cpu");
         for (int cpu : cpus) {
             int fd = LibC.perfEventOpenCpuClock(cpu, frequencyHz);
             try {
-                links.add(LibBpf.attachPerfEvent(program, fd));
+                links.add(program.attachPerfEvent(fd));
             } catch (BpfException e) {
                 LibC.close(fd);
                 throw e;
@@ -141,17 +130,6 @@ public final class PerfEventSampler implements AutoCloseable {
             size <<= 1;
         }
         return size;
-    }
-
-    private static byte[] objectBytes() throws BpfException {
-        try (InputStream in = PerfEventSampler.class.getResourceAsStream(OBJECT_RESOURCE)) {
-            if (in == null) {
-                throw new BpfException("BPF object " + OBJECT_RESOURCE + " is not on the classpath (build bpf/ with clang)", 0);
-            }
-            return in.readAllBytes();
-        } catch (IOException e) {
-            throw new BpfException("cannot read BPF object " + OBJECT_RESOURCE + ": " + e.getMessage(), 0);
-        }
     }
 
     static List<Integer> onlineCpus() throws BpfException {
@@ -191,26 +169,25 @@ public final class PerfEventSampler implements AutoCloseable {
         }
     }
 
-    /** ring_buffer_sample_fn upcall. Must never throw: an exception escaping an upcall kills the JVM. */
-    private int onRecord(MemorySegment ctx, MemorySegment data, long size) {
+    /** One ring-buffer record (called during {@link #poll}); failures are counted by kind. */
+    private void onRecord(MemorySegment data) {
         RawSample sample;
         try {
-            sample = RawSampleDecoder.decode(data.reinterpret(size));
-        } catch (Throwable t) {
-            decodeErrors++;
-            return 0;
+            sample = RawSampleDecoder.decode(data);
+        } catch (RuntimeException e) {
+            decodeErrors.incrementAndGet();
+            return;
         }
         try {
             sink.accept(sample);
-            delivered++;
+            delivered.incrementAndGet();
         } catch (Throwable t) {
-            consumerErrors++;
+            consumerErrors.incrementAndGet();
             if (!consumerErrorLogged) {
                 consumerErrorLogged = true;
                 LOG.log(System.Logger.Level.ERROR, "sample consumer failed (sample lost; logged once)", t);
             }
         }
-        return 0;
     }
 
     /** Waits up to {@code timeout}, then hands every available sample to {@code sink}; returns how many. */
@@ -218,52 +195,42 @@ public final class PerfEventSampler implements AutoCloseable {
         if (closed) {
             throw new IllegalStateException("sampler closed");
         }
-        long before = delivered + decodeErrors + consumerErrors;
+        long before = delivered.get() + decodeErrors.get() + consumerErrors.get();
         this.sink = sink;
         try {
             // Records arrive without a wakeup below the threshold, so poll (wait) and then consume.
-            LibBpf.ringBufferPoll(ringBuffer, (int) Math.min(Integer.MAX_VALUE, timeout.toMillis()));
-            LibBpf.ringBufferConsume(ringBuffer);
+            ringBuffer.poll(timeout);
+            ringBuffer.consume();
         } finally {
             this.sink = null;
         }
-        return (int) (delivered + decodeErrors + consumerErrors - before);
+        return (int) (delivered.get() + decodeErrors.get() + consumerErrors.get() - before);
     }
 
-    /** Counters since start. */
+    /** Counters since start. Never waits for a poll in progress. */
     public SamplerStats stats() {
-        long[] v = new long[STAT_MAX];
-        synchronized (this) {
-            if (closed || statsFd < 0) {
-                return new SamplerStats(0, 0, 0, 0, 0, 0, 0, delivered, decodeErrors, consumerErrors);
-            }
-            try (Arena a = Arena.ofConfined()) {
-                MemorySegment key = a.allocate(JAVA_INT);
-                MemorySegment val = a.allocate(8L * possibleCpus, 8);
-                for (int i = 0; i < STAT_MAX; i++) {
-                    key.set(JAVA_INT, 0, i);
-                    LibBpf.mapLookup(statsFd, key, val, "stats[" + i + "]");
-                    for (int c = 0; c < possibleCpus; c++) {
-                        v[i] += val.getAtIndex(JAVA_LONG, c);
-                    }
+        long[] v = new long[STAT_COUNT];
+        BpfMap m = stats;
+        if (!closed && m != null) {
+            try {
+                for (int i = 0; i < STAT_COUNT; i++) {
+                    v[i] = m.sumPerCpuLong(i);
                 }
-            } catch (BpfException e) {
+            } catch (BpfException | IllegalStateException e) {
                 LOG.log(System.Logger.Level.WARNING, "cannot read sampler statistics: " + e.getMessage());
             }
         }
-        return new SamplerStats(v[0], v[1], v[2], v[3], v[4], v[5], v[6], delivered, decodeErrors, consumerErrors);
+        return new SamplerStats(v[0], v[1], v[2], v[3], v[4], v[5], v[6], delivered.get(), decodeErrors.get(),
+                consumerErrors.get());
     }
 
     /** The BPF program's cumulative run time and run count; both stay 0 unless kernel.bpf_stats_enabled=1. */
-    public synchronized ProgramStats programStats() throws BpfException {
+    public ProgramStats programStats() throws BpfException {
         if (closed) {
             throw new IllegalStateException("sampler closed");
         }
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment info = a.allocate(232, 8); // sizeof(struct bpf_prog_info), UAPI 6.1
-            LibBpf.objGetInfoByFd(programFd, info);
-            return new ProgramStats(info.get(JAVA_LONG, 192), info.get(JAVA_LONG, 200));
-        }
+        BpfProgram.RunStats r = program.runStats();
+        return new ProgramStats(r.runTimeNs(), r.runCount());
     }
 
     public int frequencyHz() {
@@ -276,16 +243,15 @@ public final class PerfEventSampler implements AutoCloseable {
             return;
         }
         closed = true;
-        for (MemorySegment link : links) {
-            LibBpf.linkDestroy(link); // closes the perf fd too
+        for (BpfLink link : links) {
+            link.close(); // closes the perf fd too
         }
         links.clear();
-        if (ringBuffer.address() != 0) {
-            LibBpf.ringBufferFree(ringBuffer);
+        if (ringBuffer != null) {
+            ringBuffer.close();
         }
-        if (object.address() != 0) {
-            LibBpf.objectClose(object);
+        if (object != null) {
+            object.close();
         }
-        arena.close();
     }
 }

@@ -5,12 +5,27 @@ import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 
-/** Decodes the ring-buffer record written by profiler.bpf.c ({@code struct sample}). */
-final class RawSampleDecoder {
-    static final int HEADER_SIZE = 72;
-    static final int MAX_KERNEL_FRAMES = 127;
-    static final int MAX_USER_FRAMES = 127;
+import static dev.loupe.bpf.KernelAbi.SAMPLE;
+import static dev.loupe.bpf.KernelAbi.offset;
 
+/** Decodes the ring-buffer record {@code struct sample} at the offsets of {@link KernelAbi#SAMPLE}. */
+final class RawSampleDecoder {
+    static final int HEADER_SIZE = (int) KernelAbi.SAMPLE_HEADER_SIZE;
+    static final int MAX_KERNEL_FRAMES = KernelAbi.MAX_KERNEL_FRAMES;
+    static final int MAX_USER_FRAMES = KernelAbi.MAX_USER_FRAMES;
+
+    private static final long PID = offset(SAMPLE, "pid");
+    private static final long TID = offset(SAMPLE, "tid");
+    private static final long CPU = offset(SAMPLE, "cpu");
+    private static final long KERNEL_FRAMES = offset(SAMPLE, "kernel_frames");
+    private static final long USER_FRAMES = offset(SAMPLE, "user_frames");
+    private static final long COMM = offset(SAMPLE, "comm");
+    private static final long THREAD_COMM = offset(SAMPLE, "thread_comm");
+    private static final long KTIME = offset(SAMPLE, "ktime_ns");
+    private static final long FLAGS = offset(SAMPLE, "flags");
+    private static final long START = offset(SAMPLE, "start_boottime");
+
+    // Unaligned reads: records are aligned in the ring buffer, but tests decode byte arrays.
     private static final ValueLayout.OfInt U32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final ValueLayout.OfShort U16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final ValueLayout.OfLong U64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
@@ -23,26 +38,20 @@ final class RawSampleDecoder {
         if (size < HEADER_SIZE) {
             throw new IllegalArgumentException("sample record of " + size + " bytes is shorter than its header");
         }
-        int pid = rec.get(U32, 0);
-        int tid = rec.get(U32, 4);
-        int cpu = rec.get(U32, 8);
-        int nk = Short.toUnsignedInt(rec.get(U16, 12));
-        int nu = Short.toUnsignedInt(rec.get(U16, 14));
+        int nk = Short.toUnsignedInt(rec.get(U16, KERNEL_FRAMES));
+        int nu = Short.toUnsignedInt(rec.get(U16, USER_FRAMES));
         if (nk > MAX_KERNEL_FRAMES || nu > MAX_USER_FRAMES || HEADER_SIZE + 8L * (nk + nu) > size) {
             throw new IllegalArgumentException("sample record of " + size + " bytes cannot hold " + nk
                     + " kernel and " + nu + " user frames");
         }
-        String comm = cString(rec, 16, 16);
-        String threadComm = cString(rec, 32, 16);
-        long ktime = rec.get(U64, 48);
-        int flags = rec.get(U32, 56);
-        long startBoottime = rec.get(U64, 64);
         long[] kernel = new long[nk];
         long[] user = new long[nu];
         // One bulk copy per stack: per-element segment reads are costly in C1-compiled code.
         MemorySegment.copy(rec, U64, HEADER_SIZE, kernel, 0, nk);
         MemorySegment.copy(rec, U64, HEADER_SIZE + 8L * nk, user, 0, nu);
-        return new RawSample(pid, tid, cpu, comm, threadComm, ktime, startBoottime, flags, kernel, user);
+        return new RawSample(rec.get(U32, PID), rec.get(U32, TID), rec.get(U32, CPU),
+                cString(rec, COMM, KernelAbi.TASK_COMM_LEN), cString(rec, THREAD_COMM, KernelAbi.TASK_COMM_LEN),
+                rec.get(U64, KTIME), rec.get(U64, START), rec.get(U32, FLAGS), kernel, user);
     }
 
     private static String cString(MemorySegment rec, long offset, int max) {

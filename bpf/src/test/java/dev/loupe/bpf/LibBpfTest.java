@@ -19,9 +19,9 @@ class LibBpfTest {
 
     @Test
     void openingAnObjectThatIsNotElfFailsWithLibbpfsMessage() {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment junk = arena.allocateFrom("this is not an ELF object at all, just text..........");
-            BpfException e = assertThrows(BpfException.class, () -> LibBpf.objectOpenMem(junk, "junk"));
+        {
+            byte[] junk = "this is not an ELF object at all, just text..........".getBytes();
+            BpfException e = assertThrows(BpfException.class, () -> BpfObject.open("junk", junk));
             assertTrue(e.getMessage().startsWith("bpf_object__open_mem(junk) failed: "), e.getMessage());
             assertTrue(e.errno() > 0, "errno captured");
             assertTrue(e.getMessage().contains("(" + errnoName(e.errno()) + ")"), e.getMessage());
@@ -33,7 +33,7 @@ class LibBpfTest {
     void mapCallsOnABadFdGiveErrnoText() {
         try (Arena arena = Arena.ofConfined()) {
             BpfException e = assertThrows(BpfException.class, () ->
-                    LibBpf.mapLookup(999_999, arena.allocate(4), arena.allocate(8), "nothing"));
+                    LibBpf.MAP_LOOKUP_ELEM.status("nothing", 999_999, arena.allocate(4), arena.allocate(8)));
             assertEquals(9, e.errno());
             assertEquals("bpf_map_lookup_elem(nothing) failed: Bad file descriptor (EBADF)", e.getMessage());
         }

@@ -37,6 +37,33 @@ class PerfEventSamplerTest {
         return out;
     }
 
+    /** stats() reads maps by fd: it must not wait for the monitor a long poll holds. */
+    @Test
+    void statsDoNotWaitForAPollInProgress() throws Exception {
+        availableOrFail();
+        // A pid that does not exist: nothing passes the filter, so the poll waits its whole timeout,
+        // while a busy process makes filtered samples for the counters.
+        spawn("/bin/sh", "-c", "while :; do :; done");
+        try (PerfEventSampler s = PerfEventSampler.open(99, Set.of(Integer.MAX_VALUE - 1))) {
+            java.util.concurrent.CountDownLatch polling = new java.util.concurrent.CountDownLatch(1);
+            Thread poller = new Thread(() -> {
+                try {
+                    polling.countDown();
+                    s.poll(Duration.ofSeconds(5), r -> { });
+                } catch (BpfException e) {
+                    throw new IllegalStateException(e);
+                }
+            });
+            poller.start();
+            polling.await();
+            Thread.sleep(200); // let it enter ring_buffer__poll
+            SamplerStats st = s.stats();
+            assertTrue(poller.isAlive(), "stats() returned while the poll was still waiting");
+            assertTrue(st.filtered() > 0, "and it read the kernel counters: " + st);
+            poller.join();
+        }
+    }
+
     @Test
     void samplesOnlyTheFilteredBusyProcessWithUserStacks() throws Exception {
         availableOrFail();
