@@ -1,88 +1,111 @@
 package dev.loupe.agent;
 
-import dev.loupe.bpf.SamplerStats;
+import dev.loupe.pprof.PprofFiles;
 import dev.loupe.pprof.proto.Profile;
 import dev.loupe.unwinder.symbolize.Symbolizer;
 
 import java.time.Duration;
-import java.time.InstantSource;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The main loop: polls the sample source, symbolizes into the open profile windows, and every interval
- * hands a finished host-wide profile to the sinks (on their own thread). {@link #stop()} flushes the
- * partial last interval, so SIGTERM loses nothing.
+ * (monotonic) encodes the finished host-wide profile once and queues it for every sink. Sinks run on
+ * their own threads behind bounded queues, so nothing a sink does can stall sampling or grow the heap
+ * without bound. {@link #stop()} flushes the partial last interval, so SIGTERM loses nothing.
  */
 public final class Agent {
     private static final System.Logger LOG = System.getLogger(Agent.class.getName());
     private static final Duration POLL = Duration.ofMillis(100);
+    private static final long HEALTHY_POLL_AGE = TimeUnit.SECONDS.toNanos(5);
+    /** Profile type and Parca's series name for CPU profiles (what Parca's UI looks for). */
+    static final String CPU_TYPE = "cpu";
+    static final String CPU_SERIES_NAME = "parca_agent_cpu";
+
+    /**
+     * Tunables of the agent loop.
+     *
+     * @param sinkQueueCapacity intervals queued per sink before the oldest is dropped
+     * @param stopTimeout       how long stop() lets sinks deliver what is queued
+     * @param seriesLabels      labels on every series (e.g. node), besides __name__
+     */
+    public record Options(int sinkQueueCapacity, Duration stopTimeout, Map<String, String> seriesLabels) {
+        public Options {
+            seriesLabels = Map.copyOf(seriesLabels);
+        }
+
+        public static Options defaults(Map<String, String> seriesLabels) {
+            return new Options(8, Duration.ofSeconds(30), seriesLabels);
+        }
+    }
 
     private final SampleSource source;
     private final Symbolizer symbolizer;
-    private final List<ProfileSink> sinks;
-    private final InstantSource clock;
+    private final List<SinkRunner> sinks = new ArrayList<>();
+    private final Clocks clocks;
+    private final Options options;
     private final long periodNanos;
     private final long intervalNanos;
     private final SampleProcessor processor;
-    private final ExecutorService sinkThread;
-    private final Thread loop;
+    private volatile Thread loop;
     private final CountDownLatch stopped = new CountDownLatch(1);
-    private final AtomicLong profilesWritten = new AtomicLong();
-    private final AtomicLong sinkErrors = new AtomicLong();
     private final AtomicLong pollErrors = new AtomicLong();
+    private final AtomicLong intervals = new AtomicLong();
+    private final RateLimitedLog pollErrorLog;
     private volatile boolean running;
-    private volatile long lastPollEpochNanos;
+    private volatile long lastPollNanos;
     private boolean stopRequested;
 
     public Agent(int frequencyHz, Duration interval, SampleSource source, Symbolizer symbolizer,
-                 List<ProfileSink> sinks, InstantSource clock) {
+                 List<ProfileSink> sinks, Clocks clocks, Options options) {
         this.source = source;
         this.symbolizer = symbolizer;
-        this.sinks = List.copyOf(sinks);
-        this.clock = clock;
+        this.clocks = clocks;
+        this.options = options;
         this.periodNanos = 1_000_000_000L / frequencyHz;
         this.intervalNanos = interval.toNanos();
         this.processor = new SampleProcessor(symbolizer);
-        this.sinkThread = Executors.newSingleThreadExecutor(r -> {
-            Thread t = new Thread(r, "loupe-sink");
-            t.setDaemon(true);
-            return t;
-        });
-        this.loop = new Thread(this::run, "loupe-sampler");
+        for (ProfileSink s : sinks) {
+            this.sinks.add(new SinkRunner(s, options.sinkQueueCapacity(), clocks.monotonicNanos()));
+        }
+        this.pollErrorLog = new RateLimitedLog(LOG, System.Logger.Level.ERROR, TimeUnit.MINUTES.toNanos(1),
+                clocks.monotonicNanos());
     }
 
-    long nowNanos() {
-        var i = clock.instant();
-        return i.getEpochSecond() * 1_000_000_000L + i.getNano();
+    private ProfileWindow newWindow() {
+        return new ProfileWindow(periodNanos, clocks.wallNanos(), clocks.nanoTime());
     }
 
+    /** Starts sampling; the first interval begins now (not when the loop thread gets scheduled). */
     public synchronized void start() {
         running = true;
-        lastPollEpochNanos = nowNanos();
+        lastPollNanos = clocks.nanoTime();
+        ProfileWindow first = newWindow();
+        processor.open(first);
+        loop = new Thread(() -> run(first), "loupe-sampler");
         loop.start();
     }
 
-    private void run() {
-        ProfileWindow window = new ProfileWindow(periodNanos, nowNanos());
-        processor.open(window);
+    private void run(ProfileWindow firstWindow) {
+        ProfileWindow window = firstWindow;
         try {
             while (running) {
                 try {
                     source.poll(POLL, processor);
                 } catch (SampleSource.SampleSourceException | RuntimeException e) {
                     pollErrors.incrementAndGet();
-                    LOG.log(System.Logger.Level.ERROR, "sampling poll failed: " + e.getMessage());
+                    pollErrorLog.log("sampling poll failed: " + e.getMessage());
                     sleepQuietly(POLL);
                 }
-                long now = nowNanos();
-                lastPollEpochNanos = now;
-                if (now - window.startNanos() >= intervalNanos) {
-                    window = rotate(window, now, true);
+                long now = clocks.nanoTime();
+                lastPollNanos = now;
+                if (now - window.startMonotonicNanos() >= intervalNanos) {
+                    window = rotate(window, true);
                 }
             }
             try {
@@ -90,7 +113,7 @@ public final class Agent {
             } catch (SampleSource.SampleSourceException | RuntimeException e) {
                 LOG.log(System.Logger.Level.WARNING, "final poll failed: " + e.getMessage());
             }
-            rotate(window, nowNanos(), false);
+            rotate(window, false);
         } catch (Throwable t) {
             LOG.log(System.Logger.Level.ERROR, "sampling loop died", t);
         } finally {
@@ -98,28 +121,28 @@ public final class Agent {
         }
     }
 
-    private ProfileWindow rotate(ProfileWindow window, long now, boolean openNext) {
+    private ProfileWindow rotate(ProfileWindow window, boolean openNext) {
         ProfileWindow next = null;
         if (openNext) {
-            next = new ProfileWindow(periodNanos, now);
+            next = newWindow();
             processor.open(next);
         }
         processor.close(window);
-        Profile profile = window.finish(now);
-        sinkThread.submit(() -> deliver(profile));
+        Profile profile = window.finish(clocks.nanoTime());
+        ProfileBatch batch = encode(profile);
+        for (SinkRunner s : sinks) {
+            s.offer(batch);
+        }
         return next;
     }
 
-    private void deliver(Profile profile) {
-        for (ProfileSink sink : sinks) {
-            try {
-                sink.write(profile);
-                profilesWritten.incrementAndGet();
-            } catch (Exception e) {
-                sinkErrors.incrementAndGet();
-                LOG.log(System.Logger.Level.ERROR, "sink " + sink.name() + " failed to write a profile: " + e);
-            }
-        }
+    /** Encodes once for every sink. One host-wide series for now. */
+    private ProfileBatch encode(Profile profile) {
+        Map<String, String> labels = new TreeMap<>(options.seriesLabels());
+        labels.put("__name__", CPU_SERIES_NAME);
+        EncodedProfile p = new EncodedProfile(CPU_TYPE, new TreeMap<>(labels), profile.getTimeNanos(),
+                profile.getDurationNanos(), PprofFiles.gzip(profile), profile.getSampleCount());
+        return new ProfileBatch(intervals.incrementAndGet(), profile.getTimeNanos(), profile.getDurationNanos(), List.of(p));
     }
 
     /**
@@ -127,17 +150,17 @@ public final class Agent {
      * it has if the agent stops meanwhile.
      */
     public Profile capture(Duration duration) throws InterruptedException {
-        ProfileWindow w = new ProfileWindow(periodNanos, nowNanos());
+        ProfileWindow w = newWindow();
         processor.open(w);
         try {
             stopped.await(duration.toNanos(), TimeUnit.NANOSECONDS);
         } finally {
             processor.close(w);
         }
-        return w.finish(nowNanos());
+        return w.finish(clocks.nanoTime());
     }
 
-    /** Stops sampling, flushes the last partial interval to the sinks and waits for them. Idempotent. */
+    /** Stops sampling, flushes the last partial interval and gives the sinks the stop timeout. Idempotent. */
     public void stop() {
         synchronized (this) {
             if (stopRequested) {
@@ -147,19 +170,13 @@ public final class Agent {
             stopRequested = true;
             running = false;
         }
-        if (loop.isAlive()) {
+        Thread l = loop;
+        if (l != null && l.isAlive()) {
             awaitStoppedQuietly();
         }
-        sinkThread.shutdown();
-        try {
-            if (!sinkThread.awaitTermination(30, TimeUnit.SECONDS)) {
-                LOG.log(System.Logger.Level.WARNING, "sinks did not finish within 30 s");
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-        for (ProfileSink sink : sinks) {
-            sink.close();
+        long deadline = clocks.nanoTime() + options.stopTimeout().toNanos();
+        for (SinkRunner s : sinks) {
+            s.stop(deadline);
         }
         source.close();
         try {
@@ -184,14 +201,29 @@ public final class Agent {
 
     /** A snapshot for /healthz and /metrics. */
     public Status status() {
-        long now = nowNanos();
-        return new Status(running && loop.isAlive() && now - lastPollEpochNanos < 5_000_000_000L,
-                source.stats(), processor.processed(), processor.emptyStacks(), profilesWritten.get(),
-                sinkErrors.get(), pollErrors.get(), symbolizer.stats());
+        long now = clocks.nanoTime();
+        List<SinkStats> sinkStats = new ArrayList<>();
+        long written = 0;
+        long failed = 0;
+        for (SinkRunner s : sinks) {
+            SinkStats st = s.stats();
+            sinkStats.add(st);
+            written += st.written();
+            failed += st.failed();
+        }
+        Thread l = loop;
+        return new Status(running && l != null && l.isAlive() && now - lastPollNanos < HEALTHY_POLL_AGE,
+                source.stats(), processor.processed(), processor.emptyStacks(), written, failed, pollErrors.get(),
+                symbolizer.stats(), List.copyOf(sinkStats));
     }
 
-    public record Status(boolean healthy, SamplerStats sampler, long samplesProcessed, long emptyStacks,
-                         long profilesWritten, long sinkErrors, long pollErrors, Symbolizer.Stats symbolizer) {}
+    /**
+     * @param profilesWritten intervals delivered, summed over sinks
+     * @param sinkErrors      intervals a sink failed to take, summed over sinks
+     */
+    public record Status(boolean healthy, dev.loupe.bpf.SamplerStats sampler, long samplesProcessed, long emptyStacks,
+                         long profilesWritten, long sinkErrors, long pollErrors, Symbolizer.Stats symbolizer,
+                         List<SinkStats> sinks) {}
 
     private static void sleepQuietly(Duration d) {
         try {

@@ -1,7 +1,6 @@
 package dev.loupe.agent;
 
 import dev.loupe.pprof.PprofFiles;
-import dev.loupe.pprof.proto.Profile;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -11,8 +10,8 @@ import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
 
 /**
- * Writes each profile as a gzipped pprof file named by its start time in UTC, so names sort by time:
- * {@code cpu-20261122T101500.000Z.pb.gz}. Files appear atomically (temp file + rename).
+ * Writes each profile as a gzipped pprof file named by its type and start time in UTC, so names sort by
+ * time: {@code cpu-20261122T101500.000Z.pb.gz}. Files appear atomically (temp file + rename).
  */
 public final class LocalFileSink implements ProfileSink {
     private static final DateTimeFormatter NAME = DateTimeFormatter.ofPattern("yyyyMMdd'T'HHmmss.SSS'Z'")
@@ -29,15 +28,15 @@ public final class LocalFileSink implements ProfileSink {
         return "file";
     }
 
-    static String fileName(long timeNanos) {
-        Instant start = Instant.ofEpochSecond(0, timeNanos);
-        return "cpu-" + NAME.format(start) + ".pb.gz";
+    static String fileName(String profileType, long timeNanos) {
+        return profileType + "-" + NAME.format(Instant.ofEpochSecond(0, timeNanos)) + ".pb.gz";
     }
 
     @Override
-    public void write(Profile profile) throws IOException {
-        Path file = directory.resolve(fileName(profile.getTimeNanos()));
-        PprofFiles.writeAtomically(profile, file);
+    public void write(ProfileBatch batch) throws IOException {
+        for (EncodedProfile p : batch.profiles()) {
+            PprofFiles.writeAtomically(p.gzippedPprof(), directory.resolve(fileName(p.profileType(), p.timeNanos())));
+        }
     }
 
     public Path directory() {

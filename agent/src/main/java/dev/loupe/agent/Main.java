@@ -11,9 +11,9 @@ import dev.loupe.unwinder.symbolize.Symbolizer;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.time.Duration;
-import java.time.InstantSource;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 
 /**
@@ -63,8 +63,8 @@ public final class Main {
             return 1;
         }
         Symbolizer symbolizer = Symbolizer.create(Symbolizer.Options.defaults());
-        Agent agent = new Agent(config.frequencyHz(), config.interval(), new KernelSampleSource(sampler), symbolizer, List.of(files),
-                InstantSource.system());
+        Agent agent = new Agent(config.frequencyHz(), config.interval(), new KernelSampleSource(sampler), symbolizer,
+                List.of(files), Clocks.system(), Agent.Options.defaults(Map.of("node", HostName.get())));
         DebugHttpServer http = null;
         if (config.httpAddress().isPresent()) {
             InetSocketAddress addr = config.httpAddress().get();

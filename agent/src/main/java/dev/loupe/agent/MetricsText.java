@@ -24,6 +24,12 @@ final class MetricsText {
         counter(b, "loupe_samples_processed_total", "Samples symbolized into profiles.", st.samplesProcessed());
         counter(b, "loupe_profiles_written_total", "Profiles delivered to sinks.", st.profilesWritten());
         counter(b, "loupe_sink_errors_total", "Profiles a sink failed to take.", st.sinkErrors());
+        sinkFamily(b, st, "loupe_sink_intervals_written_total", "counter", "Intervals a sink delivered.", SinkStats::written);
+        sinkFamily(b, st, "loupe_sink_intervals_failed_total", "counter", "Intervals a sink failed to deliver.", SinkStats::failed);
+        sinkFamily(b, st, "loupe_sink_intervals_dropped_total", "counter",
+                "Intervals dropped before a sink took them (its queue was full, or left at stop).", SinkStats::dropped);
+        sinkFamily(b, st, "loupe_sink_queue_intervals", "gauge", "Intervals waiting in a sink's queue.", SinkStats::queued);
+        sinkFamily(b, st, "loupe_sink_bytes_written_total", "counter", "Encoded profile bytes a sink delivered.", SinkStats::bytesWritten);
         counter(b, "loupe_poll_errors_total", "Failed polls of the sample ring buffer.", st.pollErrors());
         Symbolizer.Stats sym = st.symbolizer();
         if (sym != null) {
@@ -37,6 +43,18 @@ final class MetricsText {
         b.append("# HELP loupe_up Whether the sampling loop is polling.\n# TYPE loupe_up gauge\n");
         b.append("loupe_up ").append(st.healthy() ? 1 : 0).append('\n');
         return b.toString();
+    }
+
+    private static void sinkFamily(StringBuilder b, Agent.Status st, String name, String type, String help,
+                                   java.util.function.ToLongFunction<SinkStats> value) {
+        if (st.sinks().isEmpty()) {
+            return;
+        }
+        b.append("# HELP ").append(name).append(' ').append(help).append('\n');
+        b.append("# TYPE ").append(name).append(' ').append(type).append('\n');
+        for (SinkStats s : st.sinks()) {
+            b.append(name).append("{sink=\"").append(s.sink()).append("\"} ").append(value.applyAsLong(s)).append('\n');
+        }
     }
 
     private static void gauge(StringBuilder b, String name, String help, long value) {

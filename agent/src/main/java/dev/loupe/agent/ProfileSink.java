@@ -1,19 +1,17 @@
 package dev.loupe.agent;
 
-import dev.loupe.pprof.proto.Profile;
-
 import java.io.IOException;
 
 /**
- * Where finished profiles go: local files now; Parca (gRPC WriteRaw) and Kafka later. Called from one
- * sink thread, never from the sampling thread, so a slow sink does not lose samples.
+ * Where finished profiles go: local files, Parca, Kafka. Each sink runs on its own thread behind a bounded
+ * queue ({@link SinkRunner}), so a slow or stalled sink never holds up sampling or another sink.
  */
 public interface ProfileSink extends AutoCloseable {
     /** Short name for logs and metrics, e.g. "file". */
     String name();
 
-    /** Delivers one profile (a whole host, one interval). */
-    void write(Profile profile) throws IOException;
+    /** Delivers one interval's profiles; throws if it could not (counted as a failure of this sink). */
+    void write(ProfileBatch batch) throws IOException;
 
     @Override
     default void close() {}

@@ -13,19 +13,22 @@ import java.util.Map;
 /** One profile being filled for a time window: the periodic file profile, or one HTTP request's. */
 final class ProfileWindow {
     private final ProfileBuilder builder;
-    private final long startNanos;
+    private final long startMonotonicNanos;
+    private final long startWallNanos;
     // Per-frame fast paths: the symbolizer hands out one MappingRef instance per mapping.
     private final Map<MappingRef, Long> mappingIds = new IdentityHashMap<>();
     private final LocationIds locationIds = new LocationIds();
     private boolean finished;
 
-    ProfileWindow(long periodNanos, long startEpochNanos) {
-        this.builder = new ProfileBuilder(periodNanos, startEpochNanos);
-        this.startNanos = startEpochNanos;
+    /** A window opened at {@code startWallNanos} (written into the profile) and {@code startMonotonicNanos}. */
+    ProfileWindow(long periodNanos, long startWallNanos, long startMonotonicNanos) {
+        this.builder = new ProfileBuilder(periodNanos, startWallNanos);
+        this.startWallNanos = startWallNanos;
+        this.startMonotonicNanos = startMonotonicNanos;
     }
 
-    long startNanos() {
-        return startNanos;
+    long startMonotonicNanos() {
+        return startMonotonicNanos;
     }
 
     /** Adds one sample: frames leaf first (kernel frames, then user frames). */
@@ -56,8 +59,9 @@ final class ProfileWindow {
         builder.addSample(ids, 1, labels);
     }
 
-    synchronized Profile finish(long endEpochNanos) {
+    /** Ends the window at {@code endMonotonicNanos}: its duration is monotonic, whatever the wall clock did. */
+    synchronized Profile finish(long endMonotonicNanos) {
         finished = true;
-        return builder.build(endEpochNanos);
+        return builder.build(startWallNanos + Math.max(1, endMonotonicNanos - startMonotonicNanos));
     }
 }

@@ -2,6 +2,7 @@ package dev.loupe.agent;
 
 import dev.loupe.bpf.RawSample;
 import dev.loupe.bpf.SamplerStats;
+import dev.loupe.pprof.PprofFiles;
 import dev.loupe.pprof.proto.Profile;
 import dev.loupe.unwinder.symbolize.Frame;
 import dev.loupe.unwinder.symbolize.MappingRef;
@@ -13,6 +14,7 @@ import java.time.Instant;
 import java.time.InstantSource;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicLong;
@@ -23,26 +25,56 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The main loop with a fake sample source, a fake symbolizer and an injected clock: no BPF here. */
 class AgentTest {
-    /** Time that moves only when the test says so. */
+    /** Wall and monotonic time that move only when the test says so, and independently. */
     static final class ManualClock implements InstantSource {
         final AtomicLong nanos = new AtomicLong(1_700_000_000_000_000_000L);
+        final AtomicLong mono = new AtomicLong(5_000_000_000L);
 
         @Override
         public Instant instant() {
             return Instant.ofEpochSecond(0, nanos.get());
         }
 
+        /** Real time passing: both clocks move. */
         void advance(Duration d) {
             nanos.addAndGet(d.toNanos());
+            mono.addAndGet(d.toNanos());
         }
+
+        /** An NTP step: only the wall clock moves. */
+        void stepWall(Duration d) {
+            nanos.addAndGet(d.toNanos());
+        }
+
+        Clocks clocks() {
+            return new Clocks(this, mono::get);
+        }
+    }
+
+    static Agent agent(int hz, Duration interval, SampleSource source, List<ProfileSink> sinks, ManualClock clock) {
+        return new Agent(hz, interval, source, new FakeSymbolizer(), sinks, clock.clocks(),
+                Agent.Options.defaults(Map.of("node", "test-node")));
     }
 
     static final class FakeSource implements SampleSource {
         final ConcurrentLinkedQueue<RawSample> queue = new ConcurrentLinkedQueue<>();
         volatile boolean closed;
+        volatile boolean failPolls;
+        volatile boolean blockPolls;
 
         @Override
-        public int poll(Duration timeout, Consumer<RawSample> sink) {
+        public int poll(Duration timeout, Consumer<RawSample> sink) throws SampleSourceException {
+            while (blockPolls) {
+                try {
+                    Thread.sleep(5);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    return 0;
+                }
+            }
+            if (failPolls) {
+                throw new SampleSourceException("boom", null);
+            }
             int n = 0;
             RawSample s;
             while ((s = queue.poll()) != null) {
@@ -100,6 +132,7 @@ class AgentTest {
 
     static final class MemorySink implements ProfileSink {
         final List<Profile> profiles = new CopyOnWriteArrayList<>();
+        final List<ProfileBatch> batches = new CopyOnWriteArrayList<>();
 
         @Override
         public String name() {
@@ -107,8 +140,11 @@ class AgentTest {
         }
 
         @Override
-        public void write(Profile profile) {
-            profiles.add(profile);
+        public void write(ProfileBatch batch) {
+            batches.add(batch);
+            for (EncodedProfile p : batch.profiles()) {
+                profiles.add(PprofFiles.parse(p.gzippedPprof()));
+            }
         }
     }
 
@@ -131,7 +167,7 @@ class AgentTest {
         ManualClock clock = new ManualClock();
         FakeSource source = new FakeSource();
         MemorySink sink = new MemorySink();
-        Agent agent = new Agent(19, Duration.ofSeconds(10), source, new FakeSymbolizer(), List.of(sink), clock);
+        Agent agent = agent(19, Duration.ofSeconds(10), source, List.of(sink), clock);
         long t0 = clock.nanos.get();
         agent.start();
 
@@ -169,6 +205,12 @@ class AgentTest {
             names.add(last.getStringTable((int) last.getFunction((int) loc.getLine(0).getFunctionId() - 1).getName()));
         }
         assertEquals(List.of("k_ffffffff81000100", "fn_1300"), names);
+
+        // Encoded once with the series labels every sink sees.
+        EncodedProfile enc = sink.batches.get(0).profiles().get(0);
+        assertEquals(Map.of("__name__", "parca_agent_cpu", "node", "test-node"), enc.labels());
+        assertEquals("parca_agent_cpu{node=\"test-node\"}", enc.seriesId());
+        assertEquals(List.of(1L, 2L), sink.batches.stream().map(ProfileBatch::sequence).toList());
     }
 
     @Test
@@ -176,7 +218,7 @@ class AgentTest {
         ManualClock clock = new ManualClock();
         FakeSource source = new FakeSource();
         MemorySink sink = new MemorySink();
-        Agent agent = new Agent(99, Duration.ofSeconds(60), source, new FakeSymbolizer(), List.of(sink), clock);
+        Agent agent = agent(99, Duration.ofSeconds(60), source, List.of(sink), clock);
         agent.start();
         source.queue.add(sample(1, new long[0], 0x1100));
         awaitTrue(() -> source.queue.isEmpty());

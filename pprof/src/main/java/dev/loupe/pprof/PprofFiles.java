@@ -54,9 +54,13 @@ public final class PprofFiles {
      * parent directories. The temp file is removed on failure.
      */
     public static void writeAtomically(Profile profile, Path file) throws IOException {
+        writeAtomically(gzip(profile), file);
+    }
+
+    /** As {@link #writeAtomically(Profile, Path)}, for bytes already encoded (e.g. once for every sink). */
+    public static void writeAtomically(byte[] data, Path file) throws IOException {
         Path dir = file.toAbsolutePath().getParent();
         Files.createDirectories(dir);
-        byte[] data = gzip(profile);
         // Dot-prefixed so directory watchers globbing "*.pb.gz" skip it.
         Path tmp = Files.createTempFile(dir, "." + file.getFileName(), ".tmp");
         try {
