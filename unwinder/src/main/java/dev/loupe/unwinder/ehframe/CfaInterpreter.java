@@ -4,8 +4,7 @@ import dev.loupe.unwinder.ehframe.EhFrameException.Problem;
 
 import static dev.loupe.unwinder.ehframe.UnwindRule.KIND_CFA_RBP;
 import static dev.loupe.unwinder.ehframe.UnwindRule.KIND_CFA_RSP;
-import static dev.loupe.unwinder.ehframe.UnwindRule.KIND_PLT_IBT;
-import static dev.loupe.unwinder.ehframe.UnwindRule.KIND_PLT_LAZY;
+import static dev.loupe.unwinder.ehframe.UnwindRule.KIND_PLT;
 import static dev.loupe.unwinder.ehframe.UnwindRule.KIND_SIGNAL;
 import static dev.loupe.unwinder.ehframe.UnwindRule.RBP_SAVED;
 import static dev.loupe.unwinder.ehframe.UnwindRule.RBP_UNCHANGED;
@@ -31,9 +30,12 @@ final class CfaInterpreter {
             VAL_EXPRESSION = 7;
     private static final int SLOT_RBP = 0, SLOT_RSP = 1, SLOT_RA = 2;
 
-    /** The exact DW_CFA_def_cfa_expression blocks ld emits for the lazy .plt and the IBT .plt (x86-64). */
-    private static final byte[] PLT_LAZY_EXPR = {0x77, 0x08, (byte) 0x80, 0x00, 0x3f, 0x1a, 0x3b, 0x2a, 0x33, 0x24, 0x22};
-    private static final byte[] PLT_IBT_EXPR = {0x77, 0x08, (byte) 0x80, 0x00, 0x3f, 0x1a, 0x3a, 0x2a, 0x33, 0x24, 0x22};
+    /**
+     * The DW_CFA_def_cfa_expression block ld emits for .plt (x86-64), byte for byte; byte
+     * {@link #PLT_LIT_INDEX} is DW_OP_litN (N = 11 lazy PLT, 10 IBT PLT with BND, 9 IBT PLT).
+     */
+    private static final byte[] PLT_EXPR = {0x77, 0x08, (byte) 0x80, 0x00, 0x3f, 0x1a, 0x3b, 0x2a, 0x33, 0x24, 0x22};
+    private static final int PLT_LIT_INDEX = 6;
 
     /** The register rules at one location. */
     static final class State {
@@ -305,13 +307,12 @@ final class CfaInterpreter {
         int kind;
         long cfaOffset = 0;
         if (s.cfaExpression) {
-            if (matches(sec.data, s.cfaExprPos, s.cfaExprLen, PLT_LAZY_EXPR)) {
-                kind = KIND_PLT_LAZY;
-            } else if (matches(sec.data, s.cfaExprPos, s.cfaExprLen, PLT_IBT_EXPR)) {
-                kind = KIND_PLT_IBT;
-            } else {
+            int threshold = pltThreshold(sec.data, s.cfaExprPos, s.cfaExprLen);
+            if (threshold < 0) {
                 return UnwindRule.stop(StopReason.UNSUPPORTED_CFA_EXPRESSION);
             }
+            kind = KIND_PLT;
+            cfaOffset = threshold;
         } else if (s.cfaRegister == REG_RSP || s.cfaRegister == REG_RBP) {
             kind = s.cfaRegister == REG_RSP ? KIND_CFA_RSP : KIND_CFA_RBP;
             cfaOffset = s.cfaOffset;
@@ -387,15 +388,17 @@ final class CfaInterpreter {
         return p == end && v >= 0 ? v : -1;
     }
 
-    private static boolean matches(byte[] d, int pos, int len, byte[] want) {
-        if (len != want.length) {
-            return false;
+    /** N of ld's PLT expression with DW_OP_litN (0..15), or -1 if the block is anything else. */
+    private static int pltThreshold(byte[] d, int pos, int len) {
+        if (len != PLT_EXPR.length) {
+            return -1;
         }
         for (int i = 0; i < len; i++) {
-            if (d[pos + i] != want[i]) {
-                return false;
+            if (i != PLT_LIT_INDEX && d[pos + i] != PLT_EXPR[i]) {
+                return -1;
             }
         }
-        return true;
+        int lit = d[pos + PLT_LIT_INDEX] - 0x30; // DW_OP_lit0
+        return lit >= 0 && lit <= 15 ? lit : -1;
     }
 }

@@ -153,9 +153,9 @@ final class ReadelfFrames {
         return entries.stream().filter(e -> !e.cie() && e.section().equals(section)).toList();
     }
 
-    static final String PLT_LAZY = "DW_CFA_def_cfa_expression (DW_OP_breg7 (rsp): 8; DW_OP_breg16 (rip): 0; DW_OP_lit15; DW_OP_and; "
-            + "DW_OP_lit11; DW_OP_ge; DW_OP_lit3; DW_OP_shl; DW_OP_plus)";
-    static final String PLT_IBT = PLT_LAZY.replace("DW_OP_lit11", "DW_OP_lit10");
+    /** ld's PLT expression as readelf prints it, with N of DW_OP_litN as group 1. */
+    static final Pattern PLT = Pattern.compile(Pattern.quote("DW_CFA_def_cfa_expression (DW_OP_breg7 (rsp): 8; DW_OP_breg16 (rip): 0; "
+            + "DW_OP_lit15; DW_OP_and; DW_OP_lit") + "(\\d+)" + Pattern.quote("; DW_OP_ge; DW_OP_lit3; DW_OP_shl; DW_OP_plus)"));
 
     /**
      * The rule readelf's row implies, by the compiler's documented mapping (checked in the same order):
@@ -176,13 +176,12 @@ final class ReadelfFrames {
         long off = 0;
         if (r.cfa().equals("exp")) {
             List<String> ex = fde.cfaExpressions().isEmpty() ? cie.cfaExpressions() : fde.cfaExpressions();
-            if (ex.size() == 1 && ex.getFirst().equals(PLT_LAZY)) {
-                kind = UnwindRule.KIND_PLT_LAZY;
-            } else if (ex.size() == 1 && ex.getFirst().equals(PLT_IBT)) {
-                kind = UnwindRule.KIND_PLT_IBT;
-            } else {
+            Matcher m = ex.size() == 1 ? PLT.matcher(ex.getFirst()) : null;
+            if (m == null || !m.matches()) {
                 return UnwindRule.stop(StopReason.UNSUPPORTED_CFA_EXPRESSION);
             }
+            kind = UnwindRule.KIND_PLT;
+            off = Integer.parseInt(m.group(1));
         } else {
             Matcher m = Pattern.compile("([a-z0-9]+)([+-]\\d+)").matcher(r.cfa());
             if (!m.matches()) {
