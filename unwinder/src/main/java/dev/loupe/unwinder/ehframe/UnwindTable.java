@@ -161,6 +161,50 @@ public final class UnwindTable {
         return rows.length == 0 ? 0 : (double) byteSize() / rows.length;
     }
 
+    /**
+     * Checks every invariant the kernel's lookup relies on (rows of a page in bounds, ascending, the
+     * first at pc_low 0; rule indexes in range; known rule kinds); O(rows). Throws IllegalStateException.
+     */
+    public void verify() {
+        if (rules.length > 1 << 16 || (pages.length & 1) != 0) {
+            throw new IllegalStateException(name + ": " + rules.length + " rules, " + pages.length + " page words");
+        }
+        int expectFirst = 0;
+        for (int p = 0; p < pageCount(); p++) {
+            int first = pages[2 * p];
+            int count = pages[2 * p + 1];
+            if (first != expectFirst || count < 0 || count > 1 << 16 || rows.length - first < count) {
+                throw new IllegalStateException(name + ": page " + p + " rows [" + first + ", +" + count + ") out of order or bounds");
+            }
+            for (int i = first; i < first + count; i++) {
+                int low = rows[i] & 0xffff;
+                if (i == first ? low != 0 : low <= (rows[i - 1] & 0xffff)) {
+                    throw new IllegalStateException(name + ": page " + p + " row " + i + " pc_low " + low + " out of order");
+                }
+                if ((rows[i] >>> 16) >= rules.length) {
+                    throw new IllegalStateException(name + ": row " + i + " names rule " + (rows[i] >>> 16) + " of " + rules.length);
+                }
+            }
+            expectFirst = first + count;
+        }
+        if (expectFirst != rows.length) {
+            throw new IllegalStateException(name + ": pages cover " + expectFirst + " of " + rows.length + " rows");
+        }
+        for (long r : rules) {
+            int kind = UnwindRule.kind(r);
+            boolean ok = switch (kind) {
+                case UnwindRule.KIND_CFA_RSP, UnwindRule.KIND_CFA_RBP -> UnwindRule.rbpRule(r) <= UnwindRule.RBP_UNKNOWN;
+                case UnwindRule.KIND_PLT -> UnwindRule.cfaOffset(r) >= 0 && UnwindRule.cfaOffset(r) <= 15;
+                case UnwindRule.KIND_SIGNAL -> true;
+                case UnwindRule.KIND_STOP -> UnwindRule.stopReason(r) != null && UnwindRule.stopReason(r).code() < 32;
+                default -> false;
+            };
+            if (!ok) {
+                throw new IllegalStateException(name + ": bad rule 0x" + Long.toHexString(r));
+            }
+        }
+    }
+
     public BuildStats stats() {
         return stats;
     }

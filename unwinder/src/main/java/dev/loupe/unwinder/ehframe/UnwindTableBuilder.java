@@ -41,8 +41,17 @@ public final class UnwindTableBuilder {
         return build(ElfSections.parse(name, image));
     }
 
+    /** Builds from one raw CFI section at {@code address} (no ELF around it: no text-segment filter). */
+    static UnwindTable buildFromSection(String name, byte[] data, boolean eh, long address) throws EhFrameException {
+        Collector col = new Collector(name, null);
+        CfiSection sec = new CfiSection(name, data, eh, address);
+        col.sections.add(eh ? ".eh_frame" : ".debug_frame");
+        col.scan(sec, !eh);
+        return col.compile();
+    }
+
     static UnwindTable build(ElfSections elf) throws EhFrameException {
-        Collector col = new Collector(elf);
+        Collector col = new Collector(elf.name(), elf);
         ElfSections.Section eh = elf.find(".eh_frame");
         if (eh != null) {
             CfiSection sec = section(elf, eh, true, col);
@@ -90,7 +99,8 @@ public final class UnwindTableBuilder {
 
     /** Gathers FDEs from the sections, then orders, interprets and packs them. */
     private static final class Collector implements CfiSection.Visitor {
-        final ElfSections elf;
+        final String name;
+        final ElfSections elf; // null: a bare section
         final List<String> sections = new ArrayList<>();
         final List<CfiSection.Fde> fdes = new ArrayList<>();
         final List<CfiSection> owners = new ArrayList<>();
@@ -105,9 +115,10 @@ public final class UnwindTableBuilder {
         // eh_frame FDE ranges, for dropping overlapping debug_frame FDEs
         long[] ehBegin, ehMaxEnd;
 
-        Collector(ElfSections elf) {
+        Collector(String name, ElfSections elf) {
+            this.name = name;
             this.elf = elf;
-            this.filterByText = elf.execRanges().length > 0;
+            this.filterByText = elf != null && elf.execRanges().length > 0;
         }
 
         void problem(EhFrameException e) {
@@ -121,7 +132,7 @@ public final class UnwindTableBuilder {
             current = sec;
             currentIsDebug = debug;
             if (debug) {
-                prepareOverlapIndex();
+                prepareOverlapIndex(); // eh_frame FDEs are all collected by now
             }
             sec.scan(this);
             if (!debug) {
@@ -258,7 +269,7 @@ public final class UnwindTableBuilder {
             int debugUsed = debugFdes;
             BuildStats stats = new BuildStats(sections, used, debugUsed, rowsInterpreted, skipped, malformed, outside, overlapping,
                     hdrEntries, hdrMismatches, problems, firstProblems);
-            return pack(elf.name(), rows, stats);
+            return pack(name, rows, stats);
         }
 
         /** FDE indexes by ascending start (ties: eh_frame first, as collected). */
