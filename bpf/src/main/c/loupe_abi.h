@@ -33,6 +33,14 @@ struct sample {
 #define SAMPLE_F_USER_TRUNCATED  1
 #define SAMPLE_F_USER_READ_ERROR 2
 #define SAMPLE_F_KERNEL_ERROR    4
+#define SAMPLE_F_FP_FALLBACK     8  /* the process had no unwind state yet: frame pointers only */
+#define SAMPLE_F_UNWIND_STOPPED  16 /* the user stack ends in a marker frame naming why */
+
+/*
+ * A user "frame" that is not an address: UNWIND_MARKER | reason (dev.loupe.unwinder.ehframe.StopReason
+ * codes). User addresses are below 2^47, so the top bits tell markers apart.
+ */
+#define UNWIND_MARKER 0xffffffffffff0000ULL
 
 /* Per-CPU counters, indexes into the stats map. */
 enum stat {
@@ -43,6 +51,10 @@ enum stat {
 	STAT_USER_READ_ERRORS, /* frame pointer chain unreadable (stack stops there) */
 	STAT_USER_TRUNCATED,   /* more than MAX_USER_FRAMES frames */
 	STAT_KERNEL_ERRORS,    /* bpf_get_stack failed */
+	STAT_FP_FALLBACK,      /* samples of processes without unwind state (frame pointers only) */
+	STAT_UNWIND_STOPPED,   /* user stacks that ended early with a reason (marker frame) */
+	STAT_TABLE_FRAMES,     /* frames unwound with an eh_frame table */
+	STAT_FP_FRAMES,        /* frames unwound with frame pointers */
 	STAT_MAX
 };
 
@@ -51,5 +63,78 @@ struct config {
 	__u32 filter_pids;  /* 1: only pids in pid_filter */
 	__u32 wakeup_bytes; /* wake user space once this much data is waiting */
 };
+
+/*
+ * Unwind tables (built in Java from .eh_frame, see dev.loupe.unwinder.ehframe.UnwindTable): every table
+ * lives in slices of four shared arrays, so one table serves every process that maps its binary.
+ *   unwind_tables[table_id] -> where its pages, rows and rules start
+ *   unwind_pages[page_start + p]  one 64 KiB page of PCs: {first_row (table-local), row_count}
+ *   unwind_rows[row_start + r]    u32: pc_low (bits 0-15) | rule index (bits 16-31)
+ *   unwind_rules[rule_start + i]  u64 rule: kind u8 | aux u8 | rbp_offset s16 | cfa_offset s32
+ */
+struct unwind_table {
+	__u64 pc_base;    /* file vaddr of page 0 */
+	__u32 page_start;
+	__u32 page_count; /* 0: not loaded (evicted) */
+	__u32 row_start;
+	__u32 rule_start;
+};
+
+struct unwind_page {
+	__u32 first_row;
+	__u32 row_count;
+};
+
+#define RULE_CFA_RSP 0
+#define RULE_CFA_RBP 1
+#define RULE_PLT     2
+#define RULE_SIGNAL  3
+#define RULE_STOP    4
+#define RBP_UNCHANGED 0
+#define RBP_SAVED     1
+#define RBP_UNKNOWN   2
+/* rt_sigframe after __restore_rt's return address was popped: uc_mcontext at 40 */
+#define SIGNAL_RBP_OFFSET (40 + 10 * 8)
+#define SIGNAL_RSP_OFFSET (40 + 15 * 8)
+#define SIGNAL_RIP_OFFSET (40 + 16 * 8)
+
+/* Stop reasons the walker itself finds (codes shared with Java's StopReason). */
+#define STOP_NO_UNWIND_INFO 1
+#define STOP_END_OF_STACK   2
+#define STOP_MALFORMED      8
+#define STOP_NO_TABLE       32
+#define STOP_READ_FAILED    33
+#define STOP_RBP_UNKNOWN    34
+#define STOP_NO_PROGRESS    35
+#define STOP_ZERO_RA        37
+
+/* How a process's executable mapping is unwound. */
+#define MAPPING_FP    0 /* frame pointers: JIT/anonymous code, Go */
+#define MAPPING_TABLE 1 /* table_id names its unwind table */
+#define MAPPING_STOP  2 /* no table can exist (table_id holds the reason code) */
+
+/* One executable mapping; a process's mappings are a sorted slice of the mappings array. */
+struct exec_mapping {
+	__u64 start;
+	__u64 end;
+	__u64 bias;     /* runtime address - file vaddr */
+	__u32 kind;     /* MAPPING_* */
+	__u32 table_id; /* MAPPING_TABLE: the table; MAPPING_STOP: the reason */
+};
+
+/*
+ * Per process (tgid): its slice of the mappings array, valid for this process start only. The start is
+ * in clock ticks (USER_HZ, 10 ms), as /proc/PID/stat gives it, so Java can register a process it found
+ * in /proc before any sample.
+ */
+#define NSEC_PER_TICK 10000000ULL
+struct proc_unwind {
+	__u64 start_ticks;
+	__u32 first;
+	__u32 count;
+};
+
+#define MAPPING_SEARCH_STEPS 12 /* up to 4096 executable mappings per process */
+#define ROW_SEARCH_STEPS 16     /* a page holds at most 65536 rows */
 
 #endif

@@ -5,8 +5,9 @@
  * buffer; Java symbolizes and aggregates. Streaming (rather than in-kernel aggregation) lets
  * user space see every process while it is still alive, so short-lived processes resolve.
  *
- * The user stack walk is a bpf_loop over one per-frame step (unwind_step_fp). A table-driven
- * step (eh_frame rules shipped in maps) replaces that one function later.
+ * The user stack walk is a bpf_loop over one per-frame step (unwind_step). Per mapping it uses the
+ * binary's unwind table (compiled from .eh_frame in Java, shipped in the unwind_* maps) or frame
+ * pointers (JIT/anonymous code, Go, and processes Java has not registered yet).
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -58,7 +59,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, STAT_MAX);
-	__type(key, enum stat); /* also puts enum stat into BTF for Java's check */
+	__type(key, __u32); /* enum stat */
 	__type(value, __u64);
 } stats SEC(".maps");
 
@@ -76,11 +77,62 @@ struct {
 	__type(value, __u8);
 } pid_filter SEC(".maps");
 
-static __always_inline void count(__u32 which)
+/* Read by nobody: puts enum stat into the object's BTF for Java's ABI check (array keys must be ints). */
+const volatile enum stat stat_count_for_btf = STAT_MAX;
+
+/* Unwind tables and per-process mappings; sizes are set from Java before load. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct unwind_table);
+} unwind_tables SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1 << 16);
+	__type(key, __u32);
+	__type(value, struct unwind_page);
+} unwind_pages SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1 << 20);
+	__type(key, __u32);
+	__type(value, __u32);
+} unwind_rows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1 << 18);
+	__type(key, __u32);
+	__type(value, __u64);
+} unwind_rules SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1 << 16);
+	__type(key, __u32);
+	__type(value, struct exec_mapping);
+} mappings SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1 << 14);
+	__type(key, __u32);
+	__type(value, struct proc_unwind);
+} procs SEC(".maps");
+
+static __always_inline void add(__u32 which, __u64 n)
 {
 	__u64 *v = bpf_map_lookup_elem(&stats, &which);
 	if (v)
-		*v += 1;
+		*v += n;
+}
+
+static __always_inline void count(__u32 which)
+{
+	add(which, 1);
 }
 
 /* Registers the unwinder carries from frame to frame. */
@@ -91,6 +143,14 @@ struct unwind_state {
 	__u32 base; /* index of the first user frame in sample.frames */
 	__u32 n;    /* user frames written so far */
 	__u32 flags;
+	__u32 proc_first; /* the process's slice of mappings (have_proc) */
+	__u32 proc_count;
+	__u8 have_proc;
+	__u8 bp_known;  /* RBP holds this frame's value (unknown after an undescribed restore) */
+	__u8 exact_pc;  /* pc is exact (leaf, or interrupted by a signal), not a return address */
+	__u8 pad;
+	__u32 table_frames;
+	__u32 fp_frames;
 };
 
 /*
@@ -120,30 +180,26 @@ static __always_inline int push_frame(struct sample *s, struct unwind_state *st,
 }
 
 /*
- * One frame-pointer step: record pc, then pc = [bp+8], bp = [bp]. Returns 1 to stop.
- * Frame pointers must strictly increase (the stack grows down), which also bounds bad chains.
+ * One frame-pointer step from the current frame (already pushed): pc = [bp+8], bp = [bp].
+ * Returns 1 to stop. Frame pointers must strictly increase (the stack grows down), which also bounds
+ * bad chains.
  *
  * At the leaf, a function without its own frame (gcc's default -momit-leaf-frame-pointer, libc's
  * syscall wrappers) leaves bp pointing at its caller's frame, so the chain would skip the direct
  * caller. If [sp] is a return address, it is that caller.
  */
-static long unwind_step_fp(__u32 i, struct unwind_state *st)
+static __always_inline long fp_step(__u32 i, struct unwind_state *st, struct sample *s)
 {
-	__u32 zero = 0;
-	struct sample *s = bpf_map_lookup_elem(&scratch, &zero);
-	if (!s)
-		return 1;
-	if (!push_frame(s, st, st->pc))
-		return 1;
 	__u64 frame[2] = {};
-	int have_frame = st->bp != 0 && !bpf_probe_read_user(frame, sizeof(frame), (void *)st->bp);
+	int have_frame = st->bp_known && st->bp != 0 && !bpf_probe_read_user(frame, sizeof(frame), (void *)st->bp);
+	st->fp_frames++;
 	if (i == 0 && st->sp) {
 		__u64 caller = 0;
 		if (!bpf_probe_read_user(&caller, sizeof(caller), (void *)st->sp) && caller != frame[1] &&
 		    is_return_address(caller) && !push_frame(s, st, caller))
 			return 1;
 	}
-	if (st->bp == 0)
+	if (st->bp == 0 || !st->bp_known)
 		return 1; /* outermost frame (_start clears rbp) */
 	if (!have_frame) {
 		st->flags |= SAMPLE_F_USER_READ_ERROR;
@@ -156,7 +212,196 @@ static long unwind_step_fp(__u32 i, struct unwind_state *st)
 	st->sp = st->bp + 16;
 	st->pc = frame[1];
 	st->bp = frame[0];
+	st->exact_pc = 0;
 	return 0;
+}
+
+/* Ends the walk with a marker frame naming why (not for a normal end of stack). */
+static __always_inline long unwind_stop(struct unwind_state *st, struct sample *s, __u32 reason)
+{
+	if (reason != STOP_END_OF_STACK && reason != STOP_ZERO_RA) {
+		if (push_frame(s, st, UNWIND_MARKER | reason))
+			st->flags |= SAMPLE_F_UNWIND_STOPPED;
+	}
+	return 1;
+}
+
+/* A bounded binary search's state: the answer is lo, the last index whose key is <= key. */
+struct search {
+	__u32 lo;
+	__u32 hi;
+	__u64 key;
+	__u32 failed;
+};
+
+/* One halving step over the mappings array (by start address). Its own callback: verified once. */
+static long mapping_search_step(__u32 k, struct search *c)
+{
+	if (c->hi - c->lo <= 1)
+		return 1;
+	__u32 mid = c->lo + (c->hi - c->lo) / 2;
+	struct exec_mapping *m = bpf_map_lookup_elem(&mappings, &mid);
+	if (!m) {
+		c->failed = 1;
+		return 1;
+	}
+	if (m->start <= c->key)
+		c->lo = mid;
+	else
+		c->hi = mid;
+	return 0;
+}
+
+/* One halving step over a page's rows (by pc_low). */
+static long row_search_step(__u32 k, struct search *c)
+{
+	if (c->hi - c->lo <= 1)
+		return 1;
+	__u32 mid = c->lo + (c->hi - c->lo) / 2;
+	__u32 *row = bpf_map_lookup_elem(&unwind_rows, &mid);
+	if (!row) {
+		c->failed = 1;
+		return 1;
+	}
+	if ((*row & 0xffff) <= c->key)
+		c->lo = mid;
+	else
+		c->hi = mid;
+	return 0;
+}
+
+/* The mapping of this process containing pc, by binary search over its sorted slice. */
+static __always_inline struct exec_mapping *find_mapping(struct unwind_state *st, __u64 pc)
+{
+	if (st->proc_count == 0)
+		return 0;
+	struct search c = {.lo = st->proc_first, .hi = st->proc_first + st->proc_count, .key = pc};
+	bpf_loop(MAPPING_SEARCH_STEPS, mapping_search_step, &c, 0);
+	if (c.failed)
+		return 0;
+	__u32 lo = c.lo;
+	struct exec_mapping *m = bpf_map_lookup_elem(&mappings, &lo);
+	if (!m || pc < m->start || pc >= m->end)
+		return 0;
+	return m;
+}
+
+#define RULE_NOT_COVERED 0xffULL
+
+/* The rule for a file vaddr in a table: page by pc >> 16, then a bounded search of the page's rows. */
+static __always_inline __u64 table_rule(__u32 table_id, __u64 vaddr)
+{
+	struct unwind_table *t = bpf_map_lookup_elem(&unwind_tables, &table_id);
+	if (!t || t->page_count == 0 || vaddr < t->pc_base)
+		return RULE_NOT_COVERED;
+	__u64 p = (vaddr - t->pc_base) >> 16;
+	if (p >= t->page_count)
+		return RULE_NOT_COVERED;
+	__u32 pidx = t->page_start + (__u32)p;
+	struct unwind_page *pg = bpf_map_lookup_elem(&unwind_pages, &pidx);
+	if (!pg)
+		return RULE_NOT_COVERED;
+	if (pg->row_count == 0)
+		return RULE_STOP | ((__u64)STOP_NO_UNWIND_INFO << 8);
+	__u32 rule_start = t->rule_start;
+	struct search c = {.lo = t->row_start + pg->first_row, .key = vaddr & 0xffff};
+	c.hi = c.lo + pg->row_count;
+	bpf_loop(ROW_SEARCH_STEPS, row_search_step, &c, 0);
+	if (c.failed)
+		return RULE_NOT_COVERED;
+	__u32 lo = c.lo;
+	__u32 *row = bpf_map_lookup_elem(&unwind_rows, &lo);
+	if (!row)
+		return RULE_NOT_COVERED;
+	__u32 ridx = rule_start + (*row >> 16);
+	__u64 *rule = bpf_map_lookup_elem(&unwind_rules, &ridx);
+	return rule ? *rule : RULE_NOT_COVERED;
+}
+
+/* One table step: caller's pc/sp/bp from the rule at pc. Returns 1 to stop. */
+static __always_inline long table_step(struct unwind_state *st, struct sample *s, struct exec_mapping *m, __u64 lookup_pc)
+{
+	__u64 rule = table_rule(m->table_id, lookup_pc - m->bias);
+	if (rule == RULE_NOT_COVERED)
+		return unwind_stop(st, s, STOP_NO_TABLE);
+	__u32 kind = rule & 0xff;
+	__u32 aux = (rule >> 8) & 0xff;
+	__s16 rbp_off = (__s16)(rule >> 16);
+	__s32 cfa_off = (__s32)(rule >> 32);
+	__u64 cfa;
+	st->table_frames++;
+	switch (kind) {
+	case RULE_CFA_RSP:
+		cfa = st->sp + (__s64)cfa_off;
+		break;
+	case RULE_CFA_RBP:
+		if (!st->bp_known)
+			return unwind_stop(st, s, STOP_RBP_UNKNOWN);
+		cfa = st->bp + (__s64)cfa_off;
+		break;
+	case RULE_PLT:
+		cfa = st->sp + 8 + ((st->pc & 15) >= (__u64)cfa_off ? 8 : 0);
+		break;
+	case RULE_SIGNAL: {
+		__u64 regs[3] = {};
+		if (bpf_probe_read_user(&regs[0], 8, (void *)(st->sp + SIGNAL_RIP_OFFSET)) ||
+		    bpf_probe_read_user(&regs[1], 8, (void *)(st->sp + SIGNAL_RSP_OFFSET)) ||
+		    bpf_probe_read_user(&regs[2], 8, (void *)(st->sp + SIGNAL_RBP_OFFSET)))
+			return unwind_stop(st, s, STOP_READ_FAILED);
+		if (regs[0] == 0)
+			return unwind_stop(st, s, STOP_ZERO_RA);
+		st->pc = regs[0];
+		st->sp = regs[1];
+		st->bp = regs[2];
+		st->bp_known = 1;
+		st->exact_pc = 1; /* the interrupted instruction itself */
+		return 0;
+	}
+	case RULE_STOP:
+		return unwind_stop(st, s, aux);
+	default:
+		return unwind_stop(st, s, STOP_MALFORMED);
+	}
+	if (cfa <= st->sp)
+		return unwind_stop(st, s, STOP_NO_PROGRESS);
+	__u64 ra = 0;
+	if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8)))
+		return unwind_stop(st, s, STOP_READ_FAILED);
+	if (ra == 0)
+		return unwind_stop(st, s, STOP_ZERO_RA);
+	if (aux == RBP_SAVED) {
+		__u64 bp = 0;
+		if (bpf_probe_read_user(&bp, sizeof(bp), (void *)(cfa + (__s64)rbp_off)))
+			return unwind_stop(st, s, STOP_READ_FAILED);
+		st->bp = bp;
+		st->bp_known = 1;
+	} else if (aux != RBP_UNCHANGED) {
+		st->bp_known = 0;
+	}
+	st->sp = cfa;
+	st->pc = ra;
+	st->exact_pc = 0;
+	return 0;
+}
+
+/* One frame: record pc, then find the caller by the mapping's table or by frame pointers. */
+static long unwind_step(__u32 i, struct unwind_state *st)
+{
+	__u32 zero = 0;
+	struct sample *s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!s)
+		return 1;
+	if (!push_frame(s, st, st->pc))
+		return 1;
+	if (!st->have_proc)
+		return fp_step(i, st, s);
+	__u64 lookup_pc = st->exact_pc ? st->pc : st->pc - 1; /* a return address: look inside the call */
+	struct exec_mapping *m = find_mapping(st, lookup_pc);
+	if (!m || m->kind == MAPPING_FP)
+		return fp_step(i, st, s); /* JIT or anonymous code, Go: frame pointers */
+	if (m->kind == MAPPING_STOP)
+		return unwind_stop(st, s, m->table_id);
+	return table_step(st, s, m, lookup_pc);
 }
 
 SEC("perf_event")
@@ -212,6 +457,17 @@ int sample_cpu(struct perf_event_ctx *ctx)
 
 	struct unwind_state st = {};
 	st.base = nk;
+	st.bp_known = 1;
+	st.exact_pc = 1;
+	struct proc_unwind *pu = bpf_map_lookup_elem(&procs, &tgid);
+	if (pu && pu->start_ticks == s->start_boottime / NSEC_PER_TICK) {
+		st.have_proc = 1;
+		st.proc_first = pu->first;
+		st.proc_count = pu->count;
+	} else if (!(task->flags & PF_KTHREAD)) {
+		st.flags |= SAMPLE_F_FP_FALLBACK;
+		count(STAT_FP_FALLBACK);
+	}
 	if (!(task->flags & PF_KTHREAD)) {
 		if (user_mode) {
 			st.pc = ctx->regs.ip;
@@ -225,12 +481,16 @@ int sample_cpu(struct perf_event_ctx *ctx)
 			st.bp = BPF_CORE_READ(uregs, bp);
 		}
 		if (st.pc)
-			bpf_loop(MAX_USER_FRAMES + 1, unwind_step_fp, &st, 0);
+			bpf_loop(MAX_USER_FRAMES + 1, unwind_step, &st, 0);
 	}
 	if (st.flags & SAMPLE_F_USER_TRUNCATED)
 		count(STAT_USER_TRUNCATED);
 	if (st.flags & SAMPLE_F_USER_READ_ERROR)
 		count(STAT_USER_READ_ERRORS);
+	if (st.flags & SAMPLE_F_UNWIND_STOPPED)
+		count(STAT_UNWIND_STOPPED);
+	add(STAT_TABLE_FRAMES, st.table_frames);
+	add(STAT_FP_FRAMES, st.fp_frames);
 	s->flags |= st.flags;
 	__u32 nu = st.n;
 	if (nu > MAX_USER_FRAMES)

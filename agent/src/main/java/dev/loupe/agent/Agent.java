@@ -81,6 +81,19 @@ public final class Agent {
         return new ProfileWindow(periodNanos, clocks.wallNanos(), clocks.nanoTime());
     }
 
+    private volatile UnwindTableUploader unwind;
+
+    /** Unwind tables to feed with the processes samples reveal, and to report on /metrics (before start). */
+    void unwindTables(UnwindTableUploader u) {
+        this.unwind = u;
+        processor.unwindTables(u);
+    }
+
+    UnwindTableUploader.Stats unwindStats() {
+        UnwindTableUploader u = unwind;
+        return u == null ? null : u.stats();
+    }
+
     /** Starts sampling; the first interval begins now (not when the loop thread gets scheduled). */
     public synchronized void start() {
         running = true;
@@ -178,6 +191,10 @@ public final class Agent {
         for (SinkRunner s : sinks) {
             s.stop(deadline);
         }
+        UnwindTableUploader u = unwind;
+        if (u != null) {
+            u.close();
+        }
         source.close();
         try {
             symbolizer.close();
@@ -214,7 +231,7 @@ public final class Agent {
         Thread l = loop;
         return new Status(running && l != null && l.isAlive() && now - lastPollNanos < HEALTHY_POLL_AGE,
                 source.stats(), processor.processed(), processor.emptyStacks(), written, failed, pollErrors.get(),
-                symbolizer.stats(), List.copyOf(sinkStats));
+                symbolizer.stats(), List.copyOf(sinkStats), unwindStats());
     }
 
     /**
@@ -223,7 +240,7 @@ public final class Agent {
      */
     public record Status(boolean healthy, dev.loupe.bpf.SamplerStats sampler, long samplesProcessed, long emptyStacks,
                          long profilesWritten, long sinkErrors, long pollErrors, Symbolizer.Stats symbolizer,
-                         List<SinkStats> sinks) {}
+                         List<SinkStats> sinks, UnwindTableUploader.Stats unwind) {}
 
     private static void sleepQuietly(Duration d) {
         try {

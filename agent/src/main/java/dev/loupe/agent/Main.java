@@ -65,6 +65,21 @@ public final class Main {
         Symbolizer symbolizer = Symbolizer.create(Symbolizer.Options.defaults());
         Agent agent = new Agent(config.frequencyHz(), config.interval(), new KernelSampleSource(sampler), symbolizer,
                 List.of(files), Clocks.system(), Agent.Options.defaults(Map.of("node", HostName.get())));
+        UnwindTableUploader unwind = new UnwindTableUploader(new KernelUnwindTarget(sampler.unwindMaps()),
+                new UnwindTableUploader.TableBuilder() {
+                    @Override
+                    public dev.loupe.unwinder.ehframe.UnwindTable build(java.nio.file.Path file) throws Exception {
+                        return dev.loupe.unwinder.ehframe.UnwindTableBuilder.build(file);
+                    }
+
+                    @Override
+                    public dev.loupe.unwinder.ehframe.UnwindTable build(String name, java.nio.ByteBuffer image) throws Exception {
+                        return dev.loupe.unwinder.ehframe.UnwindTableBuilder.build(name, image);
+                    }
+                }, java.nio.file.Path.of("/proc"), java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(500), System::nanoTime,
+                config.pids().isEmpty() ? pid -> true : config.pids()::contains);
+        agent.unwindTables(unwind);
+        unwind.start();
         DebugHttpServer http = null;
         if (config.httpAddress().isPresent()) {
             InetSocketAddress addr = config.httpAddress().get();

@@ -40,6 +40,27 @@ final class MetricsText {
             counter(b, "loupe_symbolizer_maps_reads_total", "Reads of /proc/PID/maps.", sym.mapsReads());
             counter(b, "loupe_symbolizer_maps_read_failures_total", "Reads of /proc/PID/maps that failed (process gone, permissions).", sym.mapsReadFailures());
         }
+        counter(b, "loupe_unwind_fp_fallback_samples_total",
+                "Samples of processes whose unwind tables were not live yet (frame pointers only, label unwind=frame_pointers).", s.fpFallback());
+        counter(b, "loupe_unwind_stopped_stacks_total", "User stacks that end early in an [unwind: ...] frame naming why.", s.unwindStopped());
+        counter(b, "loupe_unwind_table_frames_total", "User frames unwound with eh_frame tables in the kernel.", s.tableFrames());
+        counter(b, "loupe_unwind_fp_frames_total", "User frames unwound with frame pointers.", s.fpFrames());
+        UnwindTableUploader.Stats u = st.unwind();
+        if (u != null) {
+            counter(b, "loupe_unwind_tables_built_total", "Unwind tables compiled from .eh_frame/.debug_frame.", u.tablesBuilt());
+            gauge(b, "loupe_unwind_tables_loaded", "Unwind tables in the kernel now.", u.tablesLoaded());
+            gauge(b, "loupe_unwind_table_rows", "Unwind table rows in the kernel now.", u.rowsLoaded());
+            gauge(b, "loupe_unwind_table_bytes", "Kernel memory the loaded unwind tables take.", u.bytesLoaded());
+            counter(b, "loupe_unwind_table_evictions_total", "Unwind tables evicted to stay within the budget.", u.evictions());
+            gauge(b, "loupe_unwind_processes", "Processes registered for table unwinding.", u.processes());
+            b.append("# HELP loupe_unwind_table_failures_total Binaries without a usable unwind table, by reason.\n");
+            b.append("# TYPE loupe_unwind_table_failures_total counter\n");
+            if (u.failuresByReason().isEmpty()) {
+                b.append("loupe_unwind_table_failures_total{reason=\"none\"} 0\n");
+            }
+            new java.util.TreeMap<>(u.failuresByReason()).forEach((k, v) ->
+                    b.append("loupe_unwind_table_failures_total{reason=\"").append(k.replace("\"", "'")).append("\"} ").append(v).append('\n'));
+        }
         b.append("# HELP loupe_up Whether the sampling loop is polling.\n# TYPE loupe_up gauge\n");
         b.append("loupe_up ").append(st.healthy() ? 1 : 0).append('\n');
         return b.toString();

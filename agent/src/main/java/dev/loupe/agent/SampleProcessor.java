@@ -1,8 +1,11 @@
 package dev.loupe.agent;
 
+import dev.loupe.bpf.KernelAbi;
 import dev.loupe.bpf.RawSample;
 import dev.loupe.pprof.Label;
+import dev.loupe.unwinder.ehframe.StopReason;
 import dev.loupe.unwinder.symbolize.Frame;
+import dev.loupe.unwinder.symbolize.MappingRef;
 import dev.loupe.unwinder.symbolize.Symbolizer;
 
 import java.util.ArrayList;
@@ -13,17 +16,30 @@ import java.util.function.Consumer;
 
 /**
  * Symbolizes each raw sample once, while its process is most likely still alive, and adds it to every
- * open profile window. Runs on the sampling thread.
+ * open profile window. A user stack the kernel could not finish ends in one synthetic frame naming why
+ * ({@code [unwind: no unwind info in libfoo.so]}, {@code [unwind: truncated at 127 frames]}); samples
+ * taken before their process's unwind tables were live carry the label {@code unwind=frame_pointers}.
+ * Runs on the sampling thread.
  */
 final class SampleProcessor implements Consumer<RawSample> {
+    private static final List<Label> NO_EXTRA = List.of();
+    private static final List<Label> FP_FALLBACK = List.of(Label.str("unwind", "frame_pointers"));
+
     private final Symbolizer symbolizer;
     private final List<ProfileWindow> windows = new CopyOnWriteArrayList<>();
     private final List<Frame> frames = new ArrayList<>(256);
     private final AtomicLong processed = new AtomicLong();
     private final AtomicLong empty = new AtomicLong();
+    private volatile UnwindTableUploader unwind;
+    // Synthetic frames get addresses of their own (windows cache locations by mapping and address).
+    private final java.util.Map<String, Frame> synthetic = new java.util.HashMap<>();
 
     SampleProcessor(Symbolizer symbolizer) {
         this.symbolizer = symbolizer;
+    }
+
+    void unwindTables(UnwindTableUploader u) {
+        this.unwind = u;
     }
 
     void open(ProfileWindow w) {
@@ -36,19 +52,65 @@ final class SampleProcessor implements Consumer<RawSample> {
 
     @Override
     public void accept(RawSample s) {
+        UnwindTableUploader u = unwind;
+        if (u != null) {
+            u.observe(s.pid(), s.processStartNs());
+        }
         frames.clear();
         symbolizer.symbolizeKernel(s.kernelStack(), s.kernelStack().length, frames);
-        symbolizer.symbolizeUser(s.pid(), s.processStartNs(), s.userStack(), s.userStack().length, frames);
+        long[] user = s.userStack();
+        int n = user.length;
+        int marker = -1;
+        if (n > 0 && RawSample.isUnwindMarker(user[n - 1])) {
+            marker = RawSample.markerReason(user[n - 1]);
+            n--;
+        }
+        int userBase = frames.size();
+        symbolizer.symbolizeUser(s.pid(), s.processStartNs(), user, n, frames);
+        if (marker >= 0) {
+            frames.add(stopFrame(marker, frames.size() > userBase ? frames.get(frames.size() - 1).mapping() : null));
+        } else if ((s.flags() & RawSample.USER_TRUNCATED) != 0) {
+            frames.add(synthetic("[unwind: truncated at " + KernelAbi.MAX_USER_FRAMES + " frames]"));
+        }
         if (frames.isEmpty()) {
             empty.incrementAndGet();
             return;
         }
-        List<Label> labels = List.of(Label.num("pid", s.pid()), Label.num("tid", s.tid()),
-                Label.str("comm", s.comm()), Label.str("thread_comm", s.threadComm()));
+        List<Label> labels = new ArrayList<>(5);
+        labels.add(Label.num("pid", s.pid()));
+        labels.add(Label.num("tid", s.tid()));
+        labels.add(Label.str("comm", s.comm()));
+        labels.add(Label.str("thread_comm", s.threadComm()));
+        labels.addAll((s.flags() & RawSample.FP_FALLBACK) != 0 ? FP_FALLBACK : NO_EXTRA);
         for (ProfileWindow w : windows) {
             w.add(frames, labels);
         }
         processed.incrementAndGet();
+    }
+
+    /** The synthetic frame for a stop reason; its name also carries the binary the walk stopped in. */
+    private Frame stopFrame(int code, MappingRef lastMapping) {
+        StopReason r = StopReason.ofCode(code);
+        String binary = lastMapping == null || lastMapping.path() == null ? null : baseName(lastMapping.path());
+        return synthetic(r == null ? "[unwind: stopped (reason " + code + ")]" : r.frameName(binary));
+    }
+
+    /** One frame per distinct name, at an address no user or kernel code has (below the marker range). */
+    private Frame synthetic(String name) {
+        Frame f = synthetic.get(name);
+        if (f == null) {
+            if (synthetic.size() > 10_000) {
+                synthetic.clear(); // bounded; names repeat, so this is rare
+            }
+            f = new Frame(KernelAbi.UNWIND_MARKER - 0x10000 - synthetic.size(), null, name, false);
+            synthetic.put(name, f);
+        }
+        return f;
+    }
+
+    private static String baseName(String path) {
+        int slash = path.lastIndexOf('/');
+        return slash >= 0 ? path.substring(slash + 1) : path;
     }
 
     long processed() {

@@ -141,10 +141,10 @@ class AgentTest {
 
         @Override
         public void write(ProfileBatch batch) {
-            batches.add(batch);
             for (EncodedProfile p : batch.profiles()) {
                 profiles.add(PprofFiles.parse(p.gzippedPprof()));
             }
+            batches.add(batch); // last: tests wait on batches, then read profiles
         }
     }
 

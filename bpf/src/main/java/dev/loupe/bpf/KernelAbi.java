@@ -49,7 +49,42 @@ public final class KernelAbi {
 
     /** enum stat, in order; the last is the count. */
     static final List<String> STATS = List.of("STAT_SAMPLES", "STAT_IDLE", "STAT_FILTERED", "STAT_RINGBUF_DROPS",
-            "STAT_USER_READ_ERRORS", "STAT_USER_TRUNCATED", "STAT_KERNEL_ERRORS", "STAT_MAX");
+            "STAT_USER_READ_ERRORS", "STAT_USER_TRUNCATED", "STAT_KERNEL_ERRORS", "STAT_FP_FALLBACK", "STAT_UNWIND_STOPPED",
+            "STAT_TABLE_FRAMES", "STAT_FP_FRAMES", "STAT_MAX");
+
+    /** struct unwind_table: where a table's pages, rows and rules start in the shared arrays. */
+    static final StructLayout UNWIND_TABLE = MemoryLayout.structLayout(
+            JAVA_LONG.withName("pc_base"),
+            JAVA_INT.withName("page_start"),
+            JAVA_INT.withName("page_count"),
+            JAVA_INT.withName("row_start"),
+            JAVA_INT.withName("rule_start")
+    ).withName("unwind_table");
+
+    /** struct unwind_page. */
+    static final StructLayout UNWIND_PAGE = MemoryLayout.structLayout(
+            JAVA_INT.withName("first_row"),
+            JAVA_INT.withName("row_count")
+    ).withName("unwind_page");
+
+    /** struct exec_mapping: one executable mapping of a process. */
+    static final StructLayout EXEC_MAPPING = MemoryLayout.structLayout(
+            JAVA_LONG.withName("start"),
+            JAVA_LONG.withName("end"),
+            JAVA_LONG.withName("bias"),
+            JAVA_INT.withName("kind"),
+            JAVA_INT.withName("table_id")
+    ).withName("exec_mapping");
+
+    /** struct proc_unwind: a process's slice of the mappings array. */
+    static final StructLayout PROC_UNWIND = MemoryLayout.structLayout(
+            JAVA_LONG.withName("start_ticks"),
+            JAVA_INT.withName("first"),
+            JAVA_INT.withName("count")
+    ).withName("proc_unwind");
+
+    /** UNWIND_MARKER | reason: a user "frame" that names why the walk stopped. */
+    public static final long UNWIND_MARKER = 0xffffffffffff0000L;
 
     static final long SAMPLE_HEADER_SIZE = offset(SAMPLE, "frames");
 
@@ -67,6 +102,10 @@ public final class KernelAbi {
         List<String> problems = new ArrayList<>();
         problems.addAll(structProblems(btf, SAMPLE));
         problems.addAll(structProblems(btf, CONFIG));
+        problems.addAll(structProblems(btf, UNWIND_TABLE));
+        problems.addAll(structProblems(btf, UNWIND_PAGE));
+        problems.addAll(structProblems(btf, EXEC_MAPPING));
+        problems.addAll(structProblems(btf, PROC_UNWIND));
         problems.addAll(enumProblems(btf, "stat", STATS));
         if (!problems.isEmpty()) {
             throw new BpfException("kernel ABI mismatch between " + btf.source() + " and Java (dev.loupe.bpf.KernelAbi): "

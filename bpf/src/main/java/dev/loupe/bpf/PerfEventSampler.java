@@ -36,6 +36,7 @@ public final class PerfEventSampler implements AutoCloseable {
     private BpfMap stats;
     private BpfProgram program;
     private RingBuffer ringBuffer;
+    private UnwindMaps unwindMaps;
     private final List<BpfLink> links = new ArrayList<>();
     private Consumer<RawSample> sink; // set for the duration of a poll, on the polling thread
     private final AtomicLong delivered = new AtomicLong();
@@ -55,6 +56,17 @@ public final class PerfEventSampler implements AutoCloseable {
      * @param pids        only these processes (tgids); empty = every process
      */
     public static PerfEventSampler open(int frequencyHz, Set<Integer> pids) throws BpfException {
+        return open(frequencyHz, pids, UnwindMaps.Capacity.forBudget(DEFAULT_UNWIND_BUDGET));
+    }
+
+    /** Default kernel memory for unwind tables and mappings: 64 MiB (~12 M table rows). */
+    public static final long DEFAULT_UNWIND_BUDGET = 64L << 20;
+
+    /**
+     * As {@link #open(int, Set)}, with the unwind maps sized to {@code unwind}. Until Java registers a
+     * process in {@link #unwindMaps()}, its stacks are walked with frame pointers (and marked so).
+     */
+    public static PerfEventSampler open(int frequencyHz, Set<Integer> pids, UnwindMaps.Capacity unwind) throws BpfException {
         var reason = BpfAvailability.unavailabilityReason();
         if (reason.isPresent()) {
             throw new BpfException("BPF unavailable: " + reason.get(), 0);
@@ -66,7 +78,7 @@ public final class PerfEventSampler implements AutoCloseable {
         }
         PerfEventSampler s = new PerfEventSampler(frequencyHz);
         try {
-            s.start(pids);
+            s.start(pids, unwind);
             return s;
         } catch (BpfException | RuntimeException e) {
             s.close();
@@ -86,12 +98,14 @@ public final class PerfEventSampler implements AutoCloseable {
         return o;
     }
 
-    private void start(Set<Integer> pids) throws BpfException {
+    private void start(Set<Integer> pids, UnwindMaps.Capacity unwind) throws BpfException {
         object = openObject();
         List<Integer> cpus = onlineCpus();
         int ringBytes = ringBufferBytes(cpus.size(), frequencyHz);
         object.resizeMap("samples", ringBytes);
+        UnwindMaps.resize(object, unwind);
         object.load();
+        unwindMaps = new UnwindMaps(object, unwind);
 
         stats = object.map("stats");
         BpfMap filter = object.map("pid_filter");
@@ -221,7 +235,7 @@ public final class PerfEventSampler implements AutoCloseable {
             }
         }
         return new SamplerStats(v[0], v[1], v[2], v[3], v[4], v[5], v[6], delivered.get(), decodeErrors.get(),
-                consumerErrors.get());
+                consumerErrors.get(), v[7], v[8], v[9], v[10]);
     }
 
     /** The BPF program's cumulative run time and run count; both stay 0 unless kernel.bpf_stats_enabled=1. */
@@ -231,6 +245,11 @@ public final class PerfEventSampler implements AutoCloseable {
         }
         BpfProgram.RunStats r = program.runStats();
         return new ProgramStats(r.runTimeNs(), r.runCount());
+    }
+
+    /** Where Java registers unwind tables and processes for the kernel's walker. */
+    public UnwindMaps unwindMaps() {
+        return unwindMaps;
     }
 
     public int frequencyHz() {

@@ -19,4 +19,17 @@ public record RawSample(int pid, int tid, int cpu, String comm, String threadCom
     public static final int USER_TRUNCATED = 1;
     public static final int USER_READ_ERROR = 2;
     public static final int KERNEL_ERROR = 4;
+    /** The process had no unwind state yet: its user stack came from frame pointers only. */
+    public static final int FP_FALLBACK = 8;
+    /** The user stack ends in a marker frame ({@link #isUnwindMarker}) naming why it stopped early. */
+    public static final int UNWIND_STOPPED = 16;
+
+    /** Whether a user "address" is a stop marker; its reason code is {@link #markerReason}. */
+    public static boolean isUnwindMarker(long address) {
+        return (address & KernelAbi.UNWIND_MARKER) == KernelAbi.UNWIND_MARKER;
+    }
+
+    public static int markerReason(long marker) {
+        return (int) (marker & 0xffff);
+    }
 }

@@ -14,11 +14,15 @@ package dev.loupe.bpf;
  * @param delivered        samples decoded and handed to the consumer
  * @param decodeErrors     records that could not be decoded (lost)
  * @param consumerErrors   samples whose consumer threw (lost; a bug in the consumer, not in the record)
+ * @param fpFallback       samples of processes without unwind state yet (frame pointers only)
+ * @param unwindStopped    user stacks that end in a marker frame naming why they stop early
+ * @param tableFrames      user frames unwound with eh_frame tables
+ * @param fpFrames         user frames unwound with frame pointers
  */
 public record SamplerStats(long samples, long idle, long filtered, long ringBufferDrops, long userReadErrors,
                            long userTruncated, long kernelErrors, long delivered, long decodeErrors,
-                           long consumerErrors) {
-    public static final SamplerStats EMPTY = new SamplerStats(0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+                           long consumerErrors, long fpFallback, long unwindStopped, long tableFrames, long fpFrames) {
+    public static final SamplerStats EMPTY = new SamplerStats(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
 
     /** Samples lost for any reason. */
     public long dropped() {
