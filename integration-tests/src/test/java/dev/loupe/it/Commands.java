@@ -7,7 +7,15 @@ import java.util.concurrent.TimeUnit;
 
 /** Runs a command to completion (argument lists only: no shell). */
 final class Commands {
-    record Result(int exit, String output) {}
+    record Result(int exit, String output) {
+        /** Throws unless the command exited 0. */
+        Result check() {
+            if (exit != 0) {
+                throw new IllegalStateException("command failed (" + exit + "):\n" + output);
+            }
+            return this;
+        }
+    }
 
     private Commands() {}
 
