@@ -57,7 +57,8 @@ public final class Main {
         }
         PerfEventSampler sampler;
         try {
-            sampler = PerfEventSampler.open(config.frequencyHz(), config.pids());
+            sampler = PerfEventSampler.open(config.frequencyHz(), config.pids(),
+                    dev.loupe.bpf.UnwindMaps.Capacity.forBudget(config.unwindTableBudget()));
         } catch (BpfException e) {
             System.err.println("loupe: " + e.getMessage());
             return 1;

@@ -201,11 +201,11 @@ final class UnwindTableUploader implements AutoCloseable {
                     scan();
                 }
                 Integer pid = backlog.isEmpty() ? queue.poll(50, TimeUnit.MILLISECONDS) : queue.poll();
-                while (pid != null) {
+                if (pid != null) {
                     pending.remove(pid);
                     registerQuietly(pid);
-                    pid = queue.poll();
                 }
+                drainQueue();
                 Integer next = backlog.pollFirst();
                 if (next != null) {
                     registerQuietly(next);
@@ -252,8 +252,18 @@ final class UnwindTableUploader implements AutoCloseable {
         }
     }
 
-    /** Scan and registration until the backlog is empty (tests, and a synchronous start). */
+    /** Registers every process that samples asked for. */
+    private void drainQueue() {
+        Integer pid;
+        while ((pid = queue.poll()) != null) {
+            pending.remove(pid);
+            registerQuietly(pid);
+        }
+    }
+
+    /** What the uploader thread does, synchronously: sampled processes, then a scan and its backlog (tests). */
     void scanNow() {
+        drainQueue();
         scan();
         Integer pid;
         while ((pid = backlog.pollFirst()) != null) {

@@ -27,6 +27,8 @@ public final class CommandLine {
         FLAGS.put("--pid PID", "profile only this process; repeat or comma-separate (default: every process)");
         FLAGS.put("--http HOST:PORT|off", "local HTTP endpoint (default " + d.httpAddress()
                 .map(a -> a.getHostString() + ":" + a.getPort()).orElse("off") + ")");
+        FLAGS.put("--unwind-table-budget SIZE", "kernel memory for unwind tables, e.g. 64MiB (default "
+                + (d.unwindTableBudget() >> 20) + "MiB)");
         FLAGS.put("--help", "show this help");
     }
 
@@ -103,6 +105,7 @@ public final class CommandLine {
                         }
                     }
                     case "--http" -> s.http = java.util.Optional.ofNullable(Values.httpAddress(value));
+                    case "--unwind-table-budget" -> s.unwindTableBudget = Values.tableBudget(value);
                     default -> throw new IllegalStateException(name);
                 }
             } catch (IllegalArgumentException e) {

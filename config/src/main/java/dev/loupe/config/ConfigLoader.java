@@ -34,7 +34,8 @@ import java.util.TreeSet;
  */
 public final class ConfigLoader {
     private static final String DEFAULT_RESOURCE = "default.yaml";
-    private static final List<String> TOP_KEYS = List.of("frequency", "interval", "output", "pids", "http");
+    private static final List<String> TOP_KEYS = List.of("frequency", "interval", "output", "pids", "http", "unwind");
+    private static final List<String> UNWIND_KEYS = List.of("table-budget");
     private static final List<String> HTTP_KEYS = List.of("address");
     private static final LoupeConfig DEFAULTS = loadDefaults();
 
@@ -49,7 +50,7 @@ public final class ConfigLoader {
             if (in == null) {
                 throw new IllegalStateException("embedded " + DEFAULT_RESOURCE + " missing from the jar");
             }
-            Settings s = new Settings(1, Duration.ofSeconds(10), Path.of("profiles"), Set.of(), null, null);
+            Settings s = new Settings(1, Duration.ofSeconds(10), Path.of("profiles"), Set.of(), null, null, 64L << 20);
             return apply(s, new String(in.readAllBytes(), StandardCharsets.UTF_8), "default.yaml (embedded)").build(null);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
@@ -111,6 +112,15 @@ public final class ConfigLoader {
                     for (NodeTuple h : http.getValue()) {
                         key(h, source, HTTP_KEYS, "http.");
                         s.http = Optional.ofNullable(value(source, h.getValueNode(), "http.address", Values::httpAddress));
+                    }
+                }
+                case "unwind" -> {
+                    if (!(v instanceof MappingNode unwind)) {
+                        throw new ConfigException(source, line(v), "unwind: must be a mapping with table-budget:");
+                    }
+                    for (NodeTuple u : unwind.getValue()) {
+                        key(u, source, UNWIND_KEYS, "unwind.");
+                        s.unwindTableBudget = value(source, u.getValueNode(), "unwind.table-budget", Values::tableBudget);
                     }
                 }
                 default -> throw new IllegalStateException(key);
@@ -209,8 +219,11 @@ public final class ConfigLoader {
         Set<Integer> pids;
         Optional<InetSocketAddress> http;
         Duration duration;
+        long unwindTableBudget;
 
-        Settings(int frequency, Duration interval, Path output, Set<Integer> pids, InetSocketAddress http, Duration duration) {
+        Settings(int frequency, Duration interval, Path output, Set<Integer> pids, InetSocketAddress http, Duration duration,
+                 long unwindTableBudget) {
+            this.unwindTableBudget = unwindTableBudget;
             this.frequency = frequency;
             this.interval = interval;
             this.output = output;
@@ -221,12 +234,12 @@ public final class ConfigLoader {
 
         static Settings of(LoupeConfig c) {
             return new Settings(c.frequencyHz(), c.interval(), c.outputDir(), c.pids(), c.httpAddress().orElse(null),
-                    c.duration().orElse(null));
+                    c.duration().orElse(null), c.unwindTableBudget());
         }
 
         LoupeConfig build(Path source) {
             return new LoupeConfig(frequency, interval, output, pids, http, Optional.ofNullable(duration),
-                    Optional.ofNullable(source));
+                    Optional.ofNullable(source), unwindTableBudget);
         }
     }
 }

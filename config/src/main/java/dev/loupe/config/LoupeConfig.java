@@ -18,10 +18,11 @@ import java.util.TreeSet;
  * @param httpAddress local HTTP endpoint; empty = off
  * @param duration    how long to run; empty = until SIGTERM (command line only)
  * @param source      the config file used, if any
+ * @param unwindTableBudget kernel memory for unwind tables and process mappings, bytes
  */
 public record LoupeConfig(int frequencyHz, Duration interval, Path outputDir, Set<Integer> pids,
                           Optional<InetSocketAddress> httpAddress, Optional<Duration> duration,
-                          Optional<Path> source) {
+                          Optional<Path> source, long unwindTableBudget) {
     public LoupeConfig {
         pids = Collections.unmodifiableSortedSet(new TreeSet<>(pids));
     }

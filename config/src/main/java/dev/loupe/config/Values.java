@@ -106,4 +106,25 @@ final class Values {
         }
         return new InetSocketAddress(host, port); // IP literals are not looked up
     }
+
+    private static final Pattern SIZE = Pattern.compile("(\\d+)\\s*(B|KiB|MiB|GiB)?");
+
+    /** A size such as {@code 64MiB}, {@code 512KiB} or plain bytes; 1 MiB .. 4 GiB. */
+    static long tableBudget(String text) {
+        java.util.regex.Matcher m = SIZE.matcher(text.trim());
+        if (!m.matches()) {
+            throw new IllegalArgumentException("must be a size such as 64MiB, 512KiB or 1GiB, got \"" + text + "\"");
+        }
+        long n;
+        try {
+            n = Long.parseLong(m.group(1));
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("size " + text + " is too large");
+        }
+        int shift = m.group(2) == null || m.group(2).equals("B") ? 0 : m.group(2).equals("KiB") ? 10 : m.group(2).equals("MiB") ? 20 : 30;
+        if (n > (4L << 30) >> shift || (n << shift) < (1L << 20)) {
+            throw new IllegalArgumentException("must be between 1MiB and 4GiB, got " + text);
+        }
+        return n << shift;
+    }
 }

@@ -25,6 +25,18 @@ class ConfigTest {
         assertEquals(7071, d.httpAddress().orElseThrow().getPort());
         assertEquals(Optional.empty(), d.duration());
         assertEquals(1_000_000_000L / 19, d.periodNanos());
+        assertEquals(64L << 20, d.unwindTableBudget());
+    }
+
+    @Test
+    void unwindTableBudgetFromFileAndFlag(@TempDir Path dir) throws Exception {
+        assertEquals(2L << 20, ConfigLoader.parse("unwind:\n  table-budget: 2MiB\n", "x.yaml").unwindTableBudget());
+        assertEquals(1L << 30, ConfigLoader.parse("unwind:\n  table-budget: 1GiB\n", "x.yaml").unwindTableBudget());
+        assertEquals("name.yaml:2: unwind.table-budget: must be between 1MiB and 4GiB, got 512KiB",
+                bad("unwind:\n  table-budget: 512KiB\n").getMessage());
+        assertTrue(bad("unwind:\n  table-budget: lots\n").getMessage().contains("must be a size such as 64MiB"));
+        assertTrue(bad("unwind:\n  tables: 2MiB\n").getMessage().contains("unknown key unwind.tables; known keys: unwind.table-budget"));
+        assertEquals(16L << 20, CommandLine.parse(new String[] {"--unwind-table-budget", "16MiB"}).config().unwindTableBudget());
     }
 
     @Test
