@@ -6,6 +6,7 @@ import dev.loupe.bpf.PerfEventSampler;
 import dev.loupe.config.CommandLine;
 import dev.loupe.config.ConfigException;
 import dev.loupe.config.LoupeConfig;
+import dev.loupe.unwinder.proc.ProcessRegistry;
 import dev.loupe.unwinder.symbolize.Symbolizer;
 
 import java.io.IOException;
@@ -63,7 +64,9 @@ public final class Main {
             System.err.println("loupe: " + e.getMessage());
             return 1;
         }
-        Symbolizer symbolizer = Symbolizer.create(Symbolizer.Options.defaults());
+        // One reader of /proc for the symbolizer and the unwind tables: a process one of them reads is pushed to the other.
+        ProcessRegistry processes = ProcessRegistry.host();
+        Symbolizer symbolizer = Symbolizer.create(Symbolizer.Options.defaults(), processes);
         Agent agent = new Agent(config.frequencyHz(), config.interval(), new KernelSampleSource(sampler), symbolizer,
                 List.of(files), Clocks.system(), Agent.Options.defaults(Map.of("node", HostName.get())));
         UnwindTableUploader unwind = new UnwindTableUploader(new KernelUnwindTarget(sampler.unwindMaps()),
@@ -77,7 +80,7 @@ public final class Main {
                     public dev.loupe.unwinder.ehframe.UnwindTable build(String name, java.nio.ByteBuffer image) throws Exception {
                         return dev.loupe.unwinder.ehframe.UnwindTableBuilder.build(name, image);
                     }
-                }, java.nio.file.Path.of("/proc"), java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(500), System::nanoTime,
+                }, processes, java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(500), System::nanoTime,
                 config.pids().isEmpty() ? pid -> true : config.pids()::contains);
         agent.unwindTables(unwind);
         unwind.start();

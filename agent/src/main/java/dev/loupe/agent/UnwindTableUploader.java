@@ -7,6 +7,7 @@ import dev.loupe.unwinder.ehframe.StopReason;
 import dev.loupe.unwinder.ehframe.UnwindTable;
 import dev.loupe.unwinder.proc.MapEntry;
 import dev.loupe.unwinder.proc.ProcMaps;
+import dev.loupe.unwinder.proc.ProcessRegistry;
 
 import java.io.IOException;
 import java.io.RandomAccessFile;
@@ -94,10 +95,12 @@ final class UnwindTableUploader implements AutoCloseable {
         final int first;
         final int count;
         final List<TableEntry> tables;
+        final List<MapEntry> mappings; // the registry's snapshot it was built from
         volatile boolean stale;
         volatile long lastSeen;
 
-        ProcEntry(long startTicks, int first, int count, List<TableEntry> tables, long now) {
+        ProcEntry(long startTicks, int first, int count, List<TableEntry> tables, long now, List<MapEntry> mappings) {
+            this.mappings = mappings;
             this.startTicks = startTicks;
             this.first = first;
             this.count = count;
@@ -110,6 +113,8 @@ final class UnwindTableUploader implements AutoCloseable {
     private final UnwindTarget target;
     private final TableBuilder builder;
     private final Path procRoot;
+    private final ProcessRegistry registry;
+    private final java.util.concurrent.ConcurrentLinkedQueue<long[]> exits = new java.util.concurrent.ConcurrentLinkedQueue<>();
     private final long scanIntervalNanos;
     private final LongSupplier nanoTime;
     private final UnwindTarget.Capacity capacity;
@@ -137,12 +142,30 @@ final class UnwindTableUploader implements AutoCloseable {
     private long lastScan = Long.MIN_VALUE;
     private TableEntry vdso;
 
-    UnwindTableUploader(UnwindTarget target, TableBuilder builder, Path procRoot, long scanIntervalNanos, LongSupplier nanoTime,
-                        java.util.function.IntPredicate wanted) {
+    UnwindTableUploader(UnwindTarget target, TableBuilder builder, ProcessRegistry registry, long scanIntervalNanos,
+                        LongSupplier nanoTime, java.util.function.IntPredicate wanted) {
         this.wanted = wanted;
         this.target = target;
         this.builder = builder;
-        this.procRoot = procRoot;
+        this.registry = registry;
+        this.procRoot = registry.procRoot();
+        // Push, not pull: whoever reads a process first (the symbolizer, usually), its tables follow.
+        registry.addListener(new ProcessRegistry.Listener() {
+            @Override
+            public void appeared(ProcessRegistry.Snapshot p) {
+                request(p.pid());
+            }
+
+            @Override
+            public void mappingsChanged(ProcessRegistry.Snapshot p) {
+                request(p.pid());
+            }
+
+            @Override
+            public void exited(int pid, long startTicks) {
+                exits.offer(new long[] {pid, startTicks});
+            }
+        });
         this.scanIntervalNanos = scanIntervalNanos;
         this.nanoTime = nanoTime;
         this.capacity = target.capacity();
@@ -177,7 +200,11 @@ final class UnwindTableUploader implements AutoCloseable {
                 return;
             }
         }
-        if (pending.add(pid)) {
+        request(pid);
+    }
+
+    private void request(int pid) {
+        if (wanted.test(pid) && pending.add(pid)) {
             queue.offer(pid);
         }
     }
@@ -220,20 +247,11 @@ final class UnwindTableUploader implements AutoCloseable {
 
     private final java.util.ArrayDeque<Integer> backlog = new java.util.ArrayDeque<>();
 
-    /** Gone processes (or a pid reused) are forgotten now; new ones join the backlog. */
+    /** Gone processes (or a pid reused) are forgotten now (the registry reports them); new ones join the backlog. */
     void scan() {
-        Set<Integer> alive = new HashSet<>();
-        try (DirectoryStream<Path> d = Files.newDirectoryStream(procRoot)) {
-            for (Path p : d) {
-                String n = p.getFileName().toString();
-                if (!n.isEmpty() && Character.isDigit(n.charAt(0))) {
-                    try {
-                        alive.add(Integer.parseInt(n));
-                    } catch (NumberFormatException ignored) {
-                        // not a pid
-                    }
-                }
-            }
+        Set<Integer> alive;
+        try {
+            alive = registry.scan();
         } catch (IOException e) {
             LOG.log(System.Logger.Level.WARNING, "cannot list " + procRoot + ": " + e);
             return;
@@ -252,8 +270,15 @@ final class UnwindTableUploader implements AutoCloseable {
         }
     }
 
-    /** Registers every process that samples asked for. */
+    /** Registers every process that samples or the registry asked for; forgets those that exited. */
     private void drainQueue() {
+        long[] exit;
+        while ((exit = exits.poll()) != null) {
+            ProcEntry p = procs.get((int) exit[0]);
+            if (p != null && p.startTicks == exit[1]) {
+                unregister((int) exit[0]);
+            }
+        }
         Integer pid;
         while ((pid = queue.poll()) != null) {
             pending.remove(pid);
@@ -295,17 +320,16 @@ final class UnwindTableUploader implements AutoCloseable {
 
     /** Reads the process's executable mappings, loads the tables they need and publishes them. */
     void register(int pid) throws Exception {
-        long startTicks = startTicks(pid);
+        ProcessRegistry.Snapshot snap = registry.cached(pid).orElse(null);
+        if (snap == null || snap.startTicks() != registry.startTicks(pid)) {
+            snap = registry.read(pid);
+        }
+        long startTicks = snap.startTicks();
         ProcEntry old = procs.get(pid);
-        if (old != null && old.startTicks == startTicks && !old.stale) {
+        if (old != null && old.startTicks == startTicks && !old.stale && old.mappings == snap.executable()) {
             return;
         }
-        List<MapEntry> exec = new ArrayList<>();
-        for (MapEntry m : ProcMaps.read(procRoot, pid)) {
-            if (m.executable()) {
-                exec.add(m);
-            }
-        }
+        List<MapEntry> exec = new ArrayList<>(snap.executable());
         if (exec.isEmpty()) {
             throw new IOException("no executable mappings (kernel thread or exiting)");
         }
@@ -358,7 +382,7 @@ final class UnwindTableUploader implements AutoCloseable {
             t.refs++;
         }
         target.setProcess(pid, startTicks, first, out.size());
-        procs.put(pid, new ProcEntry(startTicks, first, out.size(), used, now));
+        procs.put(pid, new ProcEntry(startTicks, first, out.size(), used, now, snap.executable()));
         registrations.incrementAndGet();
     }
 
@@ -536,19 +560,6 @@ final class UnwindTableUploader implements AutoCloseable {
             return a.refs == 0;
         }
         return a.lastUsed < b.lastUsed;
-    }
-
-    private long startTicks(int pid) throws IOException {
-        String stat = Files.readString(procRoot.resolve(Integer.toString(pid)).resolve("stat"));
-        int close = stat.lastIndexOf(')');
-        if (close < 0) {
-            throw new IOException("malformed /proc/" + pid + "/stat");
-        }
-        String[] f = stat.substring(close + 2).trim().split(" ");
-        if (f.length < 20) {
-            throw new IOException("malformed /proc/" + pid + "/stat");
-        }
-        return Long.parseLong(f[19]); // field 22 (starttime), counted from field 3 after "(comm) "
     }
 
     /** The kernel's vdso image, from our own memory (the same image in every 64-bit process). */

@@ -165,7 +165,8 @@ class UnwindTableUploaderTest {
         int biggestTwo = rowsOf.values().stream().sorted((a, b) -> b - a).limit(2).mapToInt(Integer::intValue).sum();
         RecordingTarget target = new RecordingTarget(new UnwindTarget.Capacity(64, 4096, biggestTwo + 16, 1 << 16, 1024, 64));
         AtomicLong now = new AtomicLong(1_000_000_000L);
-        UnwindTableUploader u = new UnwindTableUploader(target, REAL, proc, 1_000_000_000L, now::get, pid -> true);
+        UnwindTableUploader u = new UnwindTableUploader(target, REAL, new dev.loupe.unwinder.proc.ProcessRegistry(proc, 1024), 1_000_000_000L, now::get,
+                pid -> true);
 
         fakeProcess(101, 500, List.of("libm.so.6", "libexpat.so.1"));
         fakeProcess(102, 600, List.of("libm.so.6", "libexpat.so.1"));
@@ -211,7 +212,8 @@ class UnwindTableUploaderTest {
     @Test
     void pidReuseReplacesTheEntryAndTheStartTimeGuardsIt() throws Exception {
         RecordingTarget target = new RecordingTarget(new UnwindTarget.Capacity(64, 4096, 1 << 20, 1 << 16, 1024, 64));
-        UnwindTableUploader u = new UnwindTableUploader(target, REAL, proc, 1_000_000_000L, () -> 0L, pid -> true);
+        UnwindTableUploader u = new UnwindTableUploader(target, REAL, new dev.loupe.unwinder.proc.ProcessRegistry(proc, 1024), 1_000_000_000L, () -> 0L,
+                pid -> true);
         fakeProcess(300, 1234, List.of("libm.so.6"));
         u.scanNow();
         assertEquals(1234, target.procs.get(300)[0], "the kernel entry carries the start time it is valid for");

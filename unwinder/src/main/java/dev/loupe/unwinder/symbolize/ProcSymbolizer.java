@@ -8,6 +8,7 @@ import dev.loupe.unwinder.elf.ElfFile;
 import dev.loupe.unwinder.elf.SymbolTable;
 import dev.loupe.unwinder.proc.MapEntry;
 import dev.loupe.unwinder.proc.ProcMaps;
+import dev.loupe.unwinder.proc.ProcessRegistry;
 
 import java.io.IOException;
 import java.io.RandomAccessFile;
@@ -16,13 +17,12 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.time.Duration;
-import java.time.Instant;
-import java.time.InstantSource;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongSupplier;
 
 /**
  * Symbolizes from /proc: per-process executable mappings, binaries opened through
@@ -55,21 +55,34 @@ final class ProcSymbolizer implements Symbolizer {
      * A parsed binary, or why it could not be parsed (cached too, so a bad file is read and logged once).
      * {@code elf} maps file offsets to link-time addresses; {@code symbols} may come from a debug file.
      */
-    record Binary(SymbolTable symbols, ElfFile elf, String buildId, String error) {
-        long weight() {
-            return symbols == null ? 256 : 1024 + symbols.memoryFootprintBytes();
+    sealed interface Binary {
+        /** Parsed: {@code elf} maps file offsets to link-time addresses; {@code symbols} may come from a debug file. */
+        record Loaded(SymbolTable symbols, ElfFile elf, String buildId) implements Binary {}
+
+        /** Not usable, and why (cached too, so a bad file is read and logged once). */
+        record Failed(String reason) implements Binary {}
+
+        default long weight() {
+            return switch (this) {
+                case Loaded l -> 1024 + l.symbols().memoryFootprintBytes();
+                case Failed f -> 256;
+            };
         }
 
-        boolean hasFunctions() {
-            return symbols != null && symbols.size() > 0;
+        default boolean hasFunctions() {
+            return this instanceof Loaded l && l.symbols().size() > 0;
+        }
+
+        default String buildId() {
+            return this instanceof Loaded l ? l.buildId() : null;
         }
     }
 
     /** A file's identity: the maps line's device and inode, plus size and mtime (rewritten in place). */
     record FileKey(int devMajor, int devMinor, long inode, long size, long mtimeMillis) {}
 
-    private static final Binary ANONYMOUS = new Binary(null, null, null, "anonymous");
-    private static final Binary UNREADABLE = new Binary(null, null, null, "unreadable");
+    private static final Binary ANONYMOUS = new Binary.Failed("anonymous");
+    private static final Binary UNREADABLE = new Binary.Failed("unreadable");
 
     /**
      * A process's executable mappings, sorted by start, with each mapping's binary and MappingRef resolved
@@ -146,7 +159,8 @@ final class ProcSymbolizer implements Symbolizer {
 
     private final Path procRoot;
     private final Path kallsymsPath;
-    private final InstantSource clock;
+    private final LongSupplier nanoTime;
+    private final ProcessRegistry registry;
     private final long maxCacheBytes;
     private final Cache<Integer, ProcessState> processes;
     private final Cache<FileKey, Binary> binaries;
@@ -167,10 +181,11 @@ final class ProcSymbolizer implements Symbolizer {
     private final Map<Long, Binary> vdsoBySize = new HashMap<>(); // by mapping size: 64-bit and 32-bit vdso differ
     private boolean internalErrorLogged;
 
-    ProcSymbolizer(Options o) {
+    ProcSymbolizer(Options o, ProcessRegistry registry) {
         this.procRoot = o.procRoot();
         this.kallsymsPath = o.kallsyms();
-        this.clock = o.clock();
+        this.nanoTime = o.nanoTime();
+        this.registry = registry;
         this.maxCacheBytes = o.maxCacheBytes();
         Ticker ticker = this::nowNanos;
         this.processes = Caffeine.newBuilder().ticker(ticker).expireAfterAccess(PROCESS_IDLE_EXPIRY).build();
@@ -179,9 +194,9 @@ final class ProcSymbolizer implements Symbolizer {
                 .expireAfterAccess(Duration.ofMinutes(10)).build();
     }
 
+    /** Monotonic: refresh, rate limits and cache expiry never follow a wall-clock step. */
     private long nowNanos() {
-        Instant i = clock.instant();
-        return i.getEpochSecond() * 1_000_000_000L + i.getNano();
+        return nanoTime.getAsLong();
     }
 
     // ---------------- user space ----------------
@@ -235,10 +250,10 @@ final class ProcSymbolizer implements Symbolizer {
             proc.refs[idx] = new MappingRef(m.start(), m.end(), m.offset(), m.path(), bin.buildId(), bin.hasFunctions());
         }
         String fn = null;
-        if (bin.symbols() != null) {
-            long vaddr = bin.elf().fileOffsetToVaddr(addr - m.start() + m.offset());
+        if (bin instanceof Binary.Loaded l) {
+            long vaddr = l.elf().fileOffsetToVaddr(addr - m.start() + m.offset());
             if (vaddr != -1) {
-                fn = bin.symbols().lookup(vaddr);
+                fn = l.symbols().lookup(vaddr);
             }
         }
         return new Frame(addr, proc.refs[idx], fn, false);
@@ -311,25 +326,9 @@ final class ProcSymbolizer implements Symbolizer {
     private ProcessState readProcess(int pid, long now, ProcessState previous) {
         mapsReads.incrementAndGet();
         try {
-            for (int attempt = 0; ; attempt++) {
-                long start = startTime(pid);
-                ProcMaps.Parsed maps = ProcMaps.readCounted(procRoot, pid);
-                // The pid may have been reused between the two reads: stat before and after must agree.
-                if (startTime(pid) != start) {
-                    if (attempt == 0) {
-                        continue;
-                    }
-                    throw new IOException("pid reused while reading its maps");
-                }
-                malformedMapsLines.addAndGet(maps.malformedLines());
-                List<MapEntry> exec = new ArrayList<>();
-                for (MapEntry e : maps.entries()) {
-                    if (e.executable()) {
-                        exec.add(e);
-                    }
-                }
-                return new ProcessState(start, exec, now, previous);
-            }
+            ProcessRegistry.Snapshot snap = registry.read(pid); // stat, maps, stat: consistent, shared
+            malformedMapsLines.addAndGet(snap.malformedLines());
+            return new ProcessState(snap.startTicks(), snap.executable(), now, previous);
         } catch (IOException | RuntimeException e) {
             mapsReadFailures.incrementAndGet();
             if (previous == null || !previous.failureLogged) {
@@ -340,24 +339,6 @@ final class ProcSymbolizer implements Symbolizer {
                         + e + "; its frames stay addresses");
             }
             return null;
-        }
-    }
-
-    /** Field 22 of /proc/PID/stat; parsed after the last ')' because comm may hold spaces and parens. */
-    private long startTime(int pid) throws IOException {
-        String stat = ProcMaps.readText(procRoot.resolve(Integer.toString(pid)).resolve("stat"));
-        int close = stat.lastIndexOf(')');
-        if (close < 0 || close + 2 > stat.length()) {
-            throw new IOException("malformed /proc/" + pid + "/stat");
-        }
-        String[] f = stat.substring(close + 2).trim().split(" ");
-        if (f.length < 20) {
-            throw new IOException("malformed /proc/" + pid + "/stat");
-        }
-        try {
-            return Long.parseLong(f[19]); // fields after comm start at 3 (state): 22 - 3 = 19
-        } catch (NumberFormatException e) {
-            throw new IOException("malformed /proc/" + pid + "/stat: " + e.getMessage());
         }
     }
 
@@ -429,7 +410,7 @@ final class ProcSymbolizer implements Symbolizer {
                 symbols = debug;
             }
         }
-        return new Binary(symbols, elf, buildId, null);
+        return new Binary.Loaded(symbols, elf, buildId);
     }
 
     /**
@@ -466,7 +447,7 @@ final class ProcSymbolizer implements Symbolizer {
             LOG.log(System.Logger.Level.WARNING, "cannot symbolize " + path + " (pid " + pid + "): " + problem
                     + "; its frames stay addresses");
         }
-        return new Binary(null, null, null, problem);
+        return new Binary.Failed(problem);
     }
 
     /** The ElfException's message without the "/proc/PID/map_files/...: " prefix naming our read path. */
@@ -517,7 +498,7 @@ final class ProcSymbolizer implements Symbolizer {
         LOG.log(System.Logger.Level.WARNING, "cannot read the vdso (" + size + " bytes): " + lastError
                 + "; vdso frames stay addresses");
         binaryFailures.incrementAndGet();
-        return new Binary(null, null, null, lastError);
+        return new Binary.Failed(lastError);
     }
 
     private static Binary parseVdso(Path mem, long start, long size) throws IOException, ElfException {
@@ -530,7 +511,7 @@ final class ProcSymbolizer implements Symbolizer {
             f.readFully(image);
         }
         ElfFile elf = ElfFile.parse("[vdso]", ByteBuffer.wrap(image));
-        return new Binary(elf.symbols(), elf, elf.buildId().orElse(null), null);
+        return new Binary.Loaded(elf.symbols(), elf, elf.buildId().orElse(null));
     }
 
     // ---------------- kernel ----------------

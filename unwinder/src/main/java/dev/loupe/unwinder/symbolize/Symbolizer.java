@@ -1,9 +1,11 @@
 package dev.loupe.unwinder.symbolize;
 
+import dev.loupe.unwinder.proc.ProcessRegistry;
+
 import java.nio.file.Path;
-import java.time.InstantSource;
 import java.util.List;
 import java.util.Objects;
+import java.util.function.LongSupplier;
 
 /**
  * Turns sampled addresses into frames. Stacks are leaf first: index 0 is the exact interrupted IP, the
@@ -32,7 +34,12 @@ public interface Symbolizer extends AutoCloseable {
     void close();
 
     static Symbolizer create(Options options) {
-        return new ProcSymbolizer(options);
+        return new ProcSymbolizer(options, new ProcessRegistry(options.procRoot(), 1 << 16));
+    }
+
+    /** A symbolizer that reads processes through {@code registry}, shared with other consumers of /proc. */
+    static Symbolizer create(Options options, ProcessRegistry registry) {
+        return new ProcSymbolizer(options, registry);
     }
 
     /**
@@ -40,13 +47,13 @@ public interface Symbolizer extends AutoCloseable {
      * @param kallsyms      normally /proc/kallsyms
      * @param maxCacheBytes bound on cached symbol tables (weighed by their estimated heap size); a single
      *                      binary whose table would exceed it is reported and left unsymbolized
-     * @param clock         injected time (process refresh, rate limits, cache expiry)
+     * @param nanoTime      injected monotonic time in ns (process refresh, rate limits, cache expiry)
      */
-    record Options(Path procRoot, Path kallsyms, long maxCacheBytes, InstantSource clock) {
+    record Options(Path procRoot, Path kallsyms, long maxCacheBytes, LongSupplier nanoTime) {
         public Options {
             Objects.requireNonNull(procRoot, "procRoot");
             Objects.requireNonNull(kallsyms, "kallsyms");
-            Objects.requireNonNull(clock, "clock");
+            Objects.requireNonNull(nanoTime, "nanoTime");
             if (maxCacheBytes < (1 << 20)) {
                 throw new IllegalArgumentException("maxCacheBytes must be at least 1 MiB, got " + maxCacheBytes);
             }
@@ -54,7 +61,7 @@ public interface Symbolizer extends AutoCloseable {
 
         public static Options defaults() {
             // 32 MiB of symbol tables inside the agent's 96 MiB heap leaves room for the profile windows.
-            return new Options(Path.of("/proc"), Path.of("/proc/kallsyms"), 32L << 20, InstantSource.system());
+            return new Options(Path.of("/proc"), Path.of("/proc/kallsyms"), 32L << 20, System::nanoTime);
         }
     }
 

@@ -1,0 +1,183 @@
+package dev.loupe.unwinder.proc;
+
+import java.io.IOException;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The one reader of /proc/PID/stat and /proc/PID/maps, shared by the symbolizer and the unwind-table
+ * uploader. It keeps the last consistent view of each process (start time, executable mappings) and tells
+ * listeners when a process appears (a first read, or its pid now belongs to a new process), changes its
+ * mappings (dlopen, exec) or exits, so a consumer can push state for a process when it appears instead of
+ * pulling it when a sample arrives. Processes are learnt of by {@link #read} (a consumer needs them),
+ * {@link #scan} (a periodic look at /proc) and {@link #processExited} (an exit event feed).
+ *
+ * <p>Thread-safe: reads run without a global lock; listeners are called on the reading thread and must
+ * be quick (queue work, do not do it).
+ */
+public final class ProcessRegistry {
+    /** /proc/PID/stat counts start time in clock ticks (USER_HZ = 100 on every x86-64 kernel). */
+    public static final long NANOS_PER_TICK = 10_000_000L;
+
+    /** A process as last read: its start (clock ticks since boot) and its executable mappings in maps order. */
+    public record Snapshot(int pid, long startTicks, List<MapEntry> executable, int malformedLines) {
+        public Snapshot {
+            executable = List.copyOf(executable);
+        }
+    }
+
+    /** Told of processes appearing, changing and exiting. Default methods do nothing. */
+    public interface Listener {
+        default void appeared(Snapshot process) {}
+
+        default void mappingsChanged(Snapshot process) {}
+
+        default void exited(int pid, long startTicks) {}
+    }
+
+    private final Path procRoot;
+    private final ConcurrentHashMap<Integer, Snapshot> processes = new ConcurrentHashMap<>();
+    private final List<Listener> listeners = new CopyOnWriteArrayList<>();
+    private final int maxProcesses;
+    private final AtomicLong reads = new AtomicLong();
+    private final AtomicLong failures = new AtomicLong();
+
+    public ProcessRegistry(Path procRoot, int maxProcesses) {
+        this.procRoot = procRoot;
+        this.maxProcesses = maxProcesses;
+    }
+
+    public static ProcessRegistry host() {
+        return new ProcessRegistry(Path.of("/proc"), 1 << 16);
+    }
+
+    public Path procRoot() {
+        return procRoot;
+    }
+
+    public void addListener(Listener l) {
+        listeners.add(l);
+    }
+
+    /**
+     * Reads the process now: stat, maps, stat again (the pid must not be reused in between). Updates the
+     * view and tells listeners what changed. IOException: gone, not readable, or reused twice meanwhile.
+     */
+    public Snapshot read(int pid) throws IOException {
+        reads.incrementAndGet();
+        try {
+            for (int attempt = 0; ; attempt++) {
+                long start = startTicks(pid);
+                ProcMaps.Parsed maps = ProcMaps.readCounted(procRoot, pid);
+                if (startTicks(pid) != start) {
+                    if (attempt == 0) {
+                        continue;
+                    }
+                    throw new IOException("pid " + pid + " reused while reading its maps");
+                }
+                List<MapEntry> exec = new ArrayList<>();
+                for (MapEntry e : maps.entries()) {
+                    if (e.executable()) {
+                        exec.add(e);
+                    }
+                }
+                Snapshot now = new Snapshot(pid, start, exec, maps.malformedLines());
+                Snapshot before = processes.put(pid, now);
+                if (processes.size() > maxProcesses) {
+                    processes.remove(pid); // bounded: an untracked process is still answered, just not kept
+                }
+                if (before == null || before.startTicks() != start) {
+                    if (before != null) {
+                        listeners.forEach(l -> l.exited(pid, before.startTicks()));
+                    }
+                    listeners.forEach(l -> l.appeared(now));
+                } else if (!before.executable().equals(exec)) {
+                    listeners.forEach(l -> l.mappingsChanged(now));
+                }
+                return now;
+            }
+        } catch (IOException | RuntimeException e) {
+            failures.incrementAndGet();
+            throw e instanceof IOException io ? io : new IOException(e.getMessage(), e);
+        }
+    }
+
+    /** The last view of the process, without reading /proc. */
+    public Optional<Snapshot> cached(int pid) {
+        return Optional.ofNullable(processes.get(pid));
+    }
+
+    /** Field 22 of /proc/PID/stat; parsed after the last ')' because comm may hold spaces and parens. */
+    public long startTicks(int pid) throws IOException {
+        String stat = ProcMaps.readText(procRoot.resolve(Integer.toString(pid)).resolve("stat"));
+        int close = stat.lastIndexOf(')');
+        if (close < 0 || close + 2 > stat.length()) {
+            throw new IOException("malformed /proc/" + pid + "/stat");
+        }
+        String[] f = stat.substring(close + 2).trim().split(" ");
+        if (f.length < 20) {
+            throw new IOException("malformed /proc/" + pid + "/stat");
+        }
+        try {
+            return Long.parseLong(f[19]); // fields after comm start at 3 (state): 22 - 3 = 19
+        } catch (NumberFormatException e) {
+            throw new IOException("malformed /proc/" + pid + "/stat: " + e.getMessage());
+        }
+    }
+
+    /**
+     * The pids in /proc now. Known processes that are gone are forgotten and reported as exited; new ones
+     * are only listed (a consumer reads those it wants).
+     */
+    public Set<Integer> scan() throws IOException {
+        Set<Integer> alive = new TreeSet<>();
+        try (DirectoryStream<Path> d = Files.newDirectoryStream(procRoot)) {
+            for (Path p : d) {
+                String n = p.getFileName().toString();
+                if (!n.isEmpty() && Character.isDigit(n.charAt(0))) {
+                    try {
+                        alive.add(Integer.parseInt(n));
+                    } catch (NumberFormatException ignored) {
+                        // not a pid
+                    }
+                }
+            }
+        }
+        for (Integer pid : List.copyOf(processes.keySet())) {
+            if (!alive.contains(pid)) {
+                processExited(pid);
+            }
+        }
+        return alive;
+    }
+
+    /** A process exited (from a scan, or an exit event): forget it and tell listeners. */
+    public void processExited(int pid) {
+        Snapshot gone = processes.remove(pid);
+        if (gone != null) {
+            listeners.forEach(l -> l.exited(pid, gone.startTicks()));
+        }
+    }
+
+    /** Reads of /proc/PID/{stat,maps} and how many failed (gone, permission). */
+    public long reads() {
+        return reads.get();
+    }
+
+    public long failures() {
+        return failures.get();
+    }
+
+    public int size() {
+        return processes.size();
+    }
+}
