@@ -36,6 +36,18 @@ public final class UnwindTableBuilder {
         return build(ElfSections.read(file));
     }
 
+    /**
+     * Builds the table of a file whose .debug_frame may live in a separate debug file (see
+     * {@link DebugFiles}); the file's own .debug_frame, if any, is preferred. {@code debugFile} may be null.
+     */
+    public static UnwindTable build(Path file, Path debugFile) throws EhFrameException, IOException {
+        ElfSections elf = ElfSections.read(file);
+        if (debugFile == null || elf.find(".debug_frame") != null || elf.find(".zdebug_frame") != null) {
+            return build(elf);
+        }
+        return build(elf, ElfSections.read(debugFile));
+    }
+
     /** Builds the table of an in-memory image, e.g. the vdso read from a process's {@code [vdso]} mapping. */
     public static UnwindTable build(String name, ByteBuffer image) throws EhFrameException {
         return build(ElfSections.parse(name, image));
@@ -51,6 +63,11 @@ public final class UnwindTableBuilder {
     }
 
     static UnwindTable build(ElfSections elf) throws EhFrameException {
+        return build(elf, elf);
+    }
+
+    /** .eh_frame from {@code elf}; .debug_frame from {@code debug} (the same file, or its separate debug file). */
+    static UnwindTable build(ElfSections elf, ElfSections debug) throws EhFrameException {
         Collector col = new Collector(elf.name(), elf);
         ElfSections.Section eh = elf.find(".eh_frame");
         if (eh != null) {
@@ -63,12 +80,12 @@ public final class UnwindTableBuilder {
                 }
             }
         }
-        ElfSections.Section df = elf.find(".debug_frame");
+        ElfSections.Section df = debug.find(".debug_frame");
         if (df == null) {
-            df = elf.find(".zdebug_frame");
+            df = debug.find(".zdebug_frame");
         }
         if (df != null) {
-            CfiSection sec = section(elf, df, false, col);
+            CfiSection sec = section(debug, df, false, col);
             if (sec != null) {
                 col.scan(sec, true);
             }
