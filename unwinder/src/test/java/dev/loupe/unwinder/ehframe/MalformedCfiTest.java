@@ -182,6 +182,35 @@ class MalformedCfiTest {
         assertEquals(Problem.BAD_ELF, assertThrows(EhFrameException.class, () -> UnwindTableBuilder.build(notElf)).problem());
     }
 
+    @Test
+    void badCompressedDebugFrameIsCountedAndEhFrameStillUsed() throws Exception {
+        Path prog = dev.loupe.unwinder.TestPrograms.compile(tmp, "z", DebugFrameTest.PROGRAM, "-g", "-gz",
+                "-fno-asynchronous-unwind-tables");
+        ElfSections.Section df = ElfSections.read(prog).find(".debug_frame");
+        byte[] good = Files.readAllBytes(prog);
+        int at = (int) df.offset();
+        // {what to change, expected problem}: zstd type, corrupt stream, a size claim of 500 MiB
+        Object[][] cases = {
+                {(java.util.function.Consumer<byte[]>) b -> b[at] = 2, Problem.BAD_COMPRESSION},
+                {(java.util.function.Consumer<byte[]>) b -> Arrays.fill(b, at + 24, at + 40, (byte) 0x5a), Problem.BAD_COMPRESSION},
+                {(java.util.function.Consumer<byte[]>) b -> { b[at + 8] = 0; b[at + 9] = 0; b[at + 10] = 0; b[at + 11] = 0x1f; },
+                        Problem.BAD_COMPRESSION},
+        };
+        for (Object[] c : cases) {
+            byte[] b = good.clone();
+            @SuppressWarnings("unchecked")
+            java.util.function.Consumer<byte[]> change = (java.util.function.Consumer<byte[]>) c[0];
+            change.accept(b);
+            Path bad = tmp.resolve("bad");
+            Files.write(bad, b);
+            UnwindTable t = UnwindTableBuilder.build(bad);
+            t.verify();
+            assertEquals(Map.of(c[1], 1), t.stats().problems(), t.stats().firstProblems().toString());
+            assertEquals(0, t.stats().debugFrameFdes());
+            assertTrue(t.stats().fdes() > 0, "crt's .eh_frame FDEs still there");
+        }
+    }
+
     static byte[] le32(int v) {
         return new byte[] {(byte) v, (byte) (v >>> 8), (byte) (v >>> 16), (byte) (v >>> 24)};
     }
