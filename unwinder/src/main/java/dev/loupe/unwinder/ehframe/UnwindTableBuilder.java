@@ -249,16 +249,19 @@ public final class UnwindTableBuilder {
                 CfiSection.Fde f = fdes.get(order[k]);
                 long begin = f.pcBegin();
                 long end = f.pcEnd();
-                if (k + 1 < n) {
-                    long next = fdes.get(order[k + 1]).pcBegin();
-                    if (next == begin) {
-                        overlapping++; // same start: the first (eh_frame before debug_frame) wins
-                        continue;
-                    }
-                    if (Long.compareUnsigned(next, end) < 0) {
-                        overlapping++;
-                        end = next;
-                    }
+                if (k > 0 && fdes.get(order[k - 1]).pcBegin() == begin) {
+                    overlapping++; // same start as the previous: the first (eh_frame before debug_frame, then section order) wins
+                    continue;
+                }
+                int j = k + 1;
+                while (j < n && fdes.get(order[j]).pcBegin() == begin) {
+                    j++;
+                }
+                boolean hasNext = j < n;
+                long next = hasNext ? fdes.get(order[j]).pcBegin() : 0;
+                if (hasNext && Long.compareUnsigned(next, end) < 0) {
+                    overlapping++;
+                    end = next;
                 }
                 scratch.clear();
                 long clipEnd = end;
@@ -278,9 +281,8 @@ public final class UnwindTableBuilder {
                     rows.add(begin, UnwindRule.stop(StopReason.MALFORMED_FDE));
                 }
                 used++;
-                boolean gapFollows = k + 1 >= n || Long.compareUnsigned(fdes.get(order[k + 1]).pcBegin(), end) > 0;
-                if (gapFollows) {
-                    rows.add(end, UnwindRule.stop(StopReason.NO_UNWIND_INFO));
+                if (!hasNext || Long.compareUnsigned(next, end) > 0) {
+                    rows.add(end, UnwindRule.stop(StopReason.NO_UNWIND_INFO)); // a gap follows
                 }
             }
             int debugUsed = debugFdes;

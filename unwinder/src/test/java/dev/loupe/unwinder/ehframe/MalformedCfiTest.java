@@ -167,6 +167,15 @@ class MalformedCfiTest {
         assertEquals(RSP16, t.lookup(0x40101f));
         assertEquals(UnwindRule.cfa(UnwindRule.KIND_CFA_RSP, 24, 0, 0), t.lookup(0x401021));
         assertEquals(NO_INFO, t.lookup(0x401030), "after the later FDE ends, as a lookup through .eh_frame_hdr finds nothing");
+
+        byte[] dup = new CfiBytes(true).standardCie()
+                .fde(0, 0x401000, 0x10, 0x41, 0x0e, 16)
+                .fde(0, 0x401000, 0x20, 0x41, 0x0e, 24).bytes(); // the same start twice: the first wins
+        t = eh(dup);
+        assertEquals(1, t.stats().overlapping());
+        assertEquals(1, t.stats().fdes());
+        assertEquals(RSP16, t.lookup(0x40100f));
+        assertEquals(NO_INFO, t.lookup(0x401010));
     }
 
     @Test
