@@ -74,6 +74,41 @@ final class CfiBytes {
         return this;
     }
 
+    /**
+     * An eh_frame FDE whose addresses use DW_EH_PE encoding {@code enc} (as its CIE's 'R' says); pcrel
+     * values are relative to their own address in a section loaded at {@code sectionAddress}.
+     */
+    CfiBytes fdeEncoded(int cieOffset, int enc, long sectionAddress, long pcBegin, long range, int... instr) {
+        Buf b = new Buf();
+        int start = out.size();
+        b.u32(start + 4 - cieOffset);
+        int lenField = 4; // the length word comes before the body
+        long at = sectionAddress + start + lenField + b.size();
+        if ((enc & 0x70) == 0x50) { // aligned: pad to 8 first
+            while ((start + lenField + b.size()) % 8 != 0) {
+                b.u8(0);
+            }
+            at = sectionAddress + start + lenField + b.size();
+        }
+        encode(b, enc, (enc & 0x70) == 0x10 ? pcBegin - at : pcBegin);
+        encode(b, enc & 0x0f, range);
+        b.uleb(0);
+        b.bytes(bytes(instr));
+        entry(b);
+        return this;
+    }
+
+    private static void encode(Buf b, int enc, long v) {
+        switch (enc & 0x0f) {
+            case 0x00, 0x04, 0x0c -> b.u64(v);
+            case 0x01 -> b.uleb(v);
+            case 0x02, 0x0a -> b.u8((int) v & 0xff).u8((int) (v >>> 8) & 0xff);
+            case 0x03, 0x0b -> b.u32((int) v);
+            case 0x09 -> b.sleb(v);
+            default -> throw new IllegalArgumentException("encoding " + enc);
+        }
+    }
+
     CfiBytes raw(byte[]... parts) {
         for (byte[] p : parts) {
             out.writeBytes(p);

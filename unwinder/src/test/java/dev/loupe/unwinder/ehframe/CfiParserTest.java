@@ -14,8 +14,11 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** Bad input ends in a typed, counted problem: never an unchecked exception, a hang, an OOM or a wrong row. */
-class MalformedCfiTest {
+/**
+ * Exact decoding of hand-assembled CFI (every pointer encoding, old "eh" augmentation), and bad input: it
+ * ends in a typed, counted problem, never an unchecked exception, a hang, an OOM or a wrong row.
+ */
+class CfiParserTest {
     static final long RSP8 = UnwindRule.cfa(UnwindRule.KIND_CFA_RSP, 8, 0, 0);
     static final long RSP16 = UnwindRule.cfa(UnwindRule.KIND_CFA_RSP, 16, 0, 0);
     static final long NO_INFO = UnwindRule.stop(StopReason.NO_UNWIND_INFO);
@@ -68,6 +71,36 @@ class MalformedCfiTest {
                 assertTrue(t.stats().fdes() < 2 || cut >= full.length, "cut " + cut);
             }
         }
+    }
+
+    @Test
+    void everyPointerEncodingDecodes() throws Exception {
+        int[] encodings = {0x00, 0x01, 0x02, 0x03, 0x04, 0x09, 0x0a, 0x0b, 0x0c, 0x10, 0x1b, 0x1c, 0x19, 0x50};
+        for (int enc : encodings) {
+            CfiBytes c = new CfiBytes(true).cie(1, "zR", new byte[] {(byte) enc}, 1, -8, 16, 0x0c, 7, 8, 0x90, 1);
+            c.fdeEncoded(0, enc, 0x1000, 0x1200, 0x40, 0x41, 0x0e, 16);
+            UnwindTable t = eh(c.bytes());
+            assertEquals(Map.of(), t.stats().problems(), "encoding 0x" + Integer.toHexString(enc) + ": " + t.stats().firstProblems());
+            assertEquals(RSP8, t.lookup(0x1200), "encoding 0x" + Integer.toHexString(enc));
+            assertEquals(RSP16, t.lookup(0x123f), "encoding 0x" + Integer.toHexString(enc));
+            assertEquals(NO_INFO, t.lookup(0x1240), "encoding 0x" + Integer.toHexString(enc));
+        }
+    }
+
+    @Test
+    void oldGccEhAugmentation() throws Exception {
+        // version 1, "eh", an 8-byte EH data pointer, code 1, data -8, ra 16; FDE addresses are absptr
+        CfiBytes.Buf body = new CfiBytes.Buf().u32(0).u8(1).u8('e').u8('h').u8(0).u64(0xdeadbeefL).uleb(1).sleb(-8).u8(16)
+                .bytes(CfiBytes.bytes(0x0c, 7, 8, 0x90, 1));
+        while ((body.size() + 4) % 8 != 0) {
+            body.u8(0);
+        }
+        CfiBytes c = new CfiBytes(true).raw(le32(body.size()), body.toByteArray());
+        CfiBytes.Buf fde = new CfiBytes.Buf().u32(c.offset() + 4).u64(0x1200).u64(0x40).bytes(CfiBytes.bytes(0x41, 0x0e, 16, 0));
+        c.raw(le32(fde.size()), fde.toByteArray());
+        UnwindTable t = eh(c.bytes());
+        assertEquals(Map.of(), t.stats().problems(), t.stats().firstProblems().toString());
+        assertEquals(RSP16, t.lookup(0x1201));
     }
 
     @Test
