@@ -45,7 +45,14 @@ public final class UnwindTableBuilder {
         if (debugFile == null || elf.find(".debug_frame") != null || elf.find(".zdebug_frame") != null) {
             return build(elf);
         }
-        return build(elf, ElfSections.read(debugFile));
+        ElfSections debug;
+        try {
+            debug = ElfSections.read(debugFile);
+        } catch (EhFrameException | IOException e) { // a broken debug file costs its .debug_frame, not the table
+            LOG.log(System.Logger.Level.DEBUG, () -> file + ": debug file " + debugFile + " unreadable: " + e.getMessage());
+            return build(elf);
+        }
+        return build(elf, debug);
     }
 
     /** Builds the table of an in-memory image, e.g. the vdso read from a process's {@code [vdso]} mapping. */
@@ -103,8 +110,8 @@ public final class UnwindTableBuilder {
         try {
             data = elf.contents(s);
         } catch (EhFrameException e) {
-            if (e.problem() == Problem.BAD_ELF) {
-                throw e; // the file is unreadable
+            if (e.problem() == Problem.BAD_ELF && elf == col.elf) {
+                throw e; // the file itself is unreadable
             }
             col.problem(e); // a compressed section we cannot inflate: the other section may still do
             col.skipped++;
@@ -125,7 +132,6 @@ public final class UnwindTableBuilder {
         final List<String> firstProblems = new ArrayList<>();
         CfiSection current;
         boolean currentIsDebug;
-        int ehFdeCount;
         int skipped, malformed, outside, overlapping, hdrEntries, hdrMismatches, debugFdes;
         long rowsInterpreted;
         final boolean filterByText;
@@ -152,9 +158,6 @@ public final class UnwindTableBuilder {
                 prepareOverlapIndex(); // eh_frame FDEs are all collected by now
             }
             sec.scan(this);
-            if (!debug) {
-                ehFdeCount = fdes.size();
-            }
         }
 
         @Override
