@@ -77,10 +77,18 @@ final class CfaInterpreter {
      */
     void run(CfiSection sec, CfiSection.Fde fde, RowSink sink) throws EhFrameException {
         CfiSection.Cie cie = fde.cie();
+        if (cie.initialError != null) { // decoded once: many FDEs on one bad CIE must not re-run it each
+            throw new EhFrameException(cie.initialError.problem(), cie.initialError.getMessage());
+        }
         if (cie.initialState == null) {
             State init = new State();
             depth = 0;
-            execute(sec, cie, cie.initialStart, cie.initialEnd, init, null, 0, 0, null, cie.offset);
+            try {
+                execute(sec, cie, cie.initialStart, cie.initialEnd, init, null, 0, 0, null, cie.offset);
+            } catch (EhFrameException e) {
+                cie.initialError = e;
+                throw e;
+            }
             cie.initialState = init;
         }
         state.copyFrom(cie.initialState);

@@ -40,6 +40,7 @@ final class CfiSection {
         int initialStart;
         int initialEnd;
         CfaInterpreter.State initialState; // set by the interpreter on first use
+        EhFrameException initialError; // or why the initial instructions failed
 
         Cie(long offset) {
             this.offset = offset;
@@ -63,6 +64,8 @@ final class CfiSection {
     /** The virtual address of data[0] (sh_addr), for DW_EH_PE_pcrel. */
     final long address;
     private final Map<Long, Cie> cies = new HashMap<>();
+    /** CIEs that failed, so that many FDEs naming one bad CIE cost one decode, not one each. */
+    private final Map<Long, EhFrameException> badCies = new HashMap<>();
 
     CfiSection(String name, byte[] data, boolean eh, long address) {
         this.name = name;
@@ -216,12 +219,27 @@ final class CfiSection {
         };
     }
 
-    /** The CIE at {@code offset}, decoded once. */
+    /** The CIE at {@code offset}, decoded once (a failure too). */
     Cie cie(long offset) throws EhFrameException {
         Cie cached = cies.get(offset);
         if (cached != null) {
             return cached;
         }
+        EhFrameException bad = badCies.get(offset);
+        if (bad != null) {
+            throw new EhFrameException(bad.problem(), bad.getMessage());
+        }
+        try {
+            Cie c = decodeCie(offset);
+            cies.put(offset, c);
+            return c;
+        } catch (EhFrameException e) {
+            badCies.put(offset, e);
+            throw e;
+        }
+    }
+
+    private Cie decodeCie(long offset) throws EhFrameException {
         if (offset < 0 || offset > data.length - 4) {
             throw error(Problem.BAD_CIE_POINTER, offset, "CIE pointer outside the section");
         }
@@ -333,7 +351,6 @@ final class CfiSection {
         }
         cie.initialStart = c.pos;
         cie.initialEnd = end;
-        cies.put(offset, cie);
         return cie;
     }
 
@@ -482,7 +499,7 @@ final class CfiSection {
                 if ((b & 0x80) == 0) {
                     return v;
                 }
-                if (shift > 70) {
+                if (shift >= 70) {
                     throw s.error(Problem.BAD_CFA_PROGRAM, entry, "LEB128 longer than 10 bytes");
                 }
             }
@@ -502,7 +519,7 @@ final class CfiSection {
                     v |= (long) (b & 0x7f) << shift;
                 }
                 shift += 7;
-                if (shift > 70 && (b & 0x80) != 0) {
+                if (shift >= 70 && (b & 0x80) != 0) {
                     throw s.error(Problem.BAD_CFA_PROGRAM, entry, "LEB128 longer than 10 bytes");
                 }
             } while ((b & 0x80) != 0);

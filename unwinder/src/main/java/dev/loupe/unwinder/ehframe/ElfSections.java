@@ -210,19 +210,23 @@ final class ElfSections {
         if (size < 0 || size > MAX_CONTENT) {
             throw new EhFrameException(Problem.TOO_LARGE, name + ": " + what + " inflates to " + Long.toUnsignedString(size) + " bytes, too large");
         }
-        byte[] out = new byte[(int) size];
+        // Grow with the data actually inflated: a header claiming 512 MiB must not cost 512 MiB up front.
+        byte[] out = new byte[(int) Math.min(size, Math.max(4096, 4L * raw.length))];
         Inflater inf = new Inflater();
         try {
             inf.setInput(raw, from, raw.length - from);
             int n = 0;
-            while (n < out.length) {
+            while (n < size) {
+                if (n == out.length) {
+                    out = java.util.Arrays.copyOf(out, (int) Math.min(size, 2L * out.length));
+                }
                 int k = inf.inflate(out, n, out.length - n);
                 if (k == 0 && (inf.finished() || inf.needsInput() || inf.needsDictionary())) {
                     break;
                 }
                 n += k;
             }
-            if (n != out.length) {
+            if (n != size) {
                 throw new EhFrameException(Problem.BAD_COMPRESSION, name + ": " + what + " inflated to " + n + " bytes, header says " + size);
             }
             return out;

@@ -36,6 +36,25 @@ public final class UnwindTableBuilder {
         return build(ElfSections.read(file));
     }
 
+    /**
+     * Builds the table of a file whose .debug_frame may live in a separate debug file (see
+     * {@link DebugFiles}); the file's own .debug_frame, if any, is preferred. {@code debugFile} may be null.
+     */
+    public static UnwindTable build(Path file, Path debugFile) throws EhFrameException, IOException {
+        ElfSections elf = ElfSections.read(file);
+        if (debugFile == null || elf.find(".debug_frame") != null || elf.find(".zdebug_frame") != null) {
+            return build(elf);
+        }
+        ElfSections debug;
+        try {
+            debug = ElfSections.read(debugFile);
+        } catch (EhFrameException | IOException e) { // a broken debug file costs its .debug_frame, not the table
+            LOG.log(System.Logger.Level.DEBUG, () -> file + ": debug file " + debugFile + " unreadable: " + e.getMessage());
+            return build(elf);
+        }
+        return build(elf, debug);
+    }
+
     /** Builds the table of an in-memory image, e.g. the vdso read from a process's {@code [vdso]} mapping. */
     public static UnwindTable build(String name, ByteBuffer image) throws EhFrameException {
         return build(ElfSections.parse(name, image));
@@ -51,6 +70,11 @@ public final class UnwindTableBuilder {
     }
 
     static UnwindTable build(ElfSections elf) throws EhFrameException {
+        return build(elf, elf);
+    }
+
+    /** .eh_frame from {@code elf}; .debug_frame from {@code debug} (the same file, or its separate debug file). */
+    static UnwindTable build(ElfSections elf, ElfSections debug) throws EhFrameException {
         Collector col = new Collector(elf.name(), elf);
         ElfSections.Section eh = elf.find(".eh_frame");
         if (eh != null) {
@@ -63,12 +87,12 @@ public final class UnwindTableBuilder {
                 }
             }
         }
-        ElfSections.Section df = elf.find(".debug_frame");
+        ElfSections.Section df = debug.find(".debug_frame");
         if (df == null) {
-            df = elf.find(".zdebug_frame");
+            df = debug.find(".zdebug_frame");
         }
         if (df != null) {
-            CfiSection sec = section(elf, df, false, col);
+            CfiSection sec = section(debug, df, false, col);
             if (sec != null) {
                 col.scan(sec, true);
             }
@@ -86,8 +110,8 @@ public final class UnwindTableBuilder {
         try {
             data = elf.contents(s);
         } catch (EhFrameException e) {
-            if (e.problem() == Problem.BAD_ELF) {
-                throw e; // the file is unreadable
+            if (e.problem() == Problem.BAD_ELF && elf == col.elf) {
+                throw e; // the file itself is unreadable
             }
             col.problem(e); // a compressed section we cannot inflate: the other section may still do
             col.skipped++;
@@ -108,7 +132,6 @@ public final class UnwindTableBuilder {
         final List<String> firstProblems = new ArrayList<>();
         CfiSection current;
         boolean currentIsDebug;
-        int ehFdeCount;
         int skipped, malformed, outside, overlapping, hdrEntries, hdrMismatches, debugFdes;
         long rowsInterpreted;
         final boolean filterByText;
@@ -135,9 +158,6 @@ public final class UnwindTableBuilder {
                 prepareOverlapIndex(); // eh_frame FDEs are all collected by now
             }
             sec.scan(this);
-            if (!debug) {
-                ehFdeCount = fdes.size();
-            }
         }
 
         @Override
@@ -232,16 +252,19 @@ public final class UnwindTableBuilder {
                 CfiSection.Fde f = fdes.get(order[k]);
                 long begin = f.pcBegin();
                 long end = f.pcEnd();
-                if (k + 1 < n) {
-                    long next = fdes.get(order[k + 1]).pcBegin();
-                    if (next == begin) {
-                        overlapping++; // same start: the first (eh_frame before debug_frame) wins
-                        continue;
-                    }
-                    if (Long.compareUnsigned(next, end) < 0) {
-                        overlapping++;
-                        end = next;
-                    }
+                if (k > 0 && fdes.get(order[k - 1]).pcBegin() == begin) {
+                    overlapping++; // same start as the previous: the first (eh_frame before debug_frame, then section order) wins
+                    continue;
+                }
+                int j = k + 1;
+                while (j < n && fdes.get(order[j]).pcBegin() == begin) {
+                    j++;
+                }
+                boolean hasNext = j < n;
+                long next = hasNext ? fdes.get(order[j]).pcBegin() : 0;
+                if (hasNext && Long.compareUnsigned(next, end) < 0) {
+                    overlapping++;
+                    end = next;
                 }
                 scratch.clear();
                 long clipEnd = end;
@@ -261,9 +284,8 @@ public final class UnwindTableBuilder {
                     rows.add(begin, UnwindRule.stop(StopReason.MALFORMED_FDE));
                 }
                 used++;
-                boolean gapFollows = k + 1 >= n || Long.compareUnsigned(fdes.get(order[k + 1]).pcBegin(), end) > 0;
-                if (gapFollows) {
-                    rows.add(end, UnwindRule.stop(StopReason.NO_UNWIND_INFO));
+                if (!hasNext || Long.compareUnsigned(next, end) > 0) {
+                    rows.add(end, UnwindRule.stop(StopReason.NO_UNWIND_INFO)); // a gap follows
                 }
             }
             int debugUsed = debugFdes;

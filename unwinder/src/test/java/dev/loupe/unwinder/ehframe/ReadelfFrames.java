@@ -108,6 +108,10 @@ final class ReadelfFrames {
                     continue;
                 }
                 String t = line.trim();
+                if (t.endsWith("ZERO terminator")) {
+                    rows = null;
+                    continue;
+                }
                 if (t.startsWith("LOC")) {
                     columns = t.split("\\s+");
                     continue;
