@@ -82,8 +82,10 @@ public final class Main {
                     }
                 }, processes, java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(500), System::nanoTime,
                 config.pids().isEmpty() ? pid -> true : config.pids()::contains);
-        agent.unwindTables(unwind);
-        unwind.start();
+        if (config.unwindTables()) {
+            agent.unwindTables(unwind);
+            unwind.start();
+        }
         DebugHttpServer http = null;
         if (config.httpAddress().isPresent()) {
             InetSocketAddress addr = config.httpAddress().get();

@@ -29,6 +29,7 @@ public final class CommandLine {
                 .map(a -> a.getHostString() + ":" + a.getPort()).orElse("off") + ")");
         FLAGS.put("--unwind-table-budget SIZE", "kernel memory for unwind tables, e.g. 64MiB (default "
                 + (d.unwindTableBudget() >> 20) + "MiB)");
+        FLAGS.put("--unwind-tables on|off", "walk user stacks with eh_frame tables (default on; off: frame pointers only)");
         FLAGS.put("--help", "show this help");
     }
 
@@ -106,6 +107,7 @@ public final class CommandLine {
                     }
                     case "--http" -> s.http = java.util.Optional.ofNullable(Values.httpAddress(value));
                     case "--unwind-table-budget" -> s.unwindTableBudget = Values.tableBudget(value);
+                    case "--unwind-tables" -> s.unwindTables = Values.onOff(value);
                     default -> throw new IllegalStateException(name);
                 }
             } catch (IllegalArgumentException e) {

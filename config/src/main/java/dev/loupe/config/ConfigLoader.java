@@ -35,7 +35,7 @@ import java.util.TreeSet;
 public final class ConfigLoader {
     private static final String DEFAULT_RESOURCE = "default.yaml";
     private static final List<String> TOP_KEYS = List.of("frequency", "interval", "output", "pids", "http", "unwind");
-    private static final List<String> UNWIND_KEYS = List.of("table-budget");
+    private static final List<String> UNWIND_KEYS = List.of("table-budget", "tables");
     private static final List<String> HTTP_KEYS = List.of("address");
     private static final LoupeConfig DEFAULTS = loadDefaults();
 
@@ -119,8 +119,11 @@ public final class ConfigLoader {
                         throw new ConfigException(source, line(v), "unwind: must be a mapping with table-budget:");
                     }
                     for (NodeTuple u : unwind.getValue()) {
-                        key(u, source, UNWIND_KEYS, "unwind.");
-                        s.unwindTableBudget = value(source, u.getValueNode(), "unwind.table-budget", Values::tableBudget);
+                        if (key(u, source, UNWIND_KEYS, "unwind.").equals("tables")) {
+                            s.unwindTables = value(source, u.getValueNode(), "unwind.tables", Values::onOff);
+                        } else {
+                            s.unwindTableBudget = value(source, u.getValueNode(), "unwind.table-budget", Values::tableBudget);
+                        }
                     }
                 }
                 default -> throw new IllegalStateException(key);
@@ -220,6 +223,7 @@ public final class ConfigLoader {
         Optional<InetSocketAddress> http;
         Duration duration;
         long unwindTableBudget;
+        boolean unwindTables = true;
 
         Settings(int frequency, Duration interval, Path output, Set<Integer> pids, InetSocketAddress http, Duration duration,
                  long unwindTableBudget) {
@@ -233,13 +237,15 @@ public final class ConfigLoader {
         }
 
         static Settings of(LoupeConfig c) {
-            return new Settings(c.frequencyHz(), c.interval(), c.outputDir(), c.pids(), c.httpAddress().orElse(null),
+            Settings s = new Settings(c.frequencyHz(), c.interval(), c.outputDir(), c.pids(), c.httpAddress().orElse(null),
                     c.duration().orElse(null), c.unwindTableBudget());
+            s.unwindTables = c.unwindTables();
+            return s;
         }
 
         LoupeConfig build(Path source) {
             return new LoupeConfig(frequency, interval, output, pids, http, Optional.ofNullable(duration),
-                    Optional.ofNullable(source), unwindTableBudget);
+                    Optional.ofNullable(source), unwindTableBudget, unwindTables);
         }
     }
 }

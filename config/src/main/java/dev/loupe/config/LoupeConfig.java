@@ -19,10 +19,11 @@ import java.util.TreeSet;
  * @param duration    how long to run; empty = until SIGTERM (command line only)
  * @param source      the config file used, if any
  * @param unwindTableBudget kernel memory for unwind tables and process mappings, bytes
+ * @param unwindTables      walk user stacks with eh_frame tables (false: frame pointers only)
  */
 public record LoupeConfig(int frequencyHz, Duration interval, Path outputDir, Set<Integer> pids,
                           Optional<InetSocketAddress> httpAddress, Optional<Duration> duration,
-                          Optional<Path> source, long unwindTableBudget) {
+                          Optional<Path> source, long unwindTableBudget, boolean unwindTables) {
     public LoupeConfig {
         pids = Collections.unmodifiableSortedSet(new TreeSet<>(pids));
     }

@@ -127,4 +127,12 @@ final class Values {
         }
         return n << shift;
     }
+
+    static boolean onOff(String text) {
+        return switch (text.trim()) {
+            case "on", "true" -> true;
+            case "off", "false" -> false;
+            default -> throw new IllegalArgumentException("must be on or off, got \"" + text + "\"");
+        };
+    }
 }

@@ -37,6 +37,10 @@ class ConfigTest {
         assertTrue(bad("unwind:\n  table-budget: lots\n").getMessage().contains("must be a size such as 64MiB"));
         assertTrue(bad("unwind:\n  tables: 2MiB\n").getMessage().contains("unknown key unwind.tables; known keys: unwind.table-budget"));
         assertEquals(16L << 20, CommandLine.parse(new String[] {"--unwind-table-budget", "16MiB"}).config().unwindTableBudget());
+        assertTrue(LoupeConfig.defaults().unwindTables());
+        assertEquals(false, CommandLine.parse(new String[] {"--unwind-tables", "off"}).config().unwindTables());
+        assertEquals(false, ConfigLoader.parse("unwind:\n  tables: off\n", "x.yaml").unwindTables());
+        assertTrue(bad("unwind:\n  tables: maybe\n").getMessage().contains("must be on or off"));
     }
 
     @Test

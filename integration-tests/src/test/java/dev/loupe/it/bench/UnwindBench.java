@@ -1,0 +1,131 @@
+package dev.loupe.it.bench;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * {@code ./loupe bench unwind [--rounds N] [--seconds S]}: the BPF program's cost per sample (bpf_stats
+ * run_time_ns / run_cnt) for a 60-frame stack without frame pointers walked with eh_frame tables, against
+ * the same 60-frame stack walked by frame pointers (the same program, tables off), interleaved in one
+ * run. Only the target is sampled (--pid), so the program's runs are its samples.
+ */
+public final class UnwindBench {
+    private UnwindBench() {}
+
+    record Mode(String name, String[] gccFlags, String tables) {}
+
+    public static void main(String[] args) throws Exception {
+        int rounds = 3;
+        int seconds = 8;
+        for (int i = 0; i < args.length; i++) {
+            switch (args[i]) {
+                case "--rounds" -> rounds = Integer.parseInt(args[++i]);
+                case "--seconds" -> seconds = Integer.parseInt(args[++i]);
+                default -> throw new IllegalArgumentException("unknown argument " + args[i] + " (usage: unwind [--rounds N] [--seconds S])");
+            }
+        }
+        Path tmp = Files.createTempDirectory("loupe-unwind-bench");
+        Path src = Path.of(System.getProperty("loupe.c.sources")).resolve("deeprec.c");
+        List<Mode> modes = List.of(
+                new Mode("tables, -fomit-frame-pointer", new String[] {"-fomit-frame-pointer"}, "on"),
+                new Mode("frame pointers, -fno-omit-frame-pointer", new String[] {"-fno-omit-frame-pointer"}, "off"));
+        List<Path> bins = new ArrayList<>();
+        for (Mode m : modes) {
+            Path out = tmp.resolve("deeprec-" + m.tables());
+            List<String> cmd = new ArrayList<>(List.of("gcc", "-O2"));
+            cmd.addAll(List.of(m.gccFlags()));
+            cmd.addAll(List.of(src.toString(), "-o", out.toString()));
+            exec(cmd);
+            bins.add(out);
+        }
+        Path flag = Path.of("/proc/sys/kernel/bpf_stats_enabled");
+        String before = Files.readString(flag).trim();
+        Files.writeString(flag, "1");
+        double[][] nsPerRun = new double[modes.size()][rounds];
+        try {
+            for (int r = 0; r < rounds; r++) {
+                for (int k = 0; k < modes.size(); k++) {
+                    int m = (r % 2 == 0) ? k : modes.size() - 1 - k; // alternate the order
+                    nsPerRun[m][r] = runOnce(modes.get(m), bins.get(m), tmp, seconds);
+                    System.out.printf("round %d  %-42s %8.0f ns per sample%n", r + 1, modes.get(m).name(), nsPerRun[m][r]);
+                }
+            }
+        } finally {
+            Files.writeString(flag, before);
+        }
+        double tables = median(nsPerRun[0]);
+        double fp = median(nsPerRun[1]);
+        System.out.printf("%nBPF cost per sample, 60-frame user stack + kernel stack (median of %d rounds):%n", rounds);
+        System.out.printf("  eh_frame tables (no frame pointers): %.0f ns%n", tables);
+        System.out.printf("  frame pointers:                      %.0f ns%n", fp);
+        System.out.printf("  ratio tables / frame pointers:       %.2fx (goal <= 1.5x)%n", tables / fp);
+    }
+
+    /** Profiles one target for {@code seconds}; returns the program's ns per run over the steady part. */
+    private static double runOnce(Mode mode, Path bin, Path tmp, int seconds) throws Exception {
+        Process target = new ProcessBuilder(bin.toString()).redirectErrorStream(true)
+                .redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+        Path log = tmp.resolve("agent.log");
+        List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "--enable-native-access=ALL-UNNAMED", "-jar", System.getProperty("loupe.agent.jar"), "run",
+                "--pid", Long.toString(target.pid()), "--frequency", "99", "--duration", (seconds + 6) + "s",
+                "--http", "off", "--output", tmp.resolve("out").toString(), "--unwind-tables", mode.tables()));
+        Process agent = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        try {
+            long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            while (!Files.readString(log).contains("profiling at")) {
+                if (System.nanoTime() > end || !agent.isAlive()) {
+                    throw new IllegalStateException("agent did not start:\n" + Files.readString(log));
+                }
+                Thread.sleep(100);
+            }
+            Thread.sleep(3000); // registration and JIT settle
+            long[] a = stats();
+            Thread.sleep(seconds * 1000L);
+            long[] b = stats();
+            agent.waitFor(60, TimeUnit.SECONDS);
+            long runs = b[1] - a[1];
+            if (runs <= 0) {
+                throw new IllegalStateException("no runs counted (bpf_stats?)");
+            }
+            return (double) (b[0] - a[0]) / runs;
+        } finally {
+            agent.destroyForcibly();
+            target.destroyForcibly();
+            target.waitFor();
+        }
+    }
+
+    private static long[] stats() throws Exception {
+        String bpftool = Files.isExecutable(Path.of("/usr/sbin/bpftool")) ? "/usr/sbin/bpftool" : "bpftool";
+        String json = exec(List.of(bpftool, "-j", "prog", "show", "name", "sample_cpu"));
+        return new long[] {field(json, "run_time_ns"), field(json, "run_cnt")};
+    }
+
+    private static long field(String json, String name) {
+        Matcher m = Pattern.compile("\"" + name + "\":(\\d+)").matcher(json);
+        return m.find() ? Long.parseLong(m.group(1)) : 0;
+    }
+
+    private static double median(double[] v) {
+        double[] s = v.clone();
+        java.util.Arrays.sort(s);
+        return s.length % 2 == 1 ? s[s.length / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+    }
+
+    private static String exec(List<String> cmd) throws IOException, InterruptedException {
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        if (p.waitFor() != 0) {
+            throw new IOException(cmd + " failed:\n" + out);
+        }
+        return out;
+    }
+}
