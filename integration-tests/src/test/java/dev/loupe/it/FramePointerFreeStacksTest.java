@@ -23,7 +23,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * -O2 -fomit-frame-pointer with known call chains, a C++ target with exceptions, and Debian's own python3
  * and gzip. One agent run profiles them all; every check reads the profile through the real
  * {@code go tool pprof -traces}. Samples taken before a process's tables were live are labelled
- * {@code unwind=frame_pointers}; the exactness bounds are over the others, and those are bounded too.
+ * {@code unwind=frame_pointers}; the exactness bounds are over the others, and the fallback lasts at most
+ * one CPU-second of the target.
  */
 class FramePointerFreeStacksTest {
     @TempDir
@@ -159,7 +160,9 @@ class FramePointerFreeStacksTest {
         assertTrue(leaf > 50, leafName + " samples: " + leaf + "\n" + traces);
         assertTrue(exact >= 0.99 * leaf, "exact chains " + exact + " of " + leaf + " in " + leafName + "; e.g. "
                 + traces.stream().filter(t -> t.indexOf(leafName) >= 0 && !t.chainAt(t.indexOf(leafName), chain)).findFirst());
-        assertTrue(fallback <= 0.3 * (leaf + fallback), "frame-pointer fallback samples " + fallback + " of " + (leaf + fallback));
+        // Tables go live within the first CPU-second the target is sampled (99 samples at 99 Hz): a process
+        // never registered would have all its samples here.
+        assertTrue(fallback <= 99, "frame-pointer fallback samples " + fallback + " of " + (leaf + fallback));
     }
 
     private static void assertReachStartMain(long pid) throws Exception {
