@@ -30,9 +30,9 @@ import java.util.function.LongSupplier;
 
 /**
  * Pushes unwind tables and process mappings into the kernel so the BPF walker can unwind code without
- * frame pointers. Processes are registered when they appear: found by a periodic /proc scan, or at once
- * when a sample of an unregistered process arrives ({@link #observe}; until then the kernel walks that
- * process with frame pointers and marks the sample). One table per binary (device + inode + size + mtime)
+ * frame pointers. Processes are registered when they run: at the first sample of an unregistered process
+ * ({@link #observe}) or when the shared registry first reads it (until then the kernel walks that process
+ * with frame pointers and marks the sample); a periodic /proc scan forgets processes that exited. One table per binary (device + inode + size + mtime)
  * is shared by every process that maps it. Table memory is bounded by the kernel maps' capacity: when a
  * new table does not fit, the least recently used tables are evicted (unused ones first), and processes
  * that still need them are registered again on their next sample, re-uploading what they need.
@@ -227,16 +227,12 @@ final class UnwindTableUploader implements AutoCloseable {
                     lastScan = now;
                     scan();
                 }
-                Integer pid = backlog.isEmpty() ? queue.poll(50, TimeUnit.MILLISECONDS) : queue.poll();
+                Integer pid = queue.poll(50, TimeUnit.MILLISECONDS);
                 if (pid != null) {
                     pending.remove(pid);
                     registerQuietly(pid);
                 }
                 drainQueue();
-                Integer next = backlog.pollFirst();
-                if (next != null) {
-                    registerQuietly(next);
-                }
             } catch (InterruptedException e) {
                 return;
             } catch (RuntimeException e) {
@@ -245,9 +241,11 @@ final class UnwindTableUploader implements AutoCloseable {
         }
     }
 
-    private final java.util.ArrayDeque<Integer> backlog = new java.util.ArrayDeque<>();
-
-    /** Gone processes (or a pid reused) are forgotten now (the registry reports them); new ones join the backlog. */
+    /**
+     * Gone processes are forgotten (the registry reports them too). New processes are not registered here:
+     * only processes that run need tables, and their first sample (or the registry's first read of them)
+     * asks for it, so an idle host costs nothing.
+     */
     void scan() {
         Set<Integer> alive;
         try {
@@ -259,13 +257,6 @@ final class UnwindTableUploader implements AutoCloseable {
         for (Integer pid : List.copyOf(procs.keySet())) {
             if (!alive.contains(pid)) {
                 unregister(pid);
-            }
-        }
-        backlog.clear();
-        for (int pid : alive) {
-            ProcEntry p = procs.get(pid);
-            if ((p == null || p.stale) && wanted.test(pid)) {
-                backlog.add(pid);
             }
         }
     }
@@ -286,14 +277,10 @@ final class UnwindTableUploader implements AutoCloseable {
         }
     }
 
-    /** What the uploader thread does, synchronously: sampled processes, then a scan and its backlog (tests). */
+    /** What the uploader thread does, synchronously (tests): a scan for exits, then the requested processes. */
     void scanNow() {
-        drainQueue();
         scan();
-        Integer pid;
-        while ((pid = backlog.pollFirst()) != null) {
-            registerQuietly(pid);
-        }
+        drainQueue();
     }
 
     private void registerQuietly(int pid) {

@@ -171,6 +171,10 @@ class UnwindTableUploaderTest {
         fakeProcess(101, 500, List.of("libm.so.6", "libexpat.so.1"));
         fakeProcess(102, 600, List.of("libm.so.6", "libexpat.so.1"));
         u.scanNow();
+        assertEquals(0, u.stats().processes(), "idle processes are not registered: only those that run");
+        u.observe(101, 500 * UnwindTableUploader.NANOS_PER_TICK); // their first samples
+        u.observe(102, 600 * UnwindTableUploader.NANOS_PER_TICK);
+        u.scanNow();
         UnwindTableUploader.Stats st = u.stats();
         assertEquals(2, st.processes());
         assertEquals(2, st.tablesLoaded(), "both processes share libm's and libexpat's tables");
@@ -215,6 +219,7 @@ class UnwindTableUploaderTest {
         UnwindTableUploader u = new UnwindTableUploader(target, REAL, new dev.loupe.unwinder.proc.ProcessRegistry(proc, 1024), 1_000_000_000L, () -> 0L,
                 pid -> true);
         fakeProcess(300, 1234, List.of("libm.so.6"));
+        u.observe(300, 1234 * UnwindTableUploader.NANOS_PER_TICK);
         u.scanNow();
         assertEquals(1234, target.procs.get(300)[0], "the kernel entry carries the start time it is valid for");
         assertTrue(u.registered(300));

@@ -43,7 +43,7 @@ public final class BpfAvailability {
         int helper(int progType, int helperId);
     }
 
-    private static final KernelProbes LIBBPF_PROBES = new KernelProbes() {
+    static final KernelProbes LIBBPF_PROBES = new KernelProbes() {
         @Override
         public int progType(int type) {
             return (int) LibBpf.PROBE_PROG_TYPE.raw(type, java.lang.foreign.MemorySegment.NULL);

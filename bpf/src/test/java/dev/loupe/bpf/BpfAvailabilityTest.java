@@ -106,22 +106,7 @@ class BpfAvailabilityTest {
     }
 
     private static BpfAvailability.KernelProbes realProbes() {
-        return new BpfAvailability.KernelProbes() {
-            @Override
-            public int progType(int type) {
-                return (int) LibBpf.PROBE_PROG_TYPE.raw(type, java.lang.foreign.MemorySegment.NULL);
-            }
-
-            @Override
-            public int mapType(int type) {
-                return (int) LibBpf.PROBE_MAP_TYPE.raw(type, java.lang.foreign.MemorySegment.NULL);
-            }
-
-            @Override
-            public int helper(int prog, int id) {
-                return (int) LibBpf.PROBE_HELPER.raw(prog, id, java.lang.foreign.MemorySegment.NULL);
-            }
-        };
+        return BpfAvailability.LIBBPF_PROBES;
     }
 
     /** This machine (and CI) must be able to run BPF: a reason here fails the build loudly. */
