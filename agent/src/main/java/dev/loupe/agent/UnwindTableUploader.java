@@ -407,7 +407,14 @@ final class UnwindTableUploader implements AutoCloseable {
         FileKey key = new FileKey(m.devMajor(), m.devMinor(), m.inode(), size, mtime);
         TableEntry t = tables.computeIfAbsent(key, k -> new TableEntry(k, m.path()));
         if (t.failure == null && !t.loaded && pendingFor != t) {
-            build(t, file, null); // new, or evicted earlier: (re)compile it from the file
+            // New, or evicted earlier: (re)compile it from the file. A file that cannot be opened now (the
+            // process exited meanwhile) says nothing about the binary: not cached, frame pointers this time.
+            if (!build(t, file, null)) {
+                if (!t.loaded && t.refs == 0) {
+                    tables.remove(key);
+                }
+                return null;
+            }
         }
         t.lastUsed = nanoTime.getAsLong();
         return t;
@@ -426,8 +433,11 @@ final class UnwindTableUploader implements AutoCloseable {
         return vdso;
     }
 
-    /** Builds (or rebuilds, after an eviction) a table; on failure the entry records why. */
-    private void build(TableEntry t, Path file, byte[] image) {
+    /**
+     * Builds (or rebuilds, after an eviction) a table; if the binary has none, the entry records why.
+     * Returns false only if the file could not be read now (not a property of the binary).
+     */
+    private boolean build(TableEntry t, Path file, byte[] image) {
         try {
             UnwindTable table;
             if (image != null) {
@@ -445,9 +455,12 @@ final class UnwindTableUploader implements AutoCloseable {
             pendingTable = table;
             pendingFor = t;
             tablesBuilt.incrementAndGet();
+        } catch (java.io.IOException e) {
+            return false; // gone or unreadable right now: try again with the next process that maps it
         } catch (Exception e) {
-            fail(t, StopReason.NO_TABLE, e.getMessage());
+            fail(t, StopReason.NO_TABLE, e.toString());
         }
+        return true;
     }
 
     // The table just built, handed to upload() without keeping every table on the heap.

@@ -231,6 +231,43 @@ class UnwindTableUploaderTest {
     }
 
     /**
+     * The file vanished between stat and open (the process exited meanwhile): frame pointers this time,
+     * nothing cached, and the next process mapping the binary gets its table.
+     */
+    @Test
+    void aFileThatVanishesIsNotCachedAsABinaryWithoutTable() throws Exception {
+        RecordingTarget target = new RecordingTarget(new UnwindTarget.Capacity(64, 4096, 1 << 20, 1 << 16, 1024, 64));
+        java.util.concurrent.atomic.AtomicInteger opens = new java.util.concurrent.atomic.AtomicInteger();
+        UnwindTableUploader.TableBuilder racy = new UnwindTableUploader.TableBuilder() {
+            @Override
+            public UnwindTable build(Path file) throws Exception {
+                if (opens.getAndIncrement() == 0) {
+                    throw new java.nio.file.NoSuchFileException(file.toString());
+                }
+                return REAL.build(file);
+            }
+
+            @Override
+            public UnwindTable build(String name, ByteBuffer image) throws Exception {
+                return REAL.build(name, image);
+            }
+        };
+        UnwindTableUploader u = new UnwindTableUploader(target, racy, new dev.loupe.unwinder.proc.ProcessRegistry(proc, 1024),
+                1_000_000_000L, () -> 0L, pid -> true);
+        fakeProcess(400, 77, List.of("libm.so.6"));
+        u.observe(400, 77 * UnwindTableUploader.NANOS_PER_TICK);
+        u.scanNow();
+        long[] p = target.procs.get(400);
+        assertTrue(p != null, "registered");
+        assertEquals(UnwindTarget.KIND_FRAME_POINTERS, target.mappings.get((int) p[1] + 1).kind(), "frame pointers this time");
+        assertEquals(0, u.stats().tableFailures(), "not counted as a binary without a table");
+        fakeProcess(401, 78, List.of("libm.so.6"));
+        u.observe(401, 78 * UnwindTableUploader.NANOS_PER_TICK);
+        u.scanNow();
+        assertCorrect(target, 401, List.of("libm.so.6"));
+    }
+
+    /**
      * For every mapping of the process as registered: table mappings resolve, through the written arrays and
      * the kernel's lookup, to exactly the rules of a freshly built table, at every row boundary.
      */

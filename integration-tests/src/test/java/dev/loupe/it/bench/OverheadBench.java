@@ -29,6 +29,8 @@ public final class OverheadBench {
                long bpfRunCount, double startupCpuSeconds) {}
 
     private static final long CLK_TCK = 100; // USER_HZ on Linux x86-64
+    /** Extra agent options: "--unwind-tables off" measures the frame-pointer-only agent. */
+    private static String agentArgs = "";
 
     public static void main(String[] args) throws Exception {
         int rounds = 5;
@@ -39,8 +41,9 @@ public final class OverheadBench {
                 case "--rounds" -> rounds = Integer.parseInt(args[++i]);
                 case "--work" -> work = Long.parseLong(args[++i]);
                 case "--warmup" -> warmup = Integer.parseInt(args[++i]);
+                case "--unwind-tables" -> agentArgs = "--unwind-tables " + args[++i];
                 default -> throw new IllegalArgumentException("unknown argument " + args[i]
-                        + " (usage: overhead [--rounds N] [--work ROUNDS] [--warmup SECONDS])");
+                        + " (usage: overhead [--rounds N] [--work ROUNDS] [--warmup SECONDS] [--unwind-tables on|off])");
             }
         }
         Path tmp = Files.createTempDirectory("loupe-bench");
@@ -113,6 +116,9 @@ public final class OverheadBench {
         cmd.addAll(List.of(opts.trim().split("\\s+")));
         cmd.addAll(List.of("-jar", System.getProperty("loupe.agent.jar"), "run", "--frequency", Integer.toString(hz),
                 "--output", out.toString(), "--http", "off"));
+        if (!agentArgs.isBlank()) {
+            cmd.addAll(List.of(agentArgs.trim().split("\\s+")));
+        }
         Process agent = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
         try {
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
