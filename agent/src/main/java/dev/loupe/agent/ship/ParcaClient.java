@@ -72,8 +72,8 @@ public final class ParcaClient implements AutoCloseable {
             b.protocols(List.of(Protocol.H2_PRIOR_KNOWLEDGE));
         } else {
             b.protocols(List.of(Protocol.HTTP_2, Protocol.HTTP_1_1));
-            var certificates = TlsFiles.handshakeCertificates(config);
-            b.sslSocketFactory(certificates.sslSocketFactory(), certificates.trustManager());
+            TlsFiles.Tls tls = TlsFiles.tls(config);
+            b.sslSocketFactory(tls.socketFactory(), tls.trustManager());
             if (config.insecureSkipVerify()) {
                 b.hostnameVerifier((hostname, session) -> true);
             }

@@ -4,7 +4,16 @@ import okhttp3.tls.Certificates;
 import okhttp3.tls.HandshakeCertificates;
 import okhttp3.tls.HeldCertificate;
 
+import javax.net.ssl.KeyManager;
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.SSLEngine;
+import javax.net.ssl.SSLSocketFactory;
+import javax.net.ssl.TrustManager;
+import javax.net.ssl.X509ExtendedTrustManager;
+import javax.net.ssl.X509TrustManager;
 import java.io.IOException;
+import java.net.Socket;
+import java.security.GeneralSecurityException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -20,6 +29,59 @@ import java.util.List;
 final class TlsFiles {
     private TlsFiles() {}
 
+    /** The socket factory and trust manager for OkHttp. */
+    record Tls(SSLSocketFactory socketFactory, X509TrustManager trustManager) {}
+
+    static Tls tls(ParcaClientConfig config) throws IOException {
+        HandshakeCertificates certificates = handshakeCertificates(config);
+        if (!config.insecureSkipVerify()) {
+            return new Tls(certificates.sslSocketFactory(), certificates.trustManager());
+        }
+        try {
+            SSLContext context = SSLContext.getInstance("TLS");
+            X509TrustManager trustAll = new TrustAnyServer();
+            context.init(new KeyManager[] {certificates.keyManager()}, new TrustManager[] {trustAll}, null);
+            return new Tls(context.getSocketFactory(), trustAll);
+        } catch (GeneralSecurityException e) {
+            throw new IOException("cannot set up TLS: " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * Accepts any server certificate: what --remote-store-insecure-skip-verify asks for. (okhttp-tls's
+     * insecure hosts match the reverse-resolved peer name, which fails for IP addresses.)
+     */
+    private static final class TrustAnyServer extends X509ExtendedTrustManager {
+        @Override
+        public void checkServerTrusted(X509Certificate[] chain, String authType, Socket socket) {}
+
+        @Override
+        public void checkServerTrusted(X509Certificate[] chain, String authType, SSLEngine engine) {}
+
+        @Override
+        public void checkServerTrusted(X509Certificate[] chain, String authType) {}
+
+        @Override
+        public void checkClientTrusted(X509Certificate[] chain, String authType, Socket socket) throws CertificateException {
+            throw new CertificateException("a client does not check clients");
+        }
+
+        @Override
+        public void checkClientTrusted(X509Certificate[] chain, String authType, SSLEngine engine) throws CertificateException {
+            throw new CertificateException("a client does not check clients");
+        }
+
+        @Override
+        public void checkClientTrusted(X509Certificate[] chain, String authType) throws CertificateException {
+            throw new CertificateException("a client does not check clients");
+        }
+
+        @Override
+        public X509Certificate[] getAcceptedIssuers() {
+            return new X509Certificate[0];
+        }
+    }
+
     static HandshakeCertificates handshakeCertificates(ParcaClientConfig config) throws IOException {
         HandshakeCertificates.Builder b = new HandshakeCertificates.Builder();
         if (config.caFile().isPresent()) {
@@ -29,9 +91,6 @@ final class TlsFiles {
             }
         } else {
             b.addPlatformTrustedCertificates();
-        }
-        if (config.insecureSkipVerify()) {
-            b.addInsecureHost(config.host());
         }
         if (config.certFile().isPresent()) {
             Path certFile = config.certFile().get();
