@@ -235,7 +235,7 @@ public final class DeliveryLoop implements Runnable {
                     if (failureStreak > 0) {
                         LOG.log(System.Logger.Level.INFO, "sink " + spool.sinkName() + ": delivering again after "
                                 + failureStreak + " failed attempt(s) over "
-                                + TimeUnit.NANOSECONDS.toSeconds(nanoTime.getAsLong() - streakStartNanos) + " s");
+                                + human(nanoTime.getAsLong() - streakStartNanos));
                     }
                     failureStreak = 0;
                     failingSequence = -1;
@@ -263,7 +263,7 @@ public final class DeliveryLoop implements Runnable {
                         streakStartNanos = nanoTime.getAsLong();
                         SpoolStats s = spool.stats();
                         LOG.log(System.Logger.Level.WARNING, "sink " + spool.sinkName() + ": batch " + batch.sequence()
-                                + " not delivered, will retry (backoff up to " + backoff.cap().toSeconds() + " s): "
+                                + " not delivered, will retry (backoff up to " + human(backoff.cap().toNanos()) + "): "
                                 + r.reason() + "; " + s.batches() + " batch(es), " + s.bytes() + " bytes spooled");
                     } else {
                         LOG.log(System.Logger.Level.DEBUG, "sink " + spool.sinkName() + ": attempt " + failureStreak
@@ -309,6 +309,11 @@ public final class DeliveryLoop implements Runnable {
         LOG.log(System.Logger.Level.INFO, "sink " + spool.sinkName() + ": final delivery: " + sent + " delivered, "
                 + bad + " rejected, " + remaining + " left in the spool for the next start");
         return new DrainResult(sent, bad, remaining);
+    }
+
+    private static String human(long nanos) {
+        long millis = TimeUnit.NANOSECONDS.toMillis(nanos);
+        return millis < 10_000 ? millis + " ms" : millis / 1000 + " s";
     }
 
     public Stats stats() {
