@@ -226,7 +226,7 @@ public final class ParcaClient implements AutoCloseable {
         if (millis <= 99_999_999L) {
             return millis + "m";
         }
-        long seconds = Math.min(99_999_999L, (millis + 999) / 1000);
+        long seconds = Math.min(99_999_999L, millis / 1000 + (millis % 1000 == 0 ? 0 : 1));
         return seconds + "S";
     }
 
