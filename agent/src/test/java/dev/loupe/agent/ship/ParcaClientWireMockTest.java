@@ -9,7 +9,9 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+import java.net.InetAddress;
 import java.net.ServerSocket;
+import java.net.Socket;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -142,11 +144,51 @@ class ParcaClientWireMockTest {
     }
 
     @Test
-    void connectionResetIsRetryable() {
+    void connectionResetByPeerOnAnOpenConnectionIsRetryable() {
+        // Warm up first: WireMock's first answer in a JVM can take longer than the client's timeout.
+        reply(aResponse().withStatus(200).withHeader("grpc-status", "0").withBody(new byte[5]));
+        assertEquals(SendResult.DELIVERED, ParcaClient.classify(send()));
         reply(aResponse().withFault(Fault.CONNECTION_RESET_BY_PEER));
-        var exchange = send();
-        var result = assertInstanceOf(SendResult.Retryable.class, ParcaClient.classify(exchange), exchange.toString());
+        var exchange = assertInstanceOf(ParcaClient.Exchange.TransportFailure.class, send());
+        var result = assertInstanceOf(SendResult.Retryable.class, ParcaClient.classify(exchange));
+        assertEquals("transport: SocketException: Connection reset", result.reason());
+    }
+
+    @Test
+    void aStreamResetIsRetryable() {
+        reply(aResponse().withFault(Fault.EMPTY_RESPONSE));
+        var exchange = assertInstanceOf(ParcaClient.Exchange.TransportFailure.class, send());
+        var result = assertInstanceOf(SendResult.Retryable.class, ParcaClient.classify(exchange));
+        assertTrue(result.reason().contains("StreamResetException"), result.reason());
+    }
+
+    @Test
+    void garbageFramesAreRetryable() {
+        reply(aResponse().withFault(Fault.RANDOM_DATA_THEN_CLOSE));
+        var result = assertInstanceOf(SendResult.Retryable.class, ParcaClient.classify(send()));
         assertTrue(result.reason().startsWith("transport:"), result.reason());
+    }
+
+    @Test
+    void aConnectionResetByThePeerIsRetryable() throws Exception {
+        try (ServerSocket server = new ServerSocket(0, 50, InetAddress.getLoopbackAddress())) {
+            Thread resetter = Thread.ofPlatform().start(() -> {
+                try (Socket s = server.accept()) {
+                    s.getInputStream().read(new byte[24]); // the HTTP/2 connection preface
+                    Thread.sleep(50);
+                    s.setSoLinger(true, 0); // close with RST instead of FIN
+                } catch (Exception e) {
+                    throw new RuntimeException(e);
+                }
+            });
+            try (ParcaClient resetClient = ParcaClient.create(ParcaClientConfig.builder("127.0.0.1:" + server.getLocalPort())
+                    .insecure(true).build())) {
+                var result = assertInstanceOf(SendResult.Retryable.class,
+                        resetClient.writeRaw(TestBatches.bytes(1), Duration.ofSeconds(5)));
+                assertEquals("transport: SocketException: Connection reset", result.reason());
+            }
+            resetter.join(5_000);
+        }
     }
 
     @Test

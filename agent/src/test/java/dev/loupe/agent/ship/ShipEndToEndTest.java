@@ -169,12 +169,15 @@ class ShipEndToEndTest {
         wireMock.start();
         cleanup.add(wireMock::stop);
 
-        // Batch 1 meets every transient fault in turn, then succeeds.
+        // Batch 1 meets every transient fault in turn (503, UNAVAILABLE, connection reset, stream reset,
+        // garbage, too slow, RESOURCE_EXHAUSTED), then succeeds.
         byte[] one = frame(TestBatches.bytes(1));
         List<ResponseDefinitionBuilder> faults = List.of(
                 aResponse().withStatus(503).withBody("no healthy upstream"),
                 grpc(14, "shutting down"),
                 aResponse().withFault(Fault.CONNECTION_RESET_BY_PEER),
+                aResponse().withFault(Fault.EMPTY_RESPONSE),
+                aResponse().withFault(Fault.RANDOM_DATA_THEN_CLOSE),
                 grpc(0, null).withFixedDelay(3_000),
                 grpc(8, "ingest queue full"),
                 grpc(0, null));
@@ -207,11 +210,11 @@ class ShipEndToEndTest {
             List<ServeEvent> events = new ArrayList<>(wireMock.getAllServeEvents());
             events.sort((a, b) -> a.getRequest().getLoggedDate().compareTo(b.getRequest().getLoggedDate()));
             List<Long> sent = events.stream().map(e -> seqOfFrame(e.getRequest().getBody())).toList();
-            assertEquals(List.of(1L, 1L, 1L, 1L, 1L, 1L, 2L, 3L, 4L), sent, "batch 1 retried until accepted, then order kept");
+            assertEquals(List.of(1L, 1L, 1L, 1L, 1L, 1L, 1L, 1L, 2L, 3L, 4L), sent, "batch 1 retried until accepted, then order kept");
             for (ServeEvent e : events) {
                 assertEquals("Bearer " + token, e.getRequest().getHeader("authorization"));
             }
-            assertEquals(new DeliveryLoop.Stats(2, TestBatches.bytes(1).length + TestBatches.bytes(4).length, 7, 5, 2),
+            assertEquals(new DeliveryLoop.Stats(2, TestBatches.bytes(1).length + TestBatches.bytes(4).length, 9, 7, 2),
                     loop.stats());
             assertEquals("grpc-status 3 INVALID_ARGUMENT: label name \"a-b\" is invalid\n",
                     Files.readString(root.resolve("parca/quarantine/00000000000000000002.reason")));
