@@ -43,6 +43,12 @@ final class ProcSymbolizer implements Symbolizer {
      * exactly by the start time instead. Also the retry interval for unreadable processes.
      */
     static final long MISS_REREAD_NANOS = Duration.ofSeconds(2).toNanos();
+    /**
+     * Except once, this soon after a read: a process first read between fork and exec (same pid and start
+     * time, the parent's mappings) must resolve within its first moments, not 2 s later; a short-lived
+     * process would never resolve.
+     */
+    static final long QUICK_REREAD_NANOS = Duration.ofMillis(100).toNanos();
     /** Maps are re-read this often anyway (dlopen, exec). */
     static final long REFRESH_NANOS = Duration.ofSeconds(15).toNanos();
     static final Duration PROCESS_IDLE_EXPIRY = Duration.ofSeconds(60);
@@ -98,6 +104,8 @@ final class ProcSymbolizer implements Symbolizer {
         final MappingRef[] refs;
         long readAtNanos;
         long lastMissReadNanos;
+        /** The one early re-read on a miss (QUICK_REREAD_NANOS after the read) is still available. */
+        boolean quickRereadLeft = true;
         /** When a re-read last found another start time than a sample's (0: never). */
         long mismatchAtNanos;
         boolean failureLogged;
@@ -304,14 +312,17 @@ final class ProcSymbolizer implements Symbolizer {
     /** An address outside every known mapping: dlopen, exec, or a new process with a reused pid. */
     private ProcessState rereadOnMiss(int pid, ProcessState p, long startTicks) {
         long now = nowNanos();
-        if (now - p.lastMissReadNanos < MISS_REREAD_NANOS) {
+        boolean quick = p.quickRereadLeft && now - p.readAtNanos >= QUICK_REREAD_NANOS;
+        if (!quick && now - p.lastMissReadNanos < MISS_REREAD_NANOS) {
             return p;
         }
         p.lastMissReadNanos = now;
+        p.quickRereadLeft = false;
         ProcessState fresh = readProcess(pid, now, p);
         if (fresh == null) {
             return p;
         }
+        fresh.quickRereadLeft = false; // one quick re-read per read from scratch, not a chain of them
         processes.put(pid, fresh);
         if (fresh.startTime != p.startTime) {
             pidReuses.incrementAndGet();

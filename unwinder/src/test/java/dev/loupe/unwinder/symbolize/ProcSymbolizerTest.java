@@ -371,6 +371,27 @@ class ProcSymbolizerTest {
     }
 
     @Test
+    void processReadBeforeItsExecResolvesWithinItsFirstMoments() throws Exception {
+        Path bin = TestPrograms.compile(dir, "execd", TestPrograms.LOOPER, "-fno-pie", "-no-pie");
+        long spin = TestPrograms.nmAddress(bin, "spin_here");
+        Path proc = dir.resolve("proc");
+        Files.createDirectories(proc.resolve("43/root/opt"));
+        Files.copy(bin, proc.resolve("43/root/opt/app"));
+        // First read between fork and exec: the parent's (here: no) executable mappings, same pid and start.
+        fakeProcess(proc, 43, 1000, "7f0000001000-7f0000002000 r-xp 00001000 08:01 999 /opt/shell");
+        Clock clock = new Clock();
+        try (Symbolizer s = Symbolizer.create(new Symbolizer.Options(proc, dir.resolve("none"), 1 << 20, clock))) {
+            assertNull(symbolize(s, 43, 1000, spin), "before the exec: not in the parent's mappings");
+            fakeProcess(proc, 43, 1000, "401000-402000 r-xp 00001000 08:01 777 /opt/app"); // exec: same start time
+            clock.advance(Duration.ofMillis(50));
+            assertNull(symbolize(s, 43, 1000, spin), "no re-read within 100 ms of a read");
+            clock.advance(Duration.ofMillis(100));
+            assertEquals("spin_here", symbolize(s, 43, 1000, spin), "resolved 150 ms in, not 2 s");
+            assertEquals(0, s.stats().pidReuses(), "an exec is not a pid reuse");
+        }
+    }
+
+    @Test
     void pidReuseIsDetectedThroughStartTimeWithInjectedClock() throws Exception {
         Path bin = TestPrograms.compile(dir, "reuse", TestPrograms.LOOPER, "-fno-pie", "-no-pie");
         long spin = TestPrograms.nmAddress(bin, "spin_here");
@@ -395,13 +416,15 @@ class ProcSymbolizerTest {
             assertNull(symbolize(s, 42, 1000, helper + shift));
             assertEquals(1, s.stats().pidReuses());
 
-            // Without a start time, only a miss re-reads, and not more often than every 2 s.
+            // Without a start time, only a miss re-reads: once soon after a read, then not more often than every 2 s.
+            clock.advance(Duration.ofMillis(150));
+            assertNull(symbolize(s, 42, spin), "the quick re-read finds app2 still there");
             fakeProcess(proc, 42, 3000, "401000-402000 r-xp 00001000 08:01 777 /opt/app");
             clock.advance(Duration.ofMillis(500));
             assertNull(symbolize(s, 42, spin), "within the re-read limit");
             clock.advance(Duration.ofMillis(2500));
             assertEquals("spin_here", symbolize(s, 42, spin));
-            assertTrue(s.stats().mapsReads() <= 4, "maps reads: " + s.stats().mapsReads());
+            assertTrue(s.stats().mapsReads() <= 5, "maps reads: " + s.stats().mapsReads());
             assertEquals(2, s.stats().pidReuses());
         }
     }
@@ -429,6 +452,8 @@ class ProcSymbolizerTest {
             Frame first = frame(s, 77, spin);
             assertEquals("spin_here", first.function());
             assertEquals(1, s.stats().malformedMapsLines());
+            clock.advance(Duration.ofMillis(150));
+            assertNull(symbolize(s, 77, libcBase + getpid), "the one quick re-read after a read finds nothing new");
             fakeProcess(proc, 77, 500, appLine, libcLine); // dlopen
             clock.advance(Duration.ofSeconds(1));
             assertNull(symbolize(s, 77, libcBase + getpid), "not re-read yet (misses are rate-limited to every 2 s)");
