@@ -8,7 +8,6 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.EnumMap;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -193,19 +192,56 @@ public final class UnwindTableBuilder {
                             + Long.toHexString(hdr.ehFrameAddress()) + ", section is at 0x" + Long.toHexString(eh.address));
                 }
                 hdrEntries = hdr.count();
-                Map<Long, Long> starts = new HashMap<>(fdes.size() * 2);
-                for (CfiSection.Fde f : fdes) {
-                    starts.put(eh.address + f.offset(), f.pcBegin());
+                // FDE address -> pc_begin as sorted primitive arrays: a boxed map cost ~10 MB for libjvm
+                int n = fdes.size();
+                long[] at = new long[n];
+                long[] begins = new long[n];
+                boolean sorted = true;
+                for (int i = 0; i < n; i++) {
+                    CfiSection.Fde f = fdes.get(i);
+                    at[i] = eh.address + f.offset();
+                    begins[i] = f.pcBegin();
+                    sorted &= i == 0 || Long.compareUnsigned(at[i - 1], at[i]) < 0;
+                }
+                if (!sorted) { // scan order is section order, so this should not happen; stay correct anyway
+                    Integer[] idx = new Integer[n];
+                    for (int i = 0; i < n; i++) {
+                        idx[i] = i;
+                    }
+                    long[] a0 = at.clone();
+                    long[] b0 = begins.clone();
+                    Arrays.sort(idx, (x, y) -> Long.compareUnsigned(a0[x], a0[y]));
+                    for (int i = 0; i < n; i++) {
+                        at[i] = a0[idx[i]];
+                        begins[i] = b0[idx[i]];
+                    }
                 }
                 for (int i = 0; i < hdr.count(); i++) {
-                    Long begin = starts.get(hdr.fdeAddress(i));
-                    if (begin == null || begin != hdr.initialLocation(i)) {
+                    int k = unsignedSearch(at, hdr.fdeAddress(i));
+                    if (k < 0 || begins[k] != hdr.initialLocation(i)) {
                         hdrMismatches++;
                     }
                 }
             } catch (EhFrameException e) {
                 problem(e);
             }
+        }
+
+        private static int unsignedSearch(long[] a, long key) {
+            int lo = 0;
+            int hi = a.length - 1;
+            while (lo <= hi) {
+                int mid = (lo + hi) >>> 1;
+                int c = Long.compareUnsigned(a[mid], key);
+                if (c < 0) {
+                    lo = mid + 1;
+                } else if (c > 0) {
+                    hi = mid - 1;
+                } else {
+                    return mid;
+                }
+            }
+            return -1;
         }
 
         private void prepareOverlapIndex() {
@@ -244,7 +280,8 @@ public final class UnwindTableBuilder {
         UnwindTable compile() throws EhFrameException {
             int n = fdes.size();
             int[] order = sortedOrder();
-            Rows rows = new Rows();
+            // ~4 merged rows per FDE in gcc/clang output (libc, libjvm): sized once, not grown by doubling
+            Rows rows = new Rows(Math.max(256, (int) Math.min(1 << 24, fdes.size() * 4L + 64)));
             Rows scratch = new Rows();
             CfaInterpreter interp = new CfaInterpreter();
             int used = 0;
@@ -382,21 +419,26 @@ public final class UnwindTableBuilder {
         return new UnwindTable(name, pcBase, pages, Arrays.copyOf(rows, out), ruleIndex.rules(), stats);
     }
 
-    /** Distinct rules in first-use order; past 65535 distinct rules, the rest share a stop(TOO_MANY_RULES). */
+    /**
+     * Distinct rules in first-use order; past 65535 distinct rules, the rest share a stop(TOO_MANY_RULES).
+     * An open-addressed long→index table: one lookup per row, and a HashMap<Long, Integer> boxed every
+     * one of them (29 MB of garbage building libjvm's table, promoted by a small young generation).
+     */
     private static final class RuleIndex {
-        private final HashMap<Long, Integer> index = new HashMap<>();
+        private long[] keys = new long[128];
+        private int[] slots = new int[128]; // index + 1; 0 = empty
         private long[] rules = new long[64];
         private int n;
 
         int of(long rule) {
-            Integer i = index.get(rule);
-            if (i != null) {
-                return i;
+            int found = find(rule);
+            if (found >= 0) {
+                return found;
             }
             if (n == MAX_RULES - 1) {
                 long tooMany = UnwindRule.stop(StopReason.TOO_MANY_RULES);
-                Integer t = index.get(tooMany);
-                if (t != null) {
+                int t = find(tooMany);
+                if (t >= 0) {
                     return t;
                 }
                 rule = tooMany; // stored at the last index
@@ -405,8 +447,46 @@ public final class UnwindTableBuilder {
                 rules = Arrays.copyOf(rules, n * 2);
             }
             rules[n] = rule;
-            index.put(rule, n);
+            if ((n + 1) * 2 > keys.length) {
+                grow();
+            }
+            insert(rule, n);
             return n++;
+        }
+
+        private int find(long rule) {
+            int mask = keys.length - 1;
+            for (int i = hash(rule) & mask; ; i = (i + 1) & mask) {
+                if (slots[i] == 0) {
+                    return -1;
+                }
+                if (keys[i] == rule) {
+                    return slots[i] - 1;
+                }
+            }
+        }
+
+        private void insert(long rule, int index) {
+            int mask = keys.length - 1;
+            int i = hash(rule) & mask;
+            while (slots[i] != 0) {
+                i = (i + 1) & mask;
+            }
+            keys[i] = rule;
+            slots[i] = index + 1;
+        }
+
+        private void grow() {
+            keys = new long[keys.length * 2];
+            slots = new int[slots.length * 2];
+            for (int i = 0; i < n; i++) {
+                insert(rules[i], i);
+            }
+        }
+
+        private static int hash(long rule) {
+            long h = rule * 0x9E3779B97F4A7C15L;
+            return (int) (h ^ (h >>> 32));
         }
 
         long[] rules() {
@@ -416,9 +496,18 @@ public final class UnwindTableBuilder {
 
     /** Ascending (pc, rule) rows; a row with the previous row's rule is dropped, a row at the same PC replaces it. */
     static final class Rows {
-        long[] pcs = new long[256];
-        long[] rules = new long[256];
+        long[] pcs;
+        long[] rules;
         int n;
+
+        Rows() {
+            this(256);
+        }
+
+        Rows(int capacity) {
+            pcs = new long[capacity];
+            rules = new long[capacity];
+        }
         long rawCount;
 
         void clear() {

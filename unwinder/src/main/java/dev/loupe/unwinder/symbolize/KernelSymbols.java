@@ -3,8 +3,10 @@ package dev.loupe.unwinder.symbolize;
 import dev.loupe.unwinder.elf.SymbolTable;
 
 import java.io.IOException;
+import java.io.InputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Arrays;
 
 /** Kernel text symbols from /proc/kallsyms (core kernel and modules), sorted for lookup. */
 final class KernelSymbols {
@@ -41,8 +43,32 @@ final class KernelSymbols {
         return new KernelSymbols(table, lowest, highest, restricted, previous.ref);
     }
 
+    /**
+     * Streams the file through a 64 KiB buffer: /proc/kallsyms is ~5 MB and reports size 0, so reading
+     * it whole would grow an array by doubling to 8 MB at start, which the heap then keeps committed.
+     */
     static KernelSymbols load(Path kallsyms) throws IOException {
-        return parse(Files.readAllBytes(kallsyms));
+        Parser p = new Parser();
+        try (InputStream in = Files.newInputStream(kallsyms)) {
+            byte[] buf = new byte[64 * 1024];
+            int have = 0;
+            while (true) {
+                int r = in.read(buf, have, buf.length - have);
+                if (r < 0) {
+                    break;
+                }
+                have += r;
+                int consumed = p.lines(buf, 0, have, false);
+                if (consumed == 0 && have == buf.length) {
+                    buf = Arrays.copyOf(buf, buf.length * 2); // a line longer than the buffer
+                    continue;
+                }
+                System.arraycopy(buf, consumed, buf, 0, have - consumed);
+                have -= consumed;
+            }
+            p.lines(buf, 0, have, true);
+        }
+        return p.result();
     }
 
     /**
@@ -50,20 +76,36 @@ final class KernelSymbols {
      * (t, T, w, W) only. Parsed from bytes: ~200k lines, done at start and on module loads.
      */
     static KernelSymbols parse(byte[] text) {
-        SymbolTable.Builder b = new SymbolTable.Builder();
-        long lo = -1;
-        long hi = 0;
-        boolean anyNonZero = false;
-        int lines = 0;
-        int pos = 0;
-        int n = text.length;
-        while (pos < n) {
-            int eol = pos;
-            while (eol < n && text[eol] != '\n') {
-                eol++;
+        Parser p = new Parser();
+        p.lines(text, 0, text.length, true);
+        return p.result();
+    }
+
+    private static final class Parser {
+        private final SymbolTable.Builder b = new SymbolTable.Builder();
+        private long lo = -1;
+        private long hi = 0;
+        private boolean anyNonZero;
+        private int lines;
+
+        /** Parses the complete lines in [from, to) (and a final unterminated one when {@code last}); returns the end of the last one parsed. */
+        int lines(byte[] text, int from, int to, boolean last) {
+            int pos = from;
+            while (pos < to) {
+                int eol = pos;
+                while (eol < to && text[eol] != '\n') {
+                    eol++;
+                }
+                if (eol == to && !last) {
+                    return pos;
+                }
+                line(text, pos, eol);
+                pos = eol + 1;
             }
-            int line = pos;
-            pos = eol + 1;
+            return Math.min(pos, to);
+        }
+
+        private void line(byte[] text, int line, int eol) {
             lines++;
             // hex address, ' ', type, ' ', name [ '\t' [module] ]
             long addr = 0;
@@ -78,14 +120,14 @@ final class KernelSymbols {
                 addr = addr << 4 | d;
             }
             if (digits <= 0 || i + 3 > eol || text[i + 2] != ' ') {
-                continue;
+                return;
             }
             char type = (char) text[i + 1];
             if (type != 't' && type != 'T' && type != 'w' && type != 'W') {
-                continue;
+                return;
             }
             if (addr == 0) {
-                continue; // kptr_restrict shows zeros
+                return; // kptr_restrict shows zeros
             }
             anyNonZero = true;
             int nameStart = i + 3;
@@ -94,7 +136,7 @@ final class KernelSymbols {
                 nameEnd++;
             }
             if (nameEnd == nameStart) {
-                continue;
+                return;
             }
             b.add(addr, 0, type == 'T' ? SymbolTable.Builder.GLOBAL : type == 't' ? SymbolTable.Builder.LOCAL : SymbolTable.Builder.WEAK, text, nameStart, nameEnd - nameStart);
             if (lo == -1 || Long.compareUnsigned(addr, lo) < 0) {
@@ -104,8 +146,11 @@ final class KernelSymbols {
                 hi = addr;
             }
         }
-        boolean restricted = lines > 0 && !anyNonZero;
-        return new KernelSymbols(b.build(), lo, hi, restricted);
+
+        KernelSymbols result() {
+            boolean restricted = lines > 0 && !anyNonZero;
+            return new KernelSymbols(b.build(), lo, hi, restricted);
+        }
     }
 
     boolean covers(long addr) {
