@@ -91,7 +91,7 @@ class LatencyProbesTest {
         GroundTruth truth;
         try {
             // Started after attach: a probe on a path covers processes that start later.
-            ProcessBuilder pb = new ProcessBuilder(bin.toString(), Integer.toString(GOROUTINES), Integer.toString(CALLS_EACH));
+            ProcessBuilder pb = new ProcessBuilder(bin.toString(), "work", Integer.toString(GOROUTINES), Integer.toString(CALLS_EACH));
             pb.environment().put("GODEBUG", "adaptivestackstart=0"); // every goroutine starts small and grows in work()
             truth = GroundTruth.parse(LatencyTargets.run(pb, 300));
         } finally {
@@ -123,6 +123,39 @@ class LatencyProbesTest {
         assertEquals(0, h.cumulative(11), "nothing shorter than 2.048 ms: " + report);
         assertTrue(h.cumulative(14) <= truth.calls() / 2, "no 20 ms call under 16.384 ms: " + report);
         assertTrue(h.bucket(12) > 0 && h.bucket(15) > 0, report);
+        assertBucketsClose(truth, h, report);
+    }
+
+    /**
+     * Go recursion and stack growth together: recurse() nests 4 levels (about 1.2, 5, 20 and 70 ms), each
+     * level's 6 KiB frame growing the stack. Re-entries are collapsed at the same depth while nested calls
+     * stay apart: the levels land in the target's own buckets only if every RET is paired with its entry.
+     */
+    @Test
+    void goRecursionWithStackGrowth() throws Exception {
+        Path bin = LatencyTargets.buildGo(goSrc, dir.resolve("go-rec"));
+        FunctionOffsets f = LatencyTargets.offsets(bin, "main.recurse");
+        LatencyStats before = probes.stats();
+        probes.attach(ProbeSpec.go(5, bin, -1, f.entry(), f.rets(), LatencyTargets.GOID_OFFSET_GO_1_19, ProbeSpec.GSource.R14));
+        GroundTruth truth;
+        try {
+            ProcessBuilder pb = new ProcessBuilder(bin.toString(), "rec", "200", "2");
+            pb.environment().put("GODEBUG", "adaptivestackstart=0");
+            truth = GroundTruth.parse(LatencyTargets.run(pb, 300));
+        } finally {
+            probes.detach(5);
+        }
+        LatencyHistogram h = probes.readHistograms().get(5);
+        LatencyStats s = delta(before, probes.stats());
+        String report = "go rec: loupe count " + h.count() + " mean " + h.meanNanos() + " buckets " + Arrays.toString(h.buckets())
+                + "; target " + truth + "; " + s;
+        System.out.println(report);
+        assertEquals(1600, truth.calls(), report);
+        assertEquals(truth.calls(), h.count(), report);
+        assertEquals(0, s.unmatchedExits() + s.inFlightFull() + s.gReadErrors(), report);
+        assertTrue(s.reentries() >= 200, "stack grown on the way down, per goroutine: " + report);
+        assertEquals(1.0, h.meanNanos() / truth.meanNs(), 0.02, report);
+        assertTrue(h.cumulative(16) <= 1200, "the outermost level never under 65.5 ms: " + report);
         assertBucketsClose(truth, h, report);
     }
 
