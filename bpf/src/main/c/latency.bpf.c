@@ -151,24 +151,20 @@ int latency_entry(struct pt_regs *ctx)
 		key.depth = ctx->sp;
 	}
 	struct latency_call call = { .start_ns = bpf_ktime_get_ns(), .tid = (__u32)pid_tgid };
-	struct latency_call *old = bpf_map_lookup_elem(&inflight, &key);
-	if (old) {
+	/* Insert first: the common case costs one hash operation; an existing key is the rare case. */
+	long err = bpf_map_update_elem(&inflight, &key, &call, BPF_NOEXIST);
+	if (err == -EEXIST) {
 		if (kind == LAT_KIND_GO) {
 			/* Same goroutine, same depth: the prologue restarted this call. Keep the first entry. */
-			__sync_fetch_and_add(&old->reentries, 1);
+			struct latency_call *old = bpf_map_lookup_elem(&inflight, &key);
+			if (old)
+				__sync_fetch_and_add(&old->reentries, 1);
 			count(LSTAT_REENTRIES);
 			return 0;
 		}
 		/* Same thread, same SP: the earlier call never returned through its uretprobe (longjmp). */
 		count(LSTAT_STALE_REPLACED);
-		bpf_map_update_elem(&inflight, &key, &call, BPF_ANY);
-		count(LSTAT_ENTRIES);
-		return 0;
-	}
-	long err = bpf_map_update_elem(&inflight, &key, &call, BPF_NOEXIST);
-	if (err == -EEXIST) {
-		count(LSTAT_REENTRIES); /* raced with itself: cannot happen for one goroutine, kept for safety */
-		return 0;
+		err = bpf_map_update_elem(&inflight, &key, &call, BPF_ANY);
 	}
 	if (err) {
 		count(LSTAT_INFLIGHT_FULL);

@@ -5,8 +5,11 @@
  * "rec CALLS": rec() recurses 4 levels deep; each level sleeps, then recurses, so the levels take about
  * 1.2, 5, 20 and 70 ms (distinct buckets: a wrong pairing of nested entries and exits shows). Each level
  * measures itself inside the function.
+ * "jmp CALLS": jumpy() sleeps 1.1 ms and returns normally on odd calls, and leaves by longjmp on even
+ * ones (no return: its uretprobe never fires). Only the returning calls are measured.
  */
 #include <pthread.h>
+#include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +67,27 @@ __attribute__((noinline, noclone)) long rec(int level) {
     return r;
 }
 
+static jmp_buf escape;
+
+__attribute__((noinline, noclone)) int jumpy(int i) {
+    sleep_ns(1100000L);
+    if (i % 2 == 0)
+        longjmp(escape, 1);
+    return i & 7;
+}
+
+/* Every call from the same frame, so each starts at the same SP as the one that never returned. */
+__attribute__((noinline, noclone)) static void jumps(int n) {
+    for (volatile int i = 0; i < n; i++) {
+        if (setjmp(escape) == 0) {
+            long long t0 = now_ns();
+            int r = jumpy(i);
+            record(now_ns() - t0);
+            sink += r;
+        }
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc == 4 && !strcmp(argv[1], "flat")) {
         int threads = atoi(argv[2]);
@@ -75,8 +99,10 @@ int main(int argc, char **argv) {
     } else if (argc == 3 && !strcmp(argv[1], "rec")) {
         int n = atoi(argv[2]);
         for (int i = 0; i < n; i++) sink += (int)rec(0);
+    } else if (argc == 3 && !strcmp(argv[1], "jmp")) {
+        jumps(atoi(argv[2]));
     } else {
-        fprintf(stderr, "usage: %s flat THREADS EACH | rec CALLS\n", argv[0]);
+        fprintf(stderr, "usage: %s flat THREADS EACH | rec CALLS | jmp CALLS\n", argv[0]);
         return 2;
     }
     printf("calls %lld\nsum_ns %lld\n", calls, sum_ns);

@@ -284,6 +284,19 @@ public final class LatencyProbes implements AutoCloseable {
         return new LatencyStats(s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], agedOut);
     }
 
+    /**
+     * Cumulative kernel run time and run count of each latency program (latency_entry, latency_exit_go,
+     * latency_exit); zero unless kernel.bpf_stats_enabled=1.
+     */
+    public synchronized Map<String, BpfProgram.RunStats> programStats() throws BpfException {
+        checkOpen();
+        Map<String, BpfProgram.RunStats> out = new LinkedHashMap<>();
+        for (String name : List.of("latency_entry", "latency_exit_go", "latency_exit")) {
+            out.put(name, object.program(name).runStats());
+        }
+        return out;
+    }
+
     private void deactivate(int id) throws BpfException {
         try (Arena a = Arena.ofConfined()) {
             probes.update(id, a.allocate(LatencyAbi.PROBE), BpfMap.BPF_ANY);

@@ -62,6 +62,9 @@ public final class LatencyBench {
                         + ":tiny { @h = hist(nsecs - @s[tid]); delete(@s[tid]); }", 2, cBin, () -> runTarget(cBin, calls));
             }
             System.out.println("stats: " + probes.stats());
+            probes.programStats().forEach((name, st) -> System.out.println("BPF program " + name + ": "
+                    + (st.runCount() == 0 ? "no run statistics (kernel.bpf_stats_enabled=0)"
+                    : String.format("%.0f ns per run over %d runs", (double) st.runTimeNs() / st.runCount(), st.runCount()))));
         }
         if (goCount != calls * rounds || cCount != calls * rounds) {
             throw new IllegalStateException("Loupe counted " + goCount + " Go and " + cCount + " C calls, expected "

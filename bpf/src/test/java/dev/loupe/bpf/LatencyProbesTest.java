@@ -209,6 +209,34 @@ class LatencyProbesTest {
         assertEquals(1.0, h.meanNanos() / truth.meanNs(), 0.02, report);
     }
 
+    /**
+     * A native call left by longjmp never fires its uretprobe; the next call at the same thread and SP finds
+     * its entry, counts it stale and measures from its own start (1.1 ms, not the 2.2 ms since the stale one).
+     */
+    @Test
+    void nativeLongjmpReplacesTheStaleEntry() throws Exception {
+        Path bin = LatencyTargets.buildC(Path.of("src/test/c/latency_target.c"), dir.resolve("c-jmp"));
+        FunctionOffsets f = LatencyTargets.offsets(bin, "jumpy");
+        LatencyStats before = probes.stats();
+        probes.attach(ProbeSpec.nativeFunction(13, bin, -1, f.entry()));
+        GroundTruth truth;
+        try {
+            truth = GroundTruth.parse(LatencyTargets.run(new ProcessBuilder(bin.toString(), "jmp", "100"), 300));
+        } finally {
+            probes.detach(13);
+        }
+        LatencyHistogram h = probes.readHistograms().get(13);
+        LatencyStats s = delta(before, probes.stats());
+        String report = "C jmp: loupe count " + h.count() + " mean " + h.meanNanos() + "; target " + truth + "; " + s;
+        System.out.println(report);
+        assertEquals(50, truth.calls(), report);
+        assertEquals(50, h.count(), report);
+        assertEquals(100, s.entries(), report);
+        assertEquals(50, s.staleReplaced(), report);
+        assertEquals(0, s.unmatchedExits(), report);
+        assertEquals(1.0, h.meanNanos() / truth.meanNs(), 0.02, report);
+    }
+
     @Test
     void callsThatNeverReturnAreAgedOutAndCounted() throws Exception {
         Path bin = LatencyTargets.buildC(Path.of("src/test/c/latency_target.c"), dir.resolve("c-age"));
