@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * What latency.bpf.c and Java (dev.loupe.bpf.LatencyAbi) exchange: per-probe config, in-flight calls,
+ * histograms and counters. Java checks these layouts against the compiled object's BTF when it opens it.
+ */
+#ifndef LATENCY_ABI_H
+#define LATENCY_ABI_H
+
+#include <linux/types.h>
+
+/* Bucket k counts calls of at most 2^k microseconds (k = 0..30); the last one (+Inf) the rest. */
+#define LAT_FINITE_BUCKETS 31
+#define LAT_BUCKETS (LAT_FINITE_BUCKETS + 1)
+
+#define LAT_KIND_GO     0 /* entry uprobe + a uprobe on every RET; keyed by goroutine */
+#define LAT_KIND_NATIVE 1 /* entry uprobe + uretprobe; keyed by thread */
+
+#define LAT_G_R14 0 /* Go >= 1.17 ABIInternal: g in R14 at entry and at RET */
+#define LAT_G_TLS 1 /* g at fs_base - 8 (task_struct thread.fsbase) */
+
+/* probes[probe id]: written by Java before the probe's links are attached. The id is the BPF cookie. */
+struct latency_probe {
+	__u32 active;
+	__u32 kind;        /* LAT_KIND_* */
+	__u32 g_source;    /* LAT_G_* (Go only) */
+	__u32 goid_offset; /* offset of goid in runtime.g (Go only) */
+};
+
+/*
+ * One in-flight call. id is the goroutine id (Go) or thread id (native); depth tells nested calls of one
+ * goroutine/thread apart: for Go g.stack.hi - SP (the same at entry and at RET, and unchanged when the
+ * runtime moves the stack), for native code the SP at entry (the uretprobe sees it + 8).
+ */
+struct latency_key {
+	__u32 tgid;
+	__u32 probe;
+	__u64 id;
+	__u64 depth;
+};
+
+struct latency_call {
+	__u64 start_ns; /* bpf_ktime_get_ns (CLOCK_MONOTONIC) at the first entry */
+	__u32 tid;      /* thread at entry: a different thread at exit is a migration */
+	__u32 reentries;
+};
+
+/* Per probe, per CPU; never reset by the kernel (Java sums CPUs: cumulative since attach). */
+struct latency_hist {
+	__u64 buckets[LAT_BUCKETS];
+	__u64 sum_ns;
+	__u64 count;
+};
+
+/* Per-CPU counters, indexes into latency_stats. */
+enum latency_stat {
+	LSTAT_ENTRIES = 0,      /* calls entered (first entry only) */
+	LSTAT_EXITS,            /* calls measured into a histogram */
+	LSTAT_MIGRATIONS,       /* calls that returned on another thread than they entered */
+	LSTAT_REENTRIES,        /* Go: entry ran again for one call (stack growth, preemption) and was collapsed */
+	LSTAT_STALE_REPLACED,   /* native: an entry at the same thread and SP was still there (its exit was missed) */
+	LSTAT_UNMATCHED_EXITS,  /* an exit with no entry (attached mid-call, entry dropped or aged out) */
+	LSTAT_INFLIGHT_FULL,    /* the in-flight map was full: the call is not measured */
+	LSTAT_G_READ_ERRORS,    /* Go: g or goid unreadable */
+	LSTAT_UNCONFIGURED,     /* a hit with a cookie that names no active probe */
+	LSTAT_MAX
+};
+
+#endif

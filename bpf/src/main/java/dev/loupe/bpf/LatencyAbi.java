@@ -1,0 +1,71 @@
+package dev.loupe.bpf;
+
+import java.lang.foreign.MemoryLayout;
+import java.lang.foreign.StructLayout;
+import java.util.ArrayList;
+import java.util.List;
+
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+/**
+ * Java's definition of the records in {@code latency_abi.h}, checked against the BTF of the compiled
+ * latency object when it is opened, as {@link KernelAbi} does for the profiler.
+ */
+final class LatencyAbi {
+    static final int FINITE_BUCKETS = 31;
+    static final int BUCKETS = FINITE_BUCKETS + 1;
+    static final int KIND_GO = 0;
+    static final int KIND_NATIVE = 1;
+    static final int G_R14 = 0;
+    static final int G_TLS = 1;
+
+    static final StructLayout PROBE = MemoryLayout.structLayout(
+            JAVA_INT.withName("active"),
+            JAVA_INT.withName("kind"),
+            JAVA_INT.withName("g_source"),
+            JAVA_INT.withName("goid_offset")
+    ).withName("latency_probe");
+
+    static final StructLayout KEY = MemoryLayout.structLayout(
+            JAVA_INT.withName("tgid"),
+            JAVA_INT.withName("probe"),
+            JAVA_LONG.withName("id"),
+            JAVA_LONG.withName("depth")
+    ).withName("latency_key");
+
+    static final StructLayout CALL = MemoryLayout.structLayout(
+            JAVA_LONG.withName("start_ns"),
+            JAVA_INT.withName("tid"),
+            JAVA_INT.withName("reentries")
+    ).withName("latency_call");
+
+    static final StructLayout HIST = MemoryLayout.structLayout(
+            MemoryLayout.sequenceLayout(BUCKETS, JAVA_LONG).withName("buckets"),
+            JAVA_LONG.withName("sum_ns"),
+            JAVA_LONG.withName("count")
+    ).withName("latency_hist");
+
+    /** enum latency_stat, in order; the last is the count. */
+    static final List<String> STATS = List.of("LSTAT_ENTRIES", "LSTAT_EXITS", "LSTAT_MIGRATIONS", "LSTAT_REENTRIES",
+            "LSTAT_STALE_REPLACED", "LSTAT_UNMATCHED_EXITS", "LSTAT_INFLIGHT_FULL", "LSTAT_G_READ_ERRORS",
+            "LSTAT_UNCONFIGURED", "LSTAT_MAX");
+
+    private LatencyAbi() {}
+
+    static void check(Btf btf) throws BpfException {
+        List<String> problems = new ArrayList<>();
+        for (StructLayout s : List.of(PROBE, KEY, CALL, HIST)) {
+            problems.addAll(KernelAbi.structProblems(btf, s));
+        }
+        problems.addAll(KernelAbi.enumProblems(btf, "latency_stat", STATS));
+        if (!problems.isEmpty()) {
+            throw new BpfException("latency ABI mismatch between " + btf.source() + " and Java (dev.loupe.bpf.LatencyAbi): "
+                    + String.join("; ", problems), 0);
+        }
+    }
+
+    static long offset(StructLayout layout, String field) {
+        return KernelAbi.offset(layout, field);
+    }
+}

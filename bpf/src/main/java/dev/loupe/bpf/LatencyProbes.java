@@ -1,0 +1,333 @@
+package dev.loupe.bpf;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.function.LongSupplier;
+
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+/**
+ * Function latency probes: each attached {@link ProbeSpec} measures every call of one function in the
+ * kernel into a histogram ({@code latency.bpf.c}); {@link #readHistograms()} returns the cumulative counts.
+ *
+ * <p>Attachments are perf-event uprobes owned by this process: {@link #close()} removes them, and if the
+ * process dies (even by SIGKILL) the kernel removes them with its file descriptors.
+ */
+public final class LatencyProbes implements AutoCloseable {
+    static final String OBJECT_RESOURCE = "/dev/loupe/bpf/latency.bpf.o";
+    public static final int DEFAULT_MAX_PROBES = 4096;
+    public static final int DEFAULT_MAX_IN_FLIGHT = 65536;
+
+    private final BpfObject object;
+    private final int maxProbes;
+    private final LongSupplier monotonicNanos;
+    private final BpfMap probes;
+    private final BpfMap inflight;
+    private final BpfMap histograms;
+    private final BpfMap stats;
+    private final Map<Integer, Attached> attached = new TreeMap<>();
+    private final Set<Integer> detachedUnread = new LinkedHashSet<>();
+    private long agedOut;
+    private boolean closed;
+
+    private record Attached(ProbeSpec spec, List<BpfLink> links) {}
+
+    private LatencyProbes(BpfObject object, int maxProbes, LongSupplier monotonicNanos) throws BpfException {
+        this.object = object;
+        this.maxProbes = maxProbes;
+        this.monotonicNanos = monotonicNanos;
+        this.probes = object.map("probes");
+        this.inflight = object.map("inflight");
+        this.histograms = object.map("histograms");
+        this.stats = object.map("latency_stats");
+    }
+
+    /** Loads the latency programs with room for {@value #DEFAULT_MAX_PROBES} probes and 65,536 calls in flight. */
+    public static LatencyProbes open() throws BpfException {
+        return open(DEFAULT_MAX_PROBES, DEFAULT_MAX_IN_FLIGHT, System::nanoTime);
+    }
+
+    /**
+     * @param maxProbes      probe ids range over 0 .. maxProbes-1
+     * @param maxInFlight    calls in flight at once (all probes and processes); more are counted, not measured
+     * @param monotonicNanos CLOCK_MONOTONIC in nanoseconds, the kernel's {@code bpf_ktime_get_ns} clock
+     *                       ({@link System#nanoTime()} on Linux), used to age in-flight calls out
+     */
+    public static LatencyProbes open(int maxProbes, int maxInFlight, LongSupplier monotonicNanos) throws BpfException {
+        if (maxProbes < 1 || maxInFlight < 1) {
+            throw new IllegalArgumentException("maxProbes " + maxProbes + " and maxInFlight " + maxInFlight + " must be positive");
+        }
+        BpfObject o = BpfObject.fromResource(LatencyProbes.class, OBJECT_RESOURCE, "loupe_latency");
+        try {
+            try (Btf btf = o.btf()) {
+                LatencyAbi.check(btf);
+            }
+            o.resizeMap("probes", maxProbes);
+            o.resizeMap("histograms", maxProbes);
+            o.resizeMap("inflight", maxInFlight);
+            o.load();
+            return new LatencyProbes(o, maxProbes, monotonicNanos);
+        } catch (BpfException | RuntimeException e) {
+            o.close();
+            throw e;
+        }
+    }
+
+    /**
+     * Starts measuring {@code spec}'s function; its histogram starts at zero. Fails with a one-line reason
+     * (and nothing attached) if the id is taken or out of range, the binary or an offset is wrong, or the
+     * kernel refuses a probe.
+     */
+    public synchronized void attach(ProbeSpec spec) throws BpfException {
+        checkOpen();
+        int id = spec.id();
+        if (id >= maxProbes) {
+            throw new IllegalArgumentException(spec + ": id is beyond the " + maxProbes + " probes this instance holds");
+        }
+        if (attached.containsKey(id)) {
+            throw new IllegalArgumentException(spec + ": id " + id + " is already attached to " + attached.get(id).spec());
+        }
+        long size = binarySize(spec);
+        List<Long> offsets = new ArrayList<>(spec.retOffsets());
+        offsets.add(spec.entryOffset());
+        for (long off : offsets) {
+            if (off >= size) {
+                throw new BpfException(spec + ": offset 0x" + Long.toHexString(off) + " is beyond the end of the "
+                        + size + "-byte file", 0);
+            }
+        }
+        if (spec.pid() != -1 && !Files.exists(Path.of("/proc", Integer.toString(spec.pid())))) {
+            throw new BpfException(spec + ": no process " + spec.pid(), 3);
+        }
+        detachedUnread.remove(id);
+        try (Arena a = Arena.ofConfined()) {
+            histograms.update(id, a.allocate(histograms.valueSlotSize(), 8), BpfMap.BPF_ANY);
+            MemorySegment cfg = a.allocate(LatencyAbi.PROBE);
+            cfg.set(JAVA_INT, LatencyAbi.offset(LatencyAbi.PROBE, "active"), 1);
+            cfg.set(JAVA_INT, LatencyAbi.offset(LatencyAbi.PROBE, "kind"),
+                    spec.kind() == ProbeSpec.Kind.GO ? LatencyAbi.KIND_GO : LatencyAbi.KIND_NATIVE);
+            cfg.set(JAVA_INT, LatencyAbi.offset(LatencyAbi.PROBE, "g_source"),
+                    spec.gSource() == ProbeSpec.GSource.TLS ? LatencyAbi.G_TLS : LatencyAbi.G_R14);
+            cfg.set(JAVA_INT, LatencyAbi.offset(LatencyAbi.PROBE, "goid_offset"), spec.goidOffset());
+            probes.update(id, cfg, BpfMap.BPF_ANY);
+        }
+        // Exits first: an entry recorded before its exit probes exist would never be matched.
+        List<BpfLink> links = new ArrayList<>();
+        try {
+            if (spec.kind() == ProbeSpec.Kind.GO) {
+                BpfProgram exit = object.program("latency_exit_go");
+                for (long ret : spec.retOffsets()) {
+                    links.add(attachOne(spec, "uprobe on RET", () -> exit.attachUprobe(spec.pid(), spec.binary(), ret, id), ret));
+                }
+            } else {
+                BpfProgram exit = object.program("latency_exit");
+                links.add(attachOne(spec, "uretprobe", () -> exit.attachUretprobe(spec.pid(), spec.binary(), spec.entryOffset(), id),
+                        spec.entryOffset()));
+            }
+            BpfProgram entry = object.program("latency_entry");
+            links.add(attachOne(spec, "entry uprobe", () -> entry.attachUprobe(spec.pid(), spec.binary(), spec.entryOffset(), id),
+                    spec.entryOffset()));
+        } catch (BpfException | RuntimeException e) {
+            closeAll(links);
+            deactivate(id);
+            throw e;
+        }
+        attached.put(id, new Attached(spec, links));
+    }
+
+    private interface Attach {
+        BpfLink run() throws BpfException;
+    }
+
+    private static BpfLink attachOne(ProbeSpec spec, String what, Attach attach, long offset) throws BpfException {
+        try {
+            return attach.run();
+        } catch (BpfException e) {
+            String first = e.getMessage().lines().findFirst().orElse("");
+            throw new BpfException(spec + ": cannot attach " + what + " at 0x" + Long.toHexString(offset) + ": " + first, e.errno());
+        }
+    }
+
+    private static long binarySize(ProbeSpec spec) throws BpfException {
+        Path b = spec.binary();
+        if (!Files.isRegularFile(b)) {
+            throw new BpfException(spec + ": " + b + " is not a regular file", 2);
+        }
+        if (!Files.isReadable(b)) {
+            throw new BpfException(spec + ": " + b + " is not readable", 13);
+        }
+        try {
+            return Files.size(b);
+        } catch (java.io.IOException e) {
+            throw new BpfException(spec + ": cannot read " + b + ": " + e.getMessage(), 5);
+        }
+    }
+
+    /**
+     * Stops measuring probe {@code id}: its probes are removed and its calls in flight forgotten. Its
+     * histogram stays readable until the next {@link #readHistograms()}. False if it was not attached.
+     */
+    public synchronized boolean detach(int id) throws BpfException {
+        checkOpen();
+        Attached a = attached.remove(id);
+        if (a == null) {
+            return false;
+        }
+        // Entry first, so no new call starts while its exits are going away.
+        List<BpfLink> links = new ArrayList<>(a.links());
+        java.util.Collections.reverse(links);
+        closeAll(links);
+        deactivate(id);
+        removeInFlight(k -> k.get(JAVA_INT, LatencyAbi.offset(LatencyAbi.KEY, "probe")) == id);
+        detachedUnread.add(id);
+        return true;
+    }
+
+    /** The ids attached now. */
+    public synchronized Set<Integer> attachedProbes() {
+        return Set.copyOf(attached.keySet());
+    }
+
+    /**
+     * Per probe id: the cumulative histogram since attach, for every attached probe and for probes detached
+     * since the last read (their final counts).
+     */
+    public synchronized Map<Integer, LatencyHistogram> readHistograms() throws BpfException {
+        checkOpen();
+        Map<Integer, LatencyHistogram> out = new LinkedHashMap<>();
+        Set<Integer> ids = new LinkedHashSet<>(attached.keySet());
+        ids.addAll(detachedUnread);
+        int stride = (int) ((LatencyAbi.HIST.byteSize() + 7) & ~7);
+        long bucketsAt = LatencyAbi.offset(LatencyAbi.HIST, "buckets");
+        long sumAt = LatencyAbi.offset(LatencyAbi.HIST, "sum_ns");
+        long countAt = LatencyAbi.offset(LatencyAbi.HIST, "count");
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment key = a.allocate(JAVA_INT);
+            MemorySegment v = a.allocate(histograms.valueSlotSize(), 8);
+            for (int id : ids) {
+                key.set(JAVA_INT, 0, id);
+                long[] buckets = new long[LatencyAbi.BUCKETS];
+                long sum = 0;
+                long count = 0;
+                if (histograms.lookup(key, v)) {
+                    for (int cpu = 0; cpu < histograms.cpus(); cpu++) {
+                        long base = (long) cpu * stride;
+                        for (int k = 0; k < buckets.length; k++) {
+                            buckets[k] += v.get(JAVA_LONG, base + bucketsAt + 8L * k);
+                        }
+                        sum += v.get(JAVA_LONG, base + sumAt);
+                        count += v.get(JAVA_LONG, base + countAt);
+                    }
+                }
+                out.put(id, new LatencyHistogram(id, buckets, sum, count));
+            }
+        }
+        detachedUnread.clear();
+        return out;
+    }
+
+    /**
+     * Forgets calls in flight for longer than {@code maxAge} (goroutines or threads that never return, or
+     * whose exit was missed), counting them in {@link LatencyStats#agedOut()}. Returns how many.
+     */
+    public synchronized int ageOut(Duration maxAge) throws BpfException {
+        checkOpen();
+        long cutoff = monotonicNanos.getAsLong() - maxAge.toNanos();
+        long startAt = LatencyAbi.offset(LatencyAbi.CALL, "start_ns");
+        int n = removeInFlight((k, v) -> v.get(JAVA_LONG, startAt) < cutoff);
+        agedOut += n;
+        return n;
+    }
+
+    private int removeInFlight(java.util.function.Predicate<MemorySegment> byKey) throws BpfException {
+        return removeInFlight((k, v) -> byKey.test(k));
+    }
+
+    private int removeInFlight(java.util.function.BiPredicate<MemorySegment, MemorySegment> which) throws BpfException {
+        List<byte[]> doomed = new ArrayList<>();
+        inflight.forEachBatched(256, (k, v) -> {
+            if (which.test(k, v)) {
+                doomed.add(k.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE));
+            }
+        });
+        int removed = 0;
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment k = a.allocate(inflight.keySize(), 8);
+            for (byte[] bytes : doomed) {
+                MemorySegment.copy(bytes, 0, k, java.lang.foreign.ValueLayout.JAVA_BYTE, 0, bytes.length);
+                if (inflight.delete(k)) { // the call may have returned meanwhile
+                    removed++;
+                }
+            }
+        }
+        return removed;
+    }
+
+    /** The counters of all probes since open. */
+    public synchronized LatencyStats stats() throws BpfException {
+        checkOpen();
+        long[] s = new long[LatencyAbi.STATS.size() - 1];
+        for (int i = 0; i < s.length; i++) {
+            s[i] = stats.sumPerCpuLong(i);
+        }
+        return new LatencyStats(s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], agedOut);
+    }
+
+    /**
+     * Cumulative kernel run time and run count of each latency program (latency_entry, latency_exit_go,
+     * latency_exit); zero unless kernel.bpf_stats_enabled=1.
+     */
+    public synchronized Map<String, BpfProgram.RunStats> programStats() throws BpfException {
+        checkOpen();
+        Map<String, BpfProgram.RunStats> out = new LinkedHashMap<>();
+        for (String name : List.of("latency_entry", "latency_exit_go", "latency_exit")) {
+            out.put(name, object.program(name).runStats());
+        }
+        return out;
+    }
+
+    private void deactivate(int id) throws BpfException {
+        try (Arena a = Arena.ofConfined()) {
+            probes.update(id, a.allocate(LatencyAbi.PROBE), BpfMap.BPF_ANY);
+        }
+    }
+
+    private static void closeAll(List<BpfLink> links) {
+        for (BpfLink l : links) {
+            l.close();
+        }
+    }
+
+    private void checkOpen() {
+        if (closed) {
+            throw new IllegalStateException("latency probes are closed");
+        }
+    }
+
+    /** Removes every probe and unloads the programs. */
+    @Override
+    public synchronized void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        for (Attached a : attached.values()) {
+            List<BpfLink> links = new ArrayList<>(a.links());
+            java.util.Collections.reverse(links);
+            closeAll(links);
+        }
+        attached.clear();
+        object.close();
+    }
+}

@@ -1,0 +1,320 @@
+package dev.loupe.bpf;
+
+import dev.loupe.bpf.LatencyTargets.FunctionOffsets;
+import dev.loupe.bpf.LatencyTargets.GroundTruth;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+/**
+ * Latency probes in the real kernel against targets built here that measure themselves. Never skipped:
+ * CI runs as root with BPF.
+ */
+class LatencyProbesTest {
+    static final int GOROUTINES = 1200;
+    static final int CALLS_EACH = 10;
+
+    @TempDir
+    static Path dir;
+    static LatencyProbes probes;
+    static Path goSrc;
+
+    @BeforeAll
+    static void open() throws Exception {
+        BpfAvailability.unavailabilityReason().ifPresent(r -> fail("BPF must be available here (CI runs as root): " + r));
+        probes = LatencyProbes.open();
+        goSrc = dir.resolve("gosrc");
+        Files.createDirectories(goSrc);
+        Files.copy(Path.of("src/test/go/latency_target/main.go"), goSrc.resolve("main.go"));
+    }
+
+    @AfterAll
+    static void close() {
+        if (probes != null) {
+            probes.close();
+        }
+    }
+
+    @Test
+    void goNormalBuild() throws Exception {
+        Path bin = LatencyTargets.buildGo(goSrc, dir.resolve("go-exe"));
+        FunctionOffsets f = LatencyTargets.offsets(bin, "main.work");
+        measureGo(1, bin, f, ProbeSpec.GSource.R14);
+    }
+
+    @Test
+    void goPieBuild() throws Exception {
+        Path bin = LatencyTargets.buildGo(goSrc, dir.resolve("go-pie"), "-buildmode=pie");
+        FunctionOffsets f = LatencyTargets.offsets(bin, "main.work");
+        measureGo(2, bin, f, ProbeSpec.GSource.R14);
+    }
+
+    @Test
+    void goStrippedPieBuild() throws Exception {
+        Path full = LatencyTargets.buildGo(goSrc, dir.resolve("go-pie-full"), "-buildmode=pie");
+        Path stripped = LatencyTargets.buildGo(goSrc, dir.resolve("go-pie-stripped"), "-buildmode=pie", "-ldflags=-s -w");
+        assertThrows(IllegalStateException.class, () -> LatencyTargets.offsets(stripped, "main.work"), "really stripped");
+        // Same source, same text: offsets found in the unstripped build serve the stripped one. Checked bytewise.
+        FunctionOffsets f = LatencyTargets.offsets(full, "main.work");
+        assertArrayEquals(LatencyTargets.bytesAt(full, f.entry(), 64), LatencyTargets.bytesAt(stripped, f.entry(), 64));
+        for (long r : f.rets()) {
+            assertArrayEquals(LatencyTargets.bytesAt(full, r - 15, 16), LatencyTargets.bytesAt(stripped, r - 15, 16));
+        }
+        measureGo(3, stripped, f, ProbeSpec.GSource.R14);
+    }
+
+    /** g from thread-local storage (fs_base - 8), the pre-1.17 way, which Go 1.19 keeps up to date too. */
+    @Test
+    void goWithGFromTls() throws Exception {
+        Path bin = LatencyTargets.buildGo(goSrc, dir.resolve("go-tls"));
+        measureGo(4, bin, LatencyTargets.offsets(bin, "main.work"), ProbeSpec.GSource.TLS);
+    }
+
+    private void measureGo(int id, Path bin, FunctionOffsets f, ProbeSpec.GSource g) throws Exception {
+        assertTrue(f.rets().size() >= 2, "work() has two return paths: " + f);
+        LatencyStats before = probes.stats();
+        probes.attach(ProbeSpec.go(id, bin, -1, f.entry(), f.rets(), LatencyTargets.GOID_OFFSET_GO_1_19, g));
+        GroundTruth truth;
+        try {
+            // Started after attach: a probe on a path covers processes that start later.
+            ProcessBuilder pb = new ProcessBuilder(bin.toString(), "work", Integer.toString(GOROUTINES), Integer.toString(CALLS_EACH));
+            pb.environment().put("GODEBUG", "adaptivestackstart=0"); // every goroutine starts small and grows in work()
+            truth = GroundTruth.parse(LatencyTargets.run(pb, 300));
+        } finally {
+            assertTrue(probes.detach(id));
+        }
+        String out = truth.output();
+        assertFalse(out.contains("fatal error") || out.contains("panic") || out.contains("unexpected return pc"), out);
+        LatencyHistogram h = probes.readHistograms().get(id);
+        LatencyStats s = delta(before, probes.stats());
+        String report = bin.getFileName() + " g=" + g + ": loupe count " + h.count() + " mean " + h.meanNanos()
+                + " buckets " + Arrays.toString(h.buckets()) + "; target " + truth + "; " + s;
+        System.out.println(report);
+
+        assertEquals((long) GOROUTINES * CALLS_EACH, truth.calls(), report);
+        assertEquals(truth.calls(), h.count(), report);
+        assertEquals(truth.calls(), Arrays.stream(h.buckets()).sum(), report);
+        assertEquals(0, s.unmatchedExits() + s.inFlightFull() + s.gReadErrors() + s.unconfigured(), report);
+        assertEquals(h.count(), s.exits(), report);
+        assertEquals(s.entries(), s.exits(), "every call entered once and returned once: " + report);
+        assertEquals(1.0, h.meanNanos() / truth.meanNs(), 0.02, report);
+        // Every goroutine's first call grows its 8 KiB stack for work's 32 KiB frame: the entry ran twice.
+        assertTrue(s.reentries() >= GOROUTINES, report);
+        // Goroutines resume on other threads after sleeping: a thread-keyed design could not pair these calls.
+        assertTrue(s.threadMigrations() > 0, report);
+        // The paths land in their buckets: 2.1 ms in (2048, 4096] µs, 20 ms in (16384, 32768] µs, or later ones
+        // when the loaded machine wakes a sleeper late; never earlier. The target's own buckets are the oracle.
+        assertEquals(12, LatencyHistogram.bucketOf(2_100_000));
+        assertEquals(15, LatencyHistogram.bucketOf(20_000_000));
+        assertEquals(0, h.cumulative(11), "nothing shorter than 2.048 ms: " + report);
+        assertTrue(h.cumulative(14) <= truth.calls() / 2, "no 20 ms call under 16.384 ms: " + report);
+        assertTrue(h.bucket(12) > 0 && h.bucket(15) > 0, report);
+        assertBucketsClose(truth, h, report);
+    }
+
+    /**
+     * Go recursion and stack growth together: recurse() nests 4 levels (about 1.2, 5, 20 and 70 ms), each
+     * level's 6 KiB frame growing the stack. Re-entries are collapsed at the same depth while nested calls
+     * stay apart: the levels land in the target's own buckets only if every RET is paired with its entry.
+     */
+    @Test
+    void goRecursionWithStackGrowth() throws Exception {
+        Path bin = LatencyTargets.buildGo(goSrc, dir.resolve("go-rec"));
+        FunctionOffsets f = LatencyTargets.offsets(bin, "main.recurse");
+        LatencyStats before = probes.stats();
+        probes.attach(ProbeSpec.go(5, bin, -1, f.entry(), f.rets(), LatencyTargets.GOID_OFFSET_GO_1_19, ProbeSpec.GSource.R14));
+        GroundTruth truth;
+        try {
+            ProcessBuilder pb = new ProcessBuilder(bin.toString(), "rec", "200", "2");
+            pb.environment().put("GODEBUG", "adaptivestackstart=0");
+            truth = GroundTruth.parse(LatencyTargets.run(pb, 300));
+        } finally {
+            probes.detach(5);
+        }
+        LatencyHistogram h = probes.readHistograms().get(5);
+        LatencyStats s = delta(before, probes.stats());
+        String report = "go rec: loupe count " + h.count() + " mean " + h.meanNanos() + " buckets " + Arrays.toString(h.buckets())
+                + "; target " + truth + "; " + s;
+        System.out.println(report);
+        assertEquals(1600, truth.calls(), report);
+        assertEquals(truth.calls(), h.count(), report);
+        assertEquals(0, s.unmatchedExits() + s.inFlightFull() + s.gReadErrors(), report);
+        assertTrue(s.reentries() >= 200, "stack grown on the way down, per goroutine: " + report);
+        assertEquals(1.0, h.meanNanos() / truth.meanNs(), 0.02, report);
+        assertTrue(h.cumulative(16) <= 1200, "the outermost level never under 65.5 ms: " + report);
+        assertBucketsClose(truth, h, report);
+    }
+
+    @Test
+    void nativeFunctionByUretprobe() throws Exception {
+        Path bin = LatencyTargets.buildC(Path.of("src/test/c/latency_target.c"), dir.resolve("c-target"));
+        FunctionOffsets f = LatencyTargets.offsets(bin, "work");
+        LatencyStats before = probes.stats();
+        probes.attach(ProbeSpec.nativeFunction(10, bin, -1, f.entry()));
+        GroundTruth truth;
+        try {
+            truth = GroundTruth.parse(LatencyTargets.run(new ProcessBuilder(bin.toString(), "flat", "16", "100"), 300));
+        } finally {
+            probes.detach(10);
+        }
+        LatencyHistogram h = probes.readHistograms().get(10);
+        LatencyStats s = delta(before, probes.stats());
+        String report = "C flat: loupe count " + h.count() + " mean " + h.meanNanos() + " buckets " + Arrays.toString(h.buckets())
+                + "; target " + truth + "; " + s;
+        System.out.println(report);
+        assertEquals(1600, truth.calls());
+        assertEquals(truth.calls(), h.count(), report);
+        assertEquals(0, s.unmatchedExits() + s.inFlightFull() + s.staleReplaced() + s.threadMigrations(), report);
+        assertEquals(1.0, h.meanNanos() / truth.meanNs(), 0.02, report);
+        assertEquals(0, h.cumulative(10), "nothing under 1.024 ms: " + report);
+        assertTrue(h.cumulative(12) <= 800, "no 5 ms call under 4.096 ms: " + report);
+        assertBucketsClose(truth, h, report);
+    }
+
+    /**
+     * Recursion keyed by thread and SP: the four nested levels of each call (about 1.2, 5, 20 and 70 ms)
+     * land in four distinct buckets only if every exit is paired with its own entry.
+     */
+    @Test
+    void nativeRecursionPairsEachLevel() throws Exception {
+        Path bin = LatencyTargets.buildC(Path.of("src/test/c/latency_target.c"), dir.resolve("c-rec"));
+        FunctionOffsets f = LatencyTargets.offsets(bin, "rec");
+        probes.attach(ProbeSpec.nativeFunction(11, bin, -1, f.entry()));
+        GroundTruth truth;
+        try {
+            truth = GroundTruth.parse(LatencyTargets.run(new ProcessBuilder(bin.toString(), "rec", "20"), 300));
+        } finally {
+            probes.detach(11);
+        }
+        LatencyHistogram h = probes.readHistograms().get(11);
+        String report = "C rec: loupe " + Arrays.toString(h.buckets()) + " mean " + h.meanNanos() + "; target " + truth;
+        System.out.println(report);
+        assertEquals(80, truth.calls());
+        assertEquals(80, h.count(), report);
+        assertBucketsClose(truth, h, 1, report); // a wrong pairing of nested calls would move 20 calls
+        assertEquals(1.0, h.meanNanos() / truth.meanNs(), 0.02, report);
+    }
+
+    /**
+     * A native call left by longjmp never fires its uretprobe; the next call at the same thread and SP finds
+     * its entry, counts it stale and measures from its own start (1.1 ms, not the 2.2 ms since the stale one).
+     */
+    @Test
+    void nativeLongjmpReplacesTheStaleEntry() throws Exception {
+        Path bin = LatencyTargets.buildC(Path.of("src/test/c/latency_target.c"), dir.resolve("c-jmp"));
+        FunctionOffsets f = LatencyTargets.offsets(bin, "jumpy");
+        LatencyStats before = probes.stats();
+        probes.attach(ProbeSpec.nativeFunction(13, bin, -1, f.entry()));
+        GroundTruth truth;
+        try {
+            truth = GroundTruth.parse(LatencyTargets.run(new ProcessBuilder(bin.toString(), "jmp", "100"), 300));
+        } finally {
+            probes.detach(13);
+        }
+        LatencyHistogram h = probes.readHistograms().get(13);
+        LatencyStats s = delta(before, probes.stats());
+        String report = "C jmp: loupe count " + h.count() + " mean " + h.meanNanos() + "; target " + truth + "; " + s;
+        System.out.println(report);
+        assertEquals(50, truth.calls(), report);
+        assertEquals(50, h.count(), report);
+        assertEquals(100, s.entries(), report);
+        assertEquals(50, s.staleReplaced(), report);
+        assertEquals(0, s.unmatchedExits(), report);
+        assertEquals(1.0, h.meanNanos() / truth.meanNs(), 0.02, report);
+    }
+
+    @Test
+    void callsThatNeverReturnAreAgedOutAndCounted() throws Exception {
+        Path bin = LatencyTargets.buildC(Path.of("src/test/c/latency_target.c"), dir.resolve("c-age"));
+        FunctionOffsets f = LatencyTargets.offsets(bin, "rec");
+        probes.attach(ProbeSpec.nativeFunction(12, bin, -1, f.entry()));
+        Process p = new ProcessBuilder(bin.toString(), "rec", "1000").start();
+        try {
+            Thread.sleep(300); // inside rec(0) (50 ms, then the deeper levels)
+            p.destroyForcibly().waitFor(); // killed mid-call: its entries never see an exit
+            long agedBefore = probes.stats().agedOut();
+            int aged = probes.ageOut(Duration.ZERO);
+            assertTrue(aged >= 1 && aged <= 4, "one call of up to 4 levels was in flight: " + aged);
+            assertEquals(agedBefore + aged, probes.stats().agedOut());
+            assertEquals(0, probes.ageOut(Duration.ZERO));
+        } finally {
+            probes.detach(12);
+        }
+    }
+
+    @Test
+    void badSpecsFailWithOneLineReasons() throws Exception {
+        Path bin = LatencyTargets.buildC(Path.of("src/test/c/latency_target.c"), dir.resolve("c-bad"));
+        long size = Files.size(bin);
+        BpfException missing = assertThrows(BpfException.class,
+                () -> probes.attach(ProbeSpec.nativeFunction(20, dir.resolve("nope"), -1, 0x1000)));
+        assertTrue(missing.getMessage().contains("is not a regular file"), missing.getMessage());
+        BpfException beyond = assertThrows(BpfException.class,
+                () -> probes.attach(ProbeSpec.nativeFunction(20, bin, -1, size + 16)));
+        assertTrue(beyond.getMessage().contains("beyond the end"), beyond.getMessage());
+        IllegalArgumentException noRet = assertThrows(IllegalArgumentException.class,
+                () -> ProbeSpec.go(20, bin, -1, 0x1000, List.of(), 152, ProbeSpec.GSource.R14));
+        assertTrue(noRet.getMessage().contains("no RET"), noRet.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> probes.attach(ProbeSpec.nativeFunction(1 << 20, bin, -1, 0x1000)));
+        BpfException noPid = assertThrows(BpfException.class,
+                () -> probes.attach(ProbeSpec.nativeFunction(20, bin, 999_999_999, LatencyTargets.offsets(bin, "work").entry())));
+        assertTrue(noPid.getMessage().contains("no process"), noPid.getMessage());
+        for (BpfException e : List.of(missing, beyond, noPid)) {
+            assertEquals(1, e.getMessage().lines().count(), e.getMessage());
+        }
+        probes.attach(ProbeSpec.nativeFunction(20, bin, -1, LatencyTargets.offsets(bin, "work").entry()));
+        IllegalArgumentException twice = assertThrows(IllegalArgumentException.class,
+                () -> probes.attach(ProbeSpec.nativeFunction(20, bin, -1, 0x1000)));
+        assertTrue(twice.getMessage().contains("already attached"), twice.getMessage());
+        assertTrue(probes.detach(20));
+        assertFalse(probes.detach(20));
+        assertFalse(probes.attachedProbes().contains(20));
+    }
+
+    /** Java's bucket rule is the kernel's: boundaries at exactly 2^k µs. */
+    @Test
+    void bucketBoundaries() {
+        assertEquals(0, LatencyHistogram.bucketOf(0));
+        assertEquals(0, LatencyHistogram.bucketOf(1000));
+        assertEquals(1, LatencyHistogram.bucketOf(1001));
+        assertEquals(11, LatencyHistogram.bucketOf(2_048_000));
+        assertEquals(12, LatencyHistogram.bucketOf(2_048_001));
+        assertEquals(30, LatencyHistogram.bucketOf((1L << 30) * 1000));
+        assertEquals(31, LatencyHistogram.bucketOf((1L << 30) * 1000 + 1));
+        assertEquals(1e-6, LatencyHistogram.upperBoundSeconds(0));
+        assertEquals(1073.741824, LatencyHistogram.upperBoundSeconds(30));
+        assertEquals(Double.POSITIVE_INFINITY, LatencyHistogram.upperBoundSeconds(31));
+    }
+
+    /** The target measures around the call, Loupe from entry to return: a call near a boundary may differ. */
+    private static void assertBucketsClose(GroundTruth truth, LatencyHistogram h, String report) {
+        assertBucketsClose(truth, h, 2 + truth.calls() / 200, report);
+    }
+
+    private static void assertBucketsClose(GroundTruth truth, LatencyHistogram h, long tolerance, String report) {
+        for (int k = 0; k < LatencyHistogram.BUCKETS; k++) {
+            assertTrue(Math.abs(truth.buckets()[k] - h.bucket(k)) <= tolerance, "bucket " + k + ": " + report);
+        }
+    }
+
+    static LatencyStats delta(LatencyStats a, LatencyStats b) {
+        return new LatencyStats(b.entries() - a.entries(), b.exits() - a.exits(), b.threadMigrations() - a.threadMigrations(),
+                b.reentries() - a.reentries(), b.staleReplaced() - a.staleReplaced(), b.unmatchedExits() - a.unmatchedExits(),
+                b.inFlightFull() - a.inFlightFull(), b.gReadErrors() - a.gReadErrors(), b.unconfigured() - a.unconfigured(),
+                b.agedOut() - a.agedOut());
+    }
+}
