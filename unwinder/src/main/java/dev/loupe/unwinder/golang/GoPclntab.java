@@ -19,6 +19,10 @@ import java.util.Optional;
  * <p>From 1.18 on, entries are offsets from the start of the text; the header's textStart may be
  * unrelocated (PIE, 0 since Go 1.26), so it is used only when it points into executable code, else the
  * {@code runtime.text} symbol, else the {@code .text} section's address.
+ *
+ * <p>Names are as the runtime reports them, which is not always the symbol table's name: ABI0 wrappers
+ * carry their target's name (no {@code .abi0} suffix, so a name can appear twice), and Go's linker
+ * stores names with brackets as {@code prefix[...]suffix} (type arguments, array types).
  */
 public final class GoPclntab {
     /** A function as the pclntab records it; {@code end} is exclusive. */
