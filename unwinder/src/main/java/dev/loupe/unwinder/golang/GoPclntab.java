@@ -46,8 +46,8 @@ public final class GoPclntab {
 
     /**
      * The pclntab of an ELF file: the {@code .gopclntab} section ({@code .data.rel.ro.gopclntab} in PIE
-     * builds), else a header found by magic at the start of a read-only segment page; empty if the file is
-     * not a Go binary.
+     * builds), or in a file without section headers a header found by magic in a non-executable segment;
+     * empty if the file is not a Go binary.
      */
     public static Optional<GoPclntab> read(Path binary) throws GoBinaryException, IOException {
         return read(BinaryImage.open(binary));
@@ -64,7 +64,9 @@ public final class GoPclntab {
         if (s != null) {
             return Optional.of(parse(img.path().toString(), img.contents(s), sectionText, runtimeText, img.loads()));
         }
-        return searchSegments(img, sectionText, runtimeText);
+        // Go's linker always names the section; only a file without section headers (sstrip) is searched,
+        // so a stripped C binary costs no scan of its segments.
+        return img.sections().isEmpty() ? searchSegments(img, sectionText, runtimeText) : Optional.empty();
     }
 
     /**

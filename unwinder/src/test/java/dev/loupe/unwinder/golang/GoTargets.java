@@ -11,7 +11,7 @@ import java.util.List;
 final class GoTargets {
     static final Path GO = Path.of("/usr/lib/go-1.19/bin/go");
 
-    /** Several return paths, a closure, methods on a pointer receiver, a goroutine: shapes probes meet. */
+    /** Several return paths, a closure (with "wait", it then sleeps), methods on a pointer receiver, a goroutine: shapes probes meet. */
     static final String SOURCE = """
             package main
 
@@ -19,6 +19,7 @@ final class GoTargets {
             	"fmt"
             	"os"
             	"strings"
+            	"time"
             )
 
             type conn struct{ n int }
@@ -48,6 +49,9 @@ final class GoTargets {
             	done := make(chan int)
             	go func() { done <- work(10) }()
             	fmt.Println(c.serve(os.Args[0]), <-done)
+            	if len(os.Args) > 1 && os.Args[1] == "wait" {
+            		time.Sleep(time.Hour) // stays mapped for symbolization tests
+            	}
             }
             """;
 
