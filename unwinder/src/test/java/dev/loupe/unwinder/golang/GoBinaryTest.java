@@ -85,6 +85,22 @@ class GoBinaryTest {
         return i >= 0 && j > i ? name.substring(0, i) + "[...]" + name.substring(j + 1) : name;
     }
 
+    /** Go 1.26 writes textStart 0 (and PIE slots may be unrelocated): entries then count from .text. */
+    @Test
+    void zeroTextStartInTheHeaderFallsBackToTheTextSection() throws Exception {
+        dev.loupe.unwinder.ehframe.ElfSections es = dev.loupe.unwinder.ehframe.ElfSections.read(targets.strippedPie);
+        byte[] b = es.contents(es.find(".data.rel.ro.gopclntab"));
+        java.util.Arrays.fill(b, 8 + 2 * 8, 8 + 3 * 8, (byte) 0); // pcHeader.textStart
+        GoPclntab zeroed = GoPclntab.parse("t", b, es.find(".text").addr(), 0,
+                dev.loupe.unwinder.elf.ElfLoadSegments.read(targets.strippedPie));
+        GoPclntab real = GoPclntab.read(targets.strippedPie).orElseThrow();
+        assertEquals(es.find(".text").addr(), zeroed.textStart());
+        assertEquals(real.functions(), zeroed.functions());
+        GoBinaryException e = org.junit.jupiter.api.Assertions.assertThrows(GoBinaryException.class,
+                () -> GoPclntab.parse("t", b, 0, 0, List.of()));
+        assertTrue(e.getMessage().contains("textStart is 0"), e.getMessage());
+    }
+
     @Test
     void lookupByAddressGivesTheContainingFunction() throws Exception {
         GoPclntab tab = GoPclntab.read(targets.strippedPie).orElseThrow();
