@@ -60,7 +60,7 @@ public final class GoPclntab {
         }
         ElfSections.Section text = img.section(".text");
         long sectionText = text == null ? 0 : text.addr();
-        long runtimeText = runtimeTextSymbol(img);
+        java.util.function.LongSupplier runtimeText = () -> runtimeTextSymbol(img); // only when the header's is unusable
         if (s != null) {
             return Optional.of(parse(img.path().toString(), img.contents(s), sectionText, runtimeText, img.loads()));
         }
@@ -70,11 +70,17 @@ public final class GoPclntab {
     }
 
     /**
-     * Parses pclntab bytes. {@code textFallback} is the address entries count from when the header's own
-     * textStart is unusable (1.18+ only); {@code loads} tell executable addresses apart.
+     * Parses pclntab bytes. When the header's textStart (1.18+) is not in an executable segment of
+     * {@code loads}, entries count from {@code runtimeText} (the runtime.text symbol, 0 if unknown), else
+     * from {@code sectionText} (the .text section's address).
      */
     static GoPclntab parse(String name, byte[] b, long sectionText, long runtimeText, List<LoadSegment> loads)
             throws GoBinaryException {
+        return parse(name, b, sectionText, () -> runtimeText, loads);
+    }
+
+    private static GoPclntab parse(String name, byte[] b, long sectionText, java.util.function.LongSupplier runtimeTextSymbol,
+                                   List<LoadSegment> loads) throws GoBinaryException {
         Reader r = new Reader(name, b);
         if (b.length < 16) {
             throw r.error("too short for a pclntab header (" + b.length + " bytes)");
@@ -128,8 +134,8 @@ public final class GoPclntab {
                 long pcln = r.uptr(8 + 7 * ptr, ptr);
                 int functab = r.index(pcln, 0, "function table");
                 checkCount(r, nfunc, functab, 8, b.length);
-                textStart = inExecutable(loads, headerText) ? headerText
-                        : runtimeText != 0 ? runtimeText : sectionText;
+                long runtimeText = inExecutable(loads, headerText) ? 0 : runtimeTextSymbol.getAsLong();
+                textStart = inExecutable(loads, headerText) ? headerText : runtimeText != 0 ? runtimeText : sectionText;
                 if (textStart == 0) {
                     throw r.error("the header's textStart is 0 and there is no runtime.text symbol or .text section to use");
                 }
@@ -203,7 +209,8 @@ public final class GoPclntab {
     }
 
     /** For binaries without section headers: a pclntab header at a 32-byte boundary in a read-only segment. */
-    private static Optional<GoPclntab> searchSegments(BinaryImage img, long sectionText, long runtimeText) throws GoBinaryException {
+    private static Optional<GoPclntab> searchSegments(BinaryImage img, long sectionText, java.util.function.LongSupplier runtimeText)
+            throws GoBinaryException {
         for (LoadSegment s : img.loads()) {
             if (s.executable() || s.fileSize() <= 16) {
                 continue;
