@@ -21,15 +21,25 @@ import java.util.zip.GZIPOutputStream;
 public final class PprofFiles {
     private PprofFiles() {}
 
-    /** The gzipped serialized profile, as go tool pprof and Parca expect it. */
+    /**
+     * The gzipped serialized profile, as go tool pprof and Parca expect it. Compressed at deflate's fastest
+     * level, as Go's runtime/pprof does: profiles are encoded every interval on the agent's CPU budget.
+     */
     public static byte[] gzip(Profile profile) {
         ByteArrayOutputStream bytes = new ByteArrayOutputStream(Math.max(64, profile.getSerializedSize() / 4));
-        try (GZIPOutputStream gz = new GZIPOutputStream(bytes, 64 * 1024)) {
+        try (GZIPOutputStream gz = new FastGzip(bytes)) {
             profile.writeTo(gz);
         } catch (IOException e) {
             throw new UncheckedIOException(e); // in-memory streams do not fail
         }
         return bytes.toByteArray();
+    }
+
+    private static final class FastGzip extends GZIPOutputStream {
+        FastGzip(java.io.OutputStream out) throws IOException {
+            super(out, 64 * 1024);
+            def.setLevel(java.util.zip.Deflater.BEST_SPEED);
+        }
     }
 
     /**

@@ -59,6 +59,26 @@ class ProfileSplitterTest {
         assertEquals(17, total);
     }
 
+    /** Profiles from elsewhere may number ids sparsely; parts are still dense. */
+    @Test
+    void sparseIdsInTheSourceBecomeDenseInTheParts() {
+        Profile.Builder b = Profile.newBuilder().addAllStringTable(List.of("", "samples", "count", "pid", "f", "g", "/bin/x"))
+                .addSampleType(dev.loupe.pprof.proto.ValueType.newBuilder().setType(1).setUnit(2))
+                .setTimeNanos(1).setDurationNanos(1)
+                .addMapping(dev.loupe.pprof.proto.Mapping.newBuilder().setId(7).setFilename(6).setMemoryStart(0x1000).setMemoryLimit(0x2000))
+                .addFunction(dev.loupe.pprof.proto.Function.newBuilder().setId(30).setName(4))
+                .addFunction(dev.loupe.pprof.proto.Function.newBuilder().setId(10).setName(5))
+                .addLocation(Location.newBuilder().setId(200).setMappingId(7).setAddress(0x1100)
+                        .addLine(dev.loupe.pprof.proto.Line.newBuilder().setFunctionId(10)))
+                .addLocation(Location.newBuilder().setId(100).setMappingId(7).setAddress(0x1200)
+                        .addLine(dev.loupe.pprof.proto.Line.newBuilder().setFunctionId(30)))
+                .addSample(Sample.newBuilder().addLocationId(200).addLocationId(100).addValue(4)
+                        .addLabel(dev.loupe.pprof.proto.Label.newBuilder().setKey(3).setNum(5)));
+        Profile p5 = ProfileSplitter.byNumLabel(b.build(), "pid").get(5L);
+        assertEquals(List.of(), ParcaRules.violations(p5));
+        assertEquals(List.of("g;f"), stacks(p5));
+    }
+
     @Test
     void noLabelMeansOnePart() {
         ProfileBuilder b = new ProfileBuilder(1, 1);
