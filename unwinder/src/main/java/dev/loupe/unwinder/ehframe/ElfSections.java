@@ -19,7 +19,7 @@ import java.util.zip.Inflater;
  * (zlib) and GNU {@code .zdebug_*} sections inflated. Every size is checked against the file before
  * anything is allocated; errors are {@link EhFrameException}s.
  */
-final class ElfSections {
+public final class ElfSections {
     static final int SHT_NOBITS = 8;
     static final long SHF_COMPRESSED = 0x800;
     private static final int ELFCOMPRESS_ZLIB = 1;
@@ -27,7 +27,8 @@ final class ElfSections {
     /** Section contents (after inflation) this reader will hold: eh_frame of the largest binaries is ~50 MB. */
     static final int MAX_CONTENT = 512 << 20;
 
-    record Section(String name, int type, long flags, long addr, long offset, long size) {}
+    /** A section header: name, sh_type, sh_flags, sh_addr, sh_offset, sh_size. */
+    public record Section(String name, int type, long flags, long addr, long offset, long size) {}
 
     /** Random access to the file's bytes. */
     private interface Source {
@@ -120,7 +121,8 @@ final class ElfSections {
         sections = List.copyOf(list);
     }
 
-    static ElfSections read(Path path) throws EhFrameException, IOException {
+    /** Reads the headers of a file; contents are read on demand by {@link #contents}. */
+    public static ElfSections read(Path path) throws EhFrameException, IOException {
         try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
             return new ElfSections(path.toString(), path, null, channel(ch));
         }
@@ -132,11 +134,11 @@ final class ElfSections {
         return new ElfSections(name, null, img, memory(img));
     }
 
-    String name() {
+    public String name() {
         return name;
     }
 
-    List<Section> sections() {
+    public List<Section> sections() {
         return sections;
     }
 
@@ -157,7 +159,7 @@ final class ElfSections {
     }
 
     /** The first section with this name that has file contents. */
-    Section find(String sectionName) {
+    public Section find(String sectionName) {
         for (Section s : sections) {
             if (s.name().equals(sectionName) && s.type() != SHT_NOBITS) {
                 return s;
@@ -167,7 +169,7 @@ final class ElfSections {
     }
 
     /** A section's contents, inflated if SHF_COMPRESSED or a GNU {@code .zdebug_*} section. */
-    byte[] contents(Section s) throws EhFrameException {
+    public byte[] contents(Section s) throws EhFrameException {
         if (s.size() < 0 || s.size() > MAX_CONTENT) {
             throw new EhFrameException(Problem.TOO_LARGE, name + ": " + s.name() + " of " + Long.toUnsignedString(s.size()) + " bytes is too large");
         }

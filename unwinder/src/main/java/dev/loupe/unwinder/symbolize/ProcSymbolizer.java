@@ -415,11 +415,16 @@ final class ProcSymbolizer implements Symbolizer {
         }
         SymbolTable symbols = elf.symbols();
         String buildId = elf.buildId().orElse(null);
-        if (buildId != null && !elf.hasSection(".symtab")) {
+        boolean stripped = !elf.hasSection(".symtab");
+        if (buildId != null && stripped) {
             SymbolTable debug = debugSymbols(pid, buildId);
             if (debug != null && debug.size() > 0) {
                 symbols = debug;
+                stripped = false;
             }
+        }
+        if (stripped) {
+            symbols = StrippedGoSymbols.orElse(file, elf, symbols, maxCacheBytes);
         }
         return new Binary.Loaded(symbols, elf, buildId);
     }
