@@ -154,7 +154,7 @@ public final class Agent {
         Map<String, String> labels = new TreeMap<>(options.seriesLabels());
         labels.put("__name__", CPU_SERIES_NAME);
         EncodedProfile p = new EncodedProfile(CPU_TYPE, new TreeMap<>(labels), profile.getTimeNanos(),
-                profile.getDurationNanos(), PprofFiles.gzip(profile), profile.getSampleCount());
+                profile.getDurationNanos(), PprofFiles.gzip(profile), profile.getSampleCount(), profile);
         return new ProfileBatch(intervals.incrementAndGet(), profile.getTimeNanos(), profile.getDurationNanos(), List.of(p));
     }
 

@@ -15,12 +15,14 @@ import java.util.TreeMap;
  * @param durationNanos  length of the window (monotonic)
  * @param gzippedPprof   the serialized profile.proto, gzipped
  * @param samples        number of samples in it (0: an empty interval)
+ * @param profile        the same profile decoded (immutable), for sinks that re-shape it (one series per process)
  */
 public record EncodedProfile(String profileType, SortedMap<String, String> labels, long timeNanos, long durationNanos,
-                             byte[] gzippedPprof, int samples) {
+                             byte[] gzippedPprof, int samples, dev.loupe.pprof.proto.Profile profile) {
     public EncodedProfile {
         Objects.requireNonNull(profileType, "profileType");
         Objects.requireNonNull(gzippedPprof, "gzippedPprof");
+        Objects.requireNonNull(profile, "profile");
         labels = java.util.Collections.unmodifiableSortedMap(new TreeMap<>(labels));
         if (!labels.containsKey("__name__")) {
             throw new IllegalArgumentException("series labels need __name__: " + labels);

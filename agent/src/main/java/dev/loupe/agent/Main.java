@@ -43,18 +43,42 @@ public final class Main {
         System.exit(run(parsed.config()));
     }
 
+    private static void closeAll(List<ProfileSink> sinks) {
+        for (ProfileSink s : sinks) {
+            try {
+                s.close();
+            } catch (Exception e) {
+                // best effort on a failed start
+            }
+        }
+    }
+
     static int run(LoupeConfig config) {
         Optional<String> unavailable = BpfAvailability.unavailabilityReason();
         if (unavailable.isPresent()) {
             System.err.println("loupe: BPF unavailable: " + unavailable.get());
             return 3;
         }
-        LocalFileSink files;
-        try {
-            files = new LocalFileSink(config.outputDir());
-        } catch (IOException e) {
-            System.err.println("loupe: cannot create output directory " + config.outputDir() + ": " + e);
-            return 1;
+        List<ProfileSink> sinks = new java.util.ArrayList<>();
+        LocalFileSink files = null;
+        if (config.localFiles()) {
+            try {
+                files = new LocalFileSink(config.outputDir());
+                sinks.add(files);
+            } catch (IOException e) {
+                System.err.println("loupe: cannot create output directory " + config.outputDir() + ": " + e);
+                return 1;
+            }
+        }
+        if (config.remoteStore().isPresent()) {
+            try {
+                sinks.add(dev.loupe.agent.ship.RemoteSinks.parca(config.remoteStore().get(), config.spoolDir(),
+                        config.spoolMaxBytes(), config.externalLabels()));
+            } catch (IOException | RuntimeException e) {
+                System.err.println("loupe: remote store " + config.remoteStore().get().address() + ": " + e.getMessage());
+                closeAll(sinks);
+                return 1;
+            }
         }
         PerfEventSampler sampler;
         try {
@@ -68,7 +92,7 @@ public final class Main {
         ProcessRegistry processes = ProcessRegistry.host();
         Symbolizer symbolizer = Symbolizer.create(Symbolizer.Options.defaults(), processes);
         Agent agent = new Agent(config.frequencyHz(), config.interval(), new KernelSampleSource(sampler), symbolizer,
-                List.of(files), Clocks.system(), Agent.Options.defaults(Map.of("node", HostName.get())));
+                List.copyOf(sinks), Clocks.system(), Agent.Options.defaults(Map.of("node", HostName.get())));
         UnwindTableUploader unwind = new UnwindTableUploader(new KernelUnwindTarget(sampler.unwindMaps()),
                 new UnwindTableUploader.TableBuilder() {
                     @Override
@@ -109,7 +133,9 @@ public final class Main {
         agent.start();
         System.Logger log = System.getLogger(Main.class.getName());
         log.log(System.Logger.Level.INFO, "profiling at " + config.frequencyHz() + " Hz, a profile every "
-                + config.interval().toSeconds() + " s to " + files.directory().toAbsolutePath()
+                + config.interval().toSeconds() + " s to " + (files == null ? "" : files.directory().toAbsolutePath() + " ")
+                + config.remoteStore().map(r -> "parca " + r.address() + " ").orElse("")
+                + "(sinks: " + sinks.stream().map(ProfileSink::name).toList() + ")"
                 + (server == null ? "" : ", http://" + server.address().getHostString() + ":" + server.address().getPort()
                 + "/debug/pprof/profile"));
         try {

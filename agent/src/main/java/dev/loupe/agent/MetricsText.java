@@ -30,6 +30,21 @@ final class MetricsText {
                 "Intervals dropped before a sink took them (its queue was full, or left at stop).", SinkStats::dropped);
         sinkFamily(b, st, "loupe_sink_queue_intervals", "gauge", "Intervals waiting in a sink's queue.", SinkStats::queued);
         sinkFamily(b, st, "loupe_sink_bytes_written_total", "counter", "Encoded profile bytes a sink delivered.", SinkStats::bytesWritten);
+        remoteFamily(b, st, "loupe_remote_batches_sent_total", "counter", "Batches the remote end confirmed.", RemoteSinkStats::delivered);
+        remoteFamily(b, st, "loupe_remote_bytes_sent_total", "counter", "Bytes of confirmed batches.", RemoteSinkStats::deliveredBytes);
+        remoteFamily(b, st, "loupe_remote_send_failures_total", "counter", "Sends that failed (every attempt counts).",
+                RemoteSinkStats::failedAttempts);
+        remoteFamily(b, st, "loupe_remote_retries_total", "counter", "Sends that retried an earlier failure.", RemoteSinkStats::retries);
+        remoteFamily(b, st, "loupe_remote_batches_rejected_total", "counter",
+                "Batches the remote end refused for good, moved to the spool's quarantine folder.", RemoteSinkStats::rejected);
+        remoteFamily(b, st, "loupe_remote_batches_dropped_total", "counter",
+                "Batches deleted unsent because the spool reached its size cap.", RemoteSinkStats::droppedBatches);
+        remoteFamily(b, st, "loupe_remote_bytes_dropped_total", "counter", "Bytes of batches the spool cap deleted.",
+                RemoteSinkStats::droppedBytes);
+        remoteFamily(b, st, "loupe_spool_batches", "gauge", "Batches waiting in a remote sink's spool.", RemoteSinkStats::spooledBatches);
+        remoteFamily(b, st, "loupe_spool_bytes", "gauge", "Bytes waiting in a remote sink's spool.", RemoteSinkStats::spooledBytes);
+        remoteSeconds(b, st, "loupe_spool_oldest_age_seconds", "Age of the oldest batch waiting in a remote sink's spool.",
+                RemoteSinkStats::oldestAgeNanos);
         counter(b, "loupe_poll_errors_total", "Failed polls of the sample ring buffer.", st.pollErrors());
         Symbolizer.Stats sym = st.symbolizer();
         if (sym != null) {
@@ -64,6 +79,32 @@ final class MetricsText {
         b.append("# HELP loupe_up Whether the sampling loop is polling.\n# TYPE loupe_up gauge\n");
         b.append("loupe_up ").append(st.healthy() ? 1 : 0).append('\n');
         return b.toString();
+    }
+
+    private static void remoteFamily(StringBuilder b, Agent.Status st, String name, String type, String help,
+                                     java.util.function.ToLongFunction<RemoteSinkStats> value) {
+        if (st.sinks().stream().noneMatch(s -> s.remote().isPresent())) {
+            return;
+        }
+        b.append("# HELP ").append(name).append(' ').append(help).append('\n');
+        b.append("# TYPE ").append(name).append(' ').append(type).append('\n');
+        for (SinkStats s : st.sinks()) {
+            s.remote().ifPresent(r ->
+                    b.append(name).append("{sink=\"").append(s.sink()).append("\"} ").append(value.applyAsLong(r)).append('\n'));
+        }
+    }
+
+    private static void remoteSeconds(StringBuilder b, Agent.Status st, String name, String help,
+                                      java.util.function.ToLongFunction<RemoteSinkStats> nanos) {
+        if (st.sinks().stream().noneMatch(s -> s.remote().isPresent())) {
+            return;
+        }
+        b.append("# HELP ").append(name).append(' ').append(help).append('\n');
+        b.append("# TYPE ").append(name).append(" gauge\n");
+        for (SinkStats s : st.sinks()) {
+            s.remote().ifPresent(r -> b.append(name).append("{sink=\"").append(s.sink()).append("\"} ")
+                    .append(nanos.applyAsLong(r) / 1e9).append('\n'));
+        }
     }
 
     private static void sinkFamily(StringBuilder b, Agent.Status st, String name, String type, String help,

@@ -15,4 +15,17 @@ public interface ProfileSink extends AutoCloseable {
 
     @Override
     default void close() {}
+
+    /**
+     * Closes at the agent's stop: a sink that buffers (the remote sinks' spools) makes its last delivery
+     * attempt until {@code deadlineNanos} (monotonic), keeping the rest for the next start.
+     */
+    default void close(long deadlineNanos) {
+        close();
+    }
+
+    /** Delivery and spool counters of a sink that ships off the host; empty for local sinks. */
+    default java.util.Optional<RemoteSinkStats> remoteStats() {
+        return java.util.Optional.empty();
+    }
 }

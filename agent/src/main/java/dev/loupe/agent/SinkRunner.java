@@ -132,13 +132,14 @@ final class SinkRunner {
             Thread.currentThread().interrupt();
         }
         try {
-            sink.close();
+            sink.close(deadlineNanos);
         } catch (Exception e) {
             LOG.log(System.Logger.Level.WARNING, "closing sink " + sink.name() + ": " + e);
         }
     }
 
     synchronized SinkStats stats() {
-        return new SinkStats(sink.name(), written.get(), failed.get(), dropped.get(), queue.size(), bytesWritten.get());
+        return new SinkStats(sink.name(), written.get(), failed.get(), dropped.get(), queue.size(), bytesWritten.get(),
+                sink.remoteStats());
     }
 }

@@ -23,15 +23,28 @@ public final class CommandLine {
         FLAGS.put("--frequency HZ", "samples per second per CPU, 1.." + Values.MAX_HZ + " (default " + d.frequencyHz() + ")");
         FLAGS.put("--interval DURATION", "one profile per interval, 1s..1h (default " + d.interval().toSeconds() + "s)");
         FLAGS.put("--duration DURATION", "stop after this long, e.g. 30s (default: run until SIGTERM)");
-        FLAGS.put("--output DIR", "directory for gzipped pprof files (default " + d.outputDir() + ")");
+        FLAGS.put("--output DIR|off", "directory for gzipped pprof files (default " + d.outputDir() + "; off: no files)");
         FLAGS.put("--pid PID", "profile only this process; repeat or comma-separate (default: every process)");
         FLAGS.put("--http HOST:PORT|off", "local HTTP endpoint (default " + d.httpAddress()
                 .map(a -> a.getHostString() + ":" + a.getPort()).orElse("off") + ")");
         FLAGS.put("--unwind-table-budget SIZE", "kernel memory for unwind tables, e.g. 64MiB (default "
                 + (d.unwindTableBudget() >> 20) + "MiB)");
         FLAGS.put("--unwind-tables on|off", "walk user stacks with eh_frame tables (default on; off: frame pointers only)");
+        FLAGS.put("--remote-store-address HOST:PORT", "send profiles to this Parca server (gRPC WriteRaw; TLS unless --remote-store-insecure)");
+        FLAGS.put("--remote-store-insecure", "plaintext HTTP/2 to the remote store (no TLS)");
+        FLAGS.put("--remote-store-insecure-skip-verify", "TLS without verifying the server's certificate");
+        FLAGS.put("--remote-store-bearer-token-file FILE", "send the bearer token read from FILE");
+        FLAGS.put("--kafka-bootstrap-servers HOST:PORT[,..]", "send profiles to Kafka");
+        FLAGS.put("--kafka-topic TOPIC", "Kafka topic (default " + KafkaSettings.DEFAULT_TOPIC + ")");
+        FLAGS.put("--spool-dir DIR", "what remote sinks have not confirmed is kept here (default " + d.spoolDir() + ")");
+        FLAGS.put("--spool-max-bytes SIZE", "cap of each remote sink's spool; oldest dropped past it (default "
+                + (d.spoolMaxBytes() >> 20) + "MiB)");
+        FLAGS.put("--external-label NAME=VALUE", "label on every series sent to Parca or Kafka; repeatable");
         FLAGS.put("--help", "show this help");
     }
+
+    /** Flags that need no value ({@code --flag} means true; {@code --flag=false} is allowed). */
+    private static final Set<String> BOOLEAN_FLAGS = Set.of("--remote-store-insecure", "--remote-store-insecure-skip-verify");
 
     private CommandLine() {}
 
@@ -39,7 +52,11 @@ public final class CommandLine {
         StringBuilder b = new StringBuilder("Usage: loupe run [options]\n");
         b.append("Profiles every CPU with eBPF and writes gzipped pprof files; serves /debug/pprof/profile.\n\n");
         for (var e : FLAGS.entrySet()) {
-            b.append(String.format("  %-24s %s%n", e.getKey(), e.getValue()));
+            if (e.getKey().length() > 24) {
+                b.append("  ").append(e.getKey()).append('\n').append(" ".repeat(27)).append(e.getValue()).append('\n');
+            } else {
+                b.append(String.format("  %-24s %s%n", e.getKey(), e.getValue()));
+            }
         }
         return b.toString();
     }
@@ -63,6 +80,8 @@ public final class CommandLine {
             if (eq > 0) {
                 name = a.substring(0, eq);
                 value = a.substring(eq + 1);
+            } else if (BOOLEAN_FLAGS.contains(name)) {
+                value = "true";
             } else {
                 if (!known(name)) {
                     throw unknown(name);
@@ -86,6 +105,7 @@ public final class CommandLine {
         }
         ConfigLoader.Settings s = ConfigLoader.Settings.of(config == null ? LoupeConfig.defaults() : ConfigLoader.load(config));
         Set<Integer> flagPids = new TreeSet<>();
+        Map<String, String> flagLabels = new java.util.TreeMap<>();
         for (String[] p : pairs) {
             String name = p[0];
             String value = p[1];
@@ -96,9 +116,27 @@ public final class CommandLine {
                     case "--duration" -> s.duration = Values.runDuration(value);
                     case "--output" -> {
                         if (value.isBlank()) {
-                            throw new IllegalArgumentException("must name a directory");
+                            throw new IllegalArgumentException("must name a directory or off");
                         }
-                        s.output = Path.of(value);
+                        s.localFiles = !value.trim().equals("off");
+                        if (s.localFiles) {
+                            s.output = Path.of(value);
+                        }
+                    }
+                    case "--remote-store-address" -> s.remoteAddress = Values.hostPort(value);
+                    case "--remote-store-insecure" -> s.remoteInsecure = Values.bool(value);
+                    case "--remote-store-insecure-skip-verify" -> s.remoteSkipVerify = Values.bool(value);
+                    case "--remote-store-bearer-token-file" -> s.remoteTokenFile = Values.path(value);
+                    case "--kafka-bootstrap-servers" -> s.kafkaServers = Values.hostPorts(value);
+                    case "--kafka-topic" -> s.kafkaTopic = Values.topic(value);
+                    case "--spool-dir" -> s.spoolDir = Values.path(value);
+                    case "--spool-max-bytes" -> s.spoolMaxBytes = Values.size(value, ConfigLoader.MIN_SPOOL, ConfigLoader.MAX_SPOOL);
+                    case "--external-label" -> {
+                        int eqs = value.indexOf('=');
+                        if (eqs <= 0) {
+                            throw new IllegalArgumentException("must be NAME=VALUE, got \"" + value + "\"");
+                        }
+                        flagLabels.put(Values.labelName(value.substring(0, eqs)), value.substring(eqs + 1));
                     }
                     case "--pid" -> {
                         for (String part : value.split(",")) {
@@ -117,7 +155,11 @@ public final class CommandLine {
         if (!flagPids.isEmpty()) {
             s.pids = flagPids; // flags replace the file's list
         }
-        return new Parsed(false, s.build(config));
+        s.externalLabels.putAll(flagLabels); // flags add to (and override) the file's labels
+        if ((s.remoteInsecure || s.remoteSkipVerify || s.remoteTokenFile != null) && s.remoteAddress == null) {
+            throw new ConfigException("--remote-store-address", 0, "missing: the other --remote-store-* flags need it");
+        }
+        return new Parsed(false, s.build(config, config == null ? "command line" : config.toString()));
     }
 
     private static boolean known(String name) {

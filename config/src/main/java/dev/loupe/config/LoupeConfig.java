@@ -4,6 +4,7 @@ import java.net.InetSocketAddress;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Collections;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
@@ -20,12 +21,21 @@ import java.util.TreeSet;
  * @param source      the config file used, if any
  * @param unwindTableBudget kernel memory for unwind tables and process mappings, bytes
  * @param unwindTables      walk user stacks with eh_frame tables (false: frame pointers only)
+ * @param localFiles        write pprof files to {@code outputDir} ({@code --output off}: no files)
+ * @param remoteStore       send profiles to Parca
+ * @param kafka             send profiles to Kafka
+ * @param spoolDir          what the remote sinks have not yet confirmed is kept here
+ * @param spoolMaxBytes     cap on the spool of each remote sink; past it the oldest batches are dropped (counted)
+ * @param externalLabels    labels added to every series sent to Parca or Kafka
  */
 public record LoupeConfig(int frequencyHz, Duration interval, Path outputDir, Set<Integer> pids,
                           Optional<InetSocketAddress> httpAddress, Optional<Duration> duration,
-                          Optional<Path> source, long unwindTableBudget, boolean unwindTables) {
+                          Optional<Path> source, long unwindTableBudget, boolean unwindTables,
+                          boolean localFiles, Optional<RemoteStore> remoteStore, Optional<KafkaSettings> kafka,
+                          Path spoolDir, long spoolMaxBytes, Map<String, String> externalLabels) {
     public LoupeConfig {
         pids = Collections.unmodifiableSortedSet(new TreeSet<>(pids));
+        externalLabels = Collections.unmodifiableMap(new java.util.TreeMap<>(externalLabels));
     }
 
     /** The embedded defaults (default.yaml in this jar). */

@@ -135,4 +135,129 @@ final class Values {
             default -> throw new IllegalArgumentException("must be on or off, got \"" + text + "\"");
         };
     }
+
+    /** {@code host:port} where host may be a DNS name (resolved when connecting), an IPv4 literal or [IPv6]. */
+    static String hostPort(String text) {
+        String t = text.trim();
+        int colon = t.lastIndexOf(':');
+        if (colon <= 0 || colon == t.length() - 1) {
+            throw new IllegalArgumentException("must be host:port (e.g. parca.example.com:7070), got \"" + text + "\"");
+        }
+        String host = t.substring(0, colon);
+        if (host.contains(":") && !(host.startsWith("[") && host.endsWith("]"))) {
+            throw new IllegalArgumentException("IPv6 addresses need brackets, e.g. [::1]:7070, got \"" + text + "\"");
+        }
+        if (!host.matches("\\[[0-9a-fA-F:.]+]|[A-Za-z0-9._-]+")) {
+            throw new IllegalArgumentException("\"" + host + "\" is not a host name or IP address");
+        }
+        int port;
+        try {
+            port = Integer.parseInt(t.substring(colon + 1));
+        } catch (NumberFormatException e) {
+            port = -1;
+        }
+        if (port < 1 || port > 65535) {
+            throw new IllegalArgumentException("port must be 1..65535, got \"" + t.substring(colon + 1) + "\"");
+        }
+        return t;
+    }
+
+    /** {@code host:port[,host:port...]} (Kafka's bootstrap.servers). */
+    static String hostPorts(String text) {
+        if (text.isBlank()) {
+            throw new IllegalArgumentException("must list at least one host:port");
+        }
+        java.util.List<String> parts = new java.util.ArrayList<>();
+        for (String part : text.split(",")) {
+            parts.add(hostPort(part));
+        }
+        return String.join(",", parts);
+    }
+
+    /** A size between {@code min} and {@code max} bytes: {@code 16MiB}, {@code 1GiB}, or plain bytes. */
+    static long size(String text, long min, long max) {
+        java.util.regex.Matcher m = SIZE.matcher(text.trim());
+        if (!m.matches()) {
+            throw new IllegalArgumentException("must be a size such as 16MiB, 512KiB or 1GiB, got \"" + text + "\"");
+        }
+        int shift = m.group(2) == null || m.group(2).equals("B") ? 0 : m.group(2).equals("KiB") ? 10 : m.group(2).equals("MiB") ? 20 : 30;
+        long n;
+        try {
+            n = Long.parseLong(m.group(1));
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("size " + text + " is too large");
+        }
+        if (n > max >> shift || (n << shift) < min || (n << shift) > max) {
+            throw new IllegalArgumentException("must be between " + human(min) + " and " + human(max) + ", got " + text);
+        }
+        return n << shift;
+    }
+
+    private static String human(long bytes) {
+        if (bytes % (1L << 30) == 0) {
+            return (bytes >> 30) + "GiB";
+        }
+        if (bytes % (1L << 20) == 0) {
+            return (bytes >> 20) + "MiB";
+        }
+        return bytes % 1024 == 0 ? (bytes >> 10) + "KiB" : bytes + "B";
+    }
+
+    /** A Prometheus label name that is not reserved ({@code __} prefix) and not one Loupe sets itself. */
+    static String labelName(String text) {
+        String t = text.trim();
+        if (!t.matches("[a-zA-Z_][a-zA-Z0-9_]*")) {
+            throw new IllegalArgumentException("\"" + text + "\" is not a valid label name ([a-zA-Z_][a-zA-Z0-9_]*)");
+        }
+        if (t.startsWith("__")) {
+            throw new IllegalArgumentException("label names starting with __ are reserved, got \"" + t + "\"");
+        }
+        if (java.util.Set.of("node", "pid", "comm", "executable", "build_id").contains(t)) {
+            throw new IllegalArgumentException("label \"" + t + "\" is set by Loupe on every series");
+        }
+        return t;
+    }
+
+    /** An HTTP header name (RFC 9110 token); values must not contain line breaks. */
+    static String headerName(String text) {
+        String t = text.trim();
+        if (!t.matches("[!#$%&'*+.^_`|~0-9A-Za-z-]+")) {
+            throw new IllegalArgumentException("\"" + text + "\" is not a valid HTTP header name");
+        }
+        String lower = t.toLowerCase(java.util.Locale.ROOT);
+        if (lower.equals("authorization") || lower.startsWith("grpc-") || lower.equals("content-type") || lower.equals("te")) {
+            throw new IllegalArgumentException("header \"" + t + "\" is set by Loupe (use bearer-token-file for authorization)");
+        }
+        return t;
+    }
+
+    static String headerValue(String text) {
+        if (text.indexOf('\r') >= 0 || text.indexOf('\n') >= 0) {
+            throw new IllegalArgumentException("header values cannot contain line breaks");
+        }
+        return text;
+    }
+
+    static boolean bool(String text) {
+        return switch (text.trim()) {
+            case "true", "on", "yes" -> true;
+            case "false", "off", "no" -> false;
+            default -> throw new IllegalArgumentException("must be true or false, got \"" + text + "\"");
+        };
+    }
+
+    static String topic(String text) {
+        String t = text.trim();
+        if (!t.matches("[a-zA-Z0-9._-]{1,249}") || t.equals(".") || t.equals("..")) {
+            throw new IllegalArgumentException("\"" + text + "\" is not a valid Kafka topic name ([a-zA-Z0-9._-], 1..249 characters)");
+        }
+        return t;
+    }
+
+    static java.nio.file.Path path(String text) {
+        if (text.isBlank()) {
+            throw new IllegalArgumentException("must name a file");
+        }
+        return java.nio.file.Path.of(text.trim());
+    }
 }

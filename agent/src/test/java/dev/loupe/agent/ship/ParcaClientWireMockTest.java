@@ -55,6 +55,11 @@ class ParcaClientWireMockTest {
                 .header("projectID", "proj-1")
                 .timeout(Duration.ofMillis(700))
                 .build());
+        // WireMock's first answer in a JVM can take longer than the 700 ms timeout on a loaded machine:
+        // one untimed exchange first, then a clean slate (no stubs, empty request journal).
+        reply(aResponse().withStatus(200).withHeader("grpc-status", "0").withBody(new byte[5]));
+        client.exchange(TestBatches.bytes(7), Duration.ofSeconds(30));
+        wireMock.resetAll();
     }
 
     @AfterEach

@@ -25,7 +25,7 @@ class FunctionResolverTest {
 
     @BeforeAll
     static void build() throws Exception {
-        targets = GoTargets.build(dir);
+        targets = GoTargets.shared();
     }
 
     /** objdump's view of one function: entry file offset and each ret's file offset. */

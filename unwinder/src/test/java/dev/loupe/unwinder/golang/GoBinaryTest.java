@@ -3,7 +3,6 @@ package dev.loupe.unwinder.golang;
 import dev.loupe.unwinder.TestPrograms;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -19,13 +18,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** gopclntab, build info and runtime.g offsets of Go binaries built here, against Go's own tools. */
 class GoBinaryTest {
-    @TempDir
-    static Path dir;
     static GoTargets targets;
 
     @BeforeAll
     static void build() throws Exception {
-        targets = GoTargets.build(dir);
+        targets = GoTargets.shared();
     }
 
     /** nm text symbols that have no pclntab entry: linker markers, not functions. */

@@ -6,7 +6,6 @@ import dev.loupe.unwinder.proc.ProcMaps;
 import dev.loupe.unwinder.symbolize.Frame;
 import dev.loupe.unwinder.symbolize.Symbolizer;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -18,12 +17,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** A running stripped Go PIE symbolizes (through its pclntab) to the names go tool nm gives the unstripped build. */
 class GoSymbolizeTest {
-    @TempDir
-    Path dir;
-
     @Test
     void strippedGoPieSymbolizesLikeGoToolNmOfTheUnstrippedBuild() throws Exception {
-        GoTargets t = GoTargets.build(dir);
+        GoTargets t = GoTargets.shared();
         Map<String, Long> nm = GoTargets.nmText(t.pie);
         Process p = new ProcessBuilder(t.strippedPie.toString(), "wait").redirectErrorStream(true).start();
         try {

@@ -65,6 +65,24 @@ final class GoTargets {
         this.strippedPie = strippedPie;
     }
 
+    private static GoTargets shared;
+
+    /** One build per test JVM (each takes seconds): a temporary directory removed when the JVM exits. */
+    static synchronized GoTargets shared() throws Exception {
+        if (shared == null) {
+            Path dir = Files.createTempDirectory("loupe-go-targets");
+            Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+                try (var files = Files.walk(dir)) {
+                    files.sorted(java.util.Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
+                } catch (java.io.IOException ignored) {
+                    // best effort
+                }
+            }));
+            shared = build(dir);
+        }
+        return shared;
+    }
+
     static GoTargets build(Path dir) throws Exception {
         Path src = dir.resolve("main.go");
         Files.writeString(src, SOURCE);

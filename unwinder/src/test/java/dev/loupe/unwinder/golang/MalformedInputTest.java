@@ -27,7 +27,7 @@ class MalformedInputTest {
 
     @BeforeAll
     static void build() throws Exception {
-        targets = GoTargets.build(dir);
+        targets = GoTargets.shared();
     }
 
     interface Parse {

@@ -1,0 +1,118 @@
+package dev.loupe.agent.ship;
+
+import com.google.protobuf.ByteString;
+import dev.loupe.pprof.PprofFiles;
+import dev.loupe.pprof.ProfileSplitter;
+import dev.loupe.pprof.parca.Label;
+import dev.loupe.pprof.parca.LabelSet;
+import dev.loupe.pprof.parca.RawProfileSeries;
+import dev.loupe.pprof.parca.RawSample;
+import dev.loupe.pprof.parca.WriteRawRequest;
+import dev.loupe.pprof.proto.Mapping;
+import dev.loupe.pprof.proto.Profile;
+import dev.loupe.pprof.proto.Sample;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.SortedMap;
+import java.util.TreeMap;
+import java.util.function.IntFunction;
+
+/**
+ * Turns one interval's host-wide profile into Parca WriteRaw requests: one series per process, labelled
+ * {@code __name__}, {@code node}, {@code pid}, {@code comm}, {@code executable}, {@code build_id} (when
+ * known) and the user's external labels; raw_profile is that process's gzipped pprof. Series are packed
+ * into as few requests as stay under {@code maxRequestBytes}; a single series larger than that goes alone
+ * (Parca's own limit, 64 MiB, is the cap of the setting).
+ */
+public final class WriteRawEncoder {
+    /** Room for the request's own framing around each series (tags, lengths, labels are counted exactly). */
+    private static final int SERIES_OVERHEAD = 16;
+
+    private final Map<String, String> externalLabels;
+    private final long maxRequestBytes;
+    private final IntFunction<Optional<String>> executableOf;
+
+    /**
+     * @param externalLabels   added to every series (names already validated by config)
+     * @param maxRequestBytes  a request is split to stay under this
+     * @param executableOf     a process's executable path (e.g. /proc/PID/exe), empty if unknown
+     */
+    public WriteRawEncoder(Map<String, String> externalLabels, long maxRequestBytes, IntFunction<Optional<String>> executableOf) {
+        this.externalLabels = Map.copyOf(externalLabels);
+        this.maxRequestBytes = maxRequestBytes;
+        this.executableOf = executableOf;
+    }
+
+    /** One encoded series: the labels it carries (for a Kafka key) and its serialized form. */
+    public record Series(SortedMap<String, String> labels, RawProfileSeries message) {}
+
+    /**
+     * The series of one profile.
+     *
+     * @param seriesLabels labels of the host-wide series (at least {@code __name__}; {@code node})
+     */
+    public List<Series> series(Profile hostProfile, Map<String, String> seriesLabels) {
+        List<Series> out = new ArrayList<>();
+        for (var part : ProfileSplitter.byNumLabel(hostProfile, "pid").entrySet()) {
+            Profile p = part.getValue();
+            int pid = (int) (long) part.getKey();
+            SortedMap<String, String> labels = new TreeMap<>(externalLabels);
+            labels.putAll(seriesLabels); // ours win over external ones of the same name (config forbids them anyway)
+            labels.put("pid", Integer.toString(pid));
+            firstStrLabel(p, "comm").ifPresent(c -> labels.put("comm", c));
+            Optional<String> exe = pid > 0 ? executableOf.apply(pid) : Optional.empty();
+            exe.ifPresent(e -> labels.put("executable", e));
+            exe.flatMap(e -> buildIdOf(p, e)).ifPresent(b -> labels.put("build_id", b));
+            LabelSet.Builder set = LabelSet.newBuilder();
+            labels.forEach((k, v) -> set.addLabels(Label.newBuilder().setName(k).setValue(v)));
+            RawProfileSeries s = RawProfileSeries.newBuilder().setLabels(set)
+                    .addSamples(RawSample.newBuilder().setRawProfile(ByteString.copyFrom(PprofFiles.gzip(p))))
+                    .build();
+            out.add(new Series(labels, s));
+        }
+        return out;
+    }
+
+    /** Packs series into requests under the size limit, in order. */
+    public List<WriteRawRequest> requests(List<Series> series) {
+        List<WriteRawRequest> out = new ArrayList<>();
+        WriteRawRequest.Builder current = WriteRawRequest.newBuilder();
+        long size = 0;
+        for (Series s : series) {
+            long bytes = s.message().getSerializedSize() + SERIES_OVERHEAD;
+            if (current.getSeriesCount() > 0 && size + bytes > maxRequestBytes) {
+                out.add(current.build());
+                current = WriteRawRequest.newBuilder();
+                size = 0;
+            }
+            current.addSeries(s.message());
+            size += bytes;
+        }
+        if (current.getSeriesCount() > 0) {
+            out.add(current.build());
+        }
+        return out;
+    }
+
+    private static Optional<String> firstStrLabel(Profile p, String key) {
+        for (Sample s : p.getSampleList()) {
+            for (var l : s.getLabelList()) {
+                if (l.getStr() != 0 && p.getStringTable((int) l.getKey()).equals(key)) {
+                    return Optional.of(p.getStringTable((int) l.getStr()));
+                }
+            }
+        }
+        return Optional.empty();
+    }
+
+    private static Optional<String> buildIdOf(Profile p, String executable) {
+        for (Mapping m : p.getMappingList()) {
+            if (p.getStringTable((int) m.getFilename()).equals(executable) && m.getBuildId() != 0) {
+                return Optional.of(p.getStringTable((int) m.getBuildId()));
+            }
+        }
+        return Optional.empty();
+    }
+}

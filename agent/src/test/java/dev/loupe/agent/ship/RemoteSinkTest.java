@@ -1,0 +1,205 @@
+package dev.loupe.agent.ship;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.loupe.agent.EncodedProfile;
+import dev.loupe.agent.ProfileBatch;
+import dev.loupe.agent.RemoteSinkStats;
+import dev.loupe.pprof.Label;
+import dev.loupe.pprof.PprofFiles;
+import dev.loupe.pprof.ProfileBuilder;
+import dev.loupe.pprof.parca.RawProfileSeries;
+import dev.loupe.pprof.parca.WriteRawRequest;
+import dev.loupe.pprof.proto.Profile;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import java.util.random.RandomGenerator;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The agent's remote sink end to end: host-wide interval → per-process series → spool → Parca stand-in. */
+class RemoteSinkTest {
+    private static final long START = 1_763_000_000_000_000_000L;
+    private static final int SELF = (int) ProcessHandle.current().pid();
+    private static final int GONE = 4_000_000; // above pid_max's default: never a live process
+    private static final String SELF_EXE = RemoteSinks.executable(SELF).orElseThrow();
+
+    @TempDir
+    Path root;
+    final List<AutoCloseable> cleanup = new ArrayList<>();
+
+    @AfterEach
+    void close() throws Exception {
+        for (AutoCloseable c : cleanup.reversed()) {
+            c.close();
+        }
+    }
+
+    /** Interval {@code i}: our own process with two stacks, a process that has exited, and idle kernel samples. */
+    static ProfileBatch interval(long i) {
+        ProfileBuilder b = new ProfileBuilder(10_101_010L, START + i * 10_000_000_000L);
+        long exe = b.mapping(0x400000, 0x500000, 0, SELF_EXE, "feedface", true);
+        long libc = b.mapping(0x7f0000000000L, 0x7f0000100000L, 0, "/usr/lib/x86_64-linux-gnu/libc.so.6", "c0ffee", true);
+        long main = b.location(exe, 0x401000, "main", null);
+        long work = b.location(exe, 0x402000, "work", null);
+        long read = b.location(libc, 0x7f0000001000L, "read", null);
+        long idle = b.location(0, 0xffffffff81000000L, "default_idle", null);
+        b.addSample(new long[] {work, main}, 5 + i, List.of(Label.num("pid", SELF), Label.str("comm", "java")));
+        b.addSample(new long[] {read, main}, 2, List.of(Label.num("pid", SELF), Label.str("comm", "java")));
+        b.addSample(new long[] {read}, 3, List.of(Label.num("pid", GONE), Label.str("comm", "gone")));
+        b.addSample(new long[] {idle}, 1, List.of(Label.num("pid", 0), Label.str("comm", "swapper/0")));
+        Profile p = b.build(START + (i + 1) * 10_000_000_000L);
+        TreeMap<String, String> labels = new TreeMap<>(Map.of("__name__", "parca_agent_cpu", "node", "test-node"));
+        EncodedProfile e = new EncodedProfile("cpu", labels, p.getTimeNanos(), p.getDurationNanos(), PprofFiles.gzip(p),
+                p.getSampleCount(), p);
+        return new ProfileBatch(i, p.getTimeNanos(), p.getDurationNanos(), List.of(e));
+    }
+
+    private RemoteSink sink(ParcaStandIn standIn, long maxRequestBytes) throws Exception {
+        ParcaClient client = ParcaClient.create(ParcaClientConfig.builder(standIn.address()).insecure(true)
+                .timeout(Duration.ofMillis(800)).build());
+        Spool spool = Spool.open(root, "parca", 64 << 20);
+        DeliveryLoop loop = new DeliveryLoop(spool, (batch, timeout) -> client.writeRaw(batch.payload(), timeout),
+                new DeliveryLoop.Backoff(Duration.ofMillis(20), Duration.ofMillis(200)), Duration.ofMillis(800),
+                System::nanoTime, DeliveryLoop.Sleeper.SYSTEM, RandomGenerator.getDefault());
+        return new RemoteSink("parca", spool, loop,
+                new WriteRawEncoder(Map.of("region", "eu-west-1"), maxRequestBytes, RemoteSinks::executable), client);
+    }
+
+    private static Map<String, String> labels(RawProfileSeries s) {
+        Map<String, String> m = new TreeMap<>();
+        s.getLabels().getLabelsList().forEach(l -> m.put(l.getName(), l.getValue()));
+        return m;
+    }
+
+    private static List<Map<String, String>> series(ParcaStandIn standIn) {
+        List<Map<String, String>> out = new ArrayList<>();
+        for (var r : standIn.accepted()) {
+            for (RawProfileSeries s : r.request().getSeriesList()) {
+                out.add(labels(s));
+            }
+        }
+        return out;
+    }
+
+    @Test
+    void oneSeriesPerProcessWithParcasLabels() throws Exception {
+        ParcaStandIn standIn = new ParcaStandIn().start();
+        cleanup.add(standIn);
+        RemoteSink sink = sink(standIn, 16 << 20);
+        sink.write(interval(1));
+        await("one request", () -> standIn.accepted().size() == 1);
+        sink.close(System.nanoTime() + TimeUnit.SECONDS.toNanos(5));
+        assertTrue(standIn.rejections().isEmpty(), standIn.rejections().toString());
+
+        WriteRawRequest r = standIn.accepted().get(0).request();
+        assertFalse(r.getNormalized(), "plain pprof, not Parca's normalized form");
+        Map<String, Map<String, String>> byPid = new HashMap<>();
+        Map<String, Profile> profiles = new HashMap<>();
+        for (RawProfileSeries s : r.getSeriesList()) {
+            Map<String, String> l = labels(s);
+            byPid.put(l.get("pid"), l);
+            profiles.put(l.get("pid"), PprofFiles.parse(s.getSamples(0).getRawProfile().toByteArray()));
+        }
+        assertEquals(Map.of("__name__", "parca_agent_cpu", "node", "test-node", "pid", Integer.toString(SELF), "comm", "java",
+                "executable", SELF_EXE, "build_id", "feedface", "region", "eu-west-1"), byPid.get(Integer.toString(SELF)));
+        assertEquals(Map.of("__name__", "parca_agent_cpu", "node", "test-node", "pid", Integer.toString(GONE), "comm", "gone",
+                "region", "eu-west-1"), byPid.get(Integer.toString(GONE)), "an exited process has no executable label");
+        assertEquals("swapper/0", byPid.get("0").get("comm"));
+
+        Profile self = profiles.get(Integer.toString(SELF));
+        assertEquals(2, self.getSampleCount());
+        assertEquals(List.of(6L, 2L), self.getSampleList().stream().map(x -> x.getValue(0)).toList()); // 5 + i, 2
+        assertEquals(List.of(SELF_EXE, "/usr/lib/x86_64-linux-gnu/libc.so.6"),
+                self.getMappingList().stream().map(m -> self.getStringTable((int) m.getFilename())).toList());
+        Profile gone = profiles.get(Integer.toString(GONE));
+        assertEquals(1, gone.getSampleCount());
+        assertEquals(1, gone.getMappingCount(), "only the mapping its stack uses");
+
+        RemoteSinkStats st = sink.remoteStats().orElseThrow();
+        assertEquals(1, st.delivered());
+        assertEquals(0, st.spooledBatches());
+    }
+
+    @Test
+    void splitsRequestsUnderTheSizeLimitAndKeepsEverySeries() throws Exception {
+        ParcaStandIn standIn = new ParcaStandIn().start();
+        cleanup.add(standIn);
+        WriteRawEncoder enc = new WriteRawEncoder(Map.of(), 1, RemoteSinks::executable); // every series alone
+        List<WriteRawEncoder.Series> s = enc.series(interval(1).profiles().get(0).profile(), Map.of("__name__", "parca_agent_cpu"));
+        assertEquals(3, s.size());
+        assertEquals(3, enc.requests(s).size());
+        long oneSeries = s.get(0).message().getSerializedSize() + s.get(1).message().getSerializedSize() + 40;
+        assertEquals(2, new WriteRawEncoder(Map.of(), oneSeries, RemoteSinks::executable).requests(s).size());
+        assertEquals(1, new WriteRawEncoder(Map.of(), 16 << 20, RemoteSinks::executable).requests(s).size());
+
+        RemoteSink sink = sink(standIn, 1);
+        sink.write(interval(1));
+        sink.write(interval(2));
+        await("six one-series requests", () -> standIn.accepted().size() == 6);
+        sink.close(System.nanoTime() + TimeUnit.SECONDS.toNanos(5));
+        assertEquals(6, series(standIn).size());
+        assertTrue(standIn.rejections().isEmpty(), standIn.rejections().toString());
+    }
+
+    /** Store away at stop: the final attempt fails, the batches stay spooled, and the next start sends them in order. */
+    @Test
+    void whatIsLeftAtStopIsSentAfterRestartInOrder() throws Exception {
+        ParcaStandIn standIn = new ParcaStandIn().start();
+        cleanup.add(standIn);
+        standIn.stop();
+        RemoteSink first = sink(standIn, 16 << 20);
+        for (long i = 1; i <= 4; i++) {
+            first.write(interval(i));
+        }
+        long t0 = System.nanoTime();
+        first.close(t0 + TimeUnit.SECONDS.toNanos(2));
+        assertTrue(System.nanoTime() - t0 < TimeUnit.SECONDS.toNanos(10), "close keeps to its deadline");
+        assertTrue(Files.list(root.resolve("parca")).anyMatch(p -> p.toString().endsWith(".batch")), "batches stay on disk");
+
+        standIn.start();
+        RemoteSink second = sink(standIn, 16 << 20);
+        await("the 4 spooled intervals", () -> standIn.accepted().size() == 4);
+        second.close(System.nanoTime() + TimeUnit.SECONDS.toNanos(5));
+        List<Long> starts = standIn.accepted().stream().map(r -> {
+            Profile p = PprofFiles.parse(r.request().getSeries(0).getSamples(0).getRawProfile().toByteArray());
+            return (p.getTimeNanos() - START) / 10_000_000_000L;
+        }).toList();
+        assertEquals(List.of(1L, 2L, 3L, 4L), starts, "every interval once, in order");
+    }
+
+    @Test
+    void idleIntervalsAreNotSent() throws Exception {
+        ParcaStandIn standIn = new ParcaStandIn().start();
+        cleanup.add(standIn);
+        RemoteSink sink = sink(standIn, 16 << 20);
+        Profile empty = new ProfileBuilder(10_101_010L, START).build(START + 10_000_000_000L);
+        TreeMap<String, String> labels = new TreeMap<>(Map.of("__name__", "parca_agent_cpu"));
+        sink.write(new ProfileBatch(1, START, 10_000_000_000L, List.of(new EncodedProfile("cpu", labels, START,
+                10_000_000_000L, PprofFiles.gzip(empty), 0, empty))));
+        sink.close(System.nanoTime() + TimeUnit.SECONDS.toNanos(2));
+        assertEquals(0, standIn.accepted().size());
+        assertEquals(0, sink.remoteStats().orElseThrow().delivered());
+    }
+
+    private static void await(String what, BooleanSupplier condition) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("timed out waiting for " + what);
+            }
+            Thread.sleep(10);
+        }
+    }
+}
