@@ -110,6 +110,10 @@ public final class Main {
             agent.unwindTables(unwind);
             unwind.start();
         }
+        if (!config.probes().isEmpty()) {
+            dev.loupe.agent.latency.ProbeManager.start(config.probes(),
+                    dev.loupe.agent.latency.ProbeManager.Options.defaults(config.probesMaxFunctions())).ifPresent(agent::addSideProfiles);
+        }
         DebugHttpServer http = null;
         if (config.httpAddress().isPresent()) {
             InetSocketAddress addr = config.httpAddress().get();
