@@ -155,7 +155,7 @@ public final class Main {
                 Runtime.getRuntime().removeShutdownHook(hook);
                 return 0;
             }
-            agent.awaitStopped(Duration.ofDays(365_000));
+            agent.awaitStopped(Duration.ofNanos(Long.MAX_VALUE)); // ofDays(365_000) overflowed toNanos()
             return 1;
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
