@@ -79,7 +79,7 @@ final class ProbeResolver {
                     problems.add("probe " + c.target() + ": " + e.getMessage());
                     continue;
                 } catch (GoBinaryException | IOException | RuntimeException e) {
-                    problems.add("probe " + c.target() + ": cannot read " + label + ": " + e.getMessage());
+                    problems.add("probe " + c.target() + ": cannot read " + label + ": " + e);
                     continue;
                 }
                 GoRuntimeOffsets go = null;
