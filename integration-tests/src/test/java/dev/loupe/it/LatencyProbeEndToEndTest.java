@@ -187,6 +187,10 @@ class LatencyProbeEndToEndTest {
             assertEquals(t.calls(), profileCalls.get(bin + " " + f), "per-interval deltas add up to the total: " + line);
             assertEquals(sumSeconds * 1e9, profileNanos.get(bin + " " + f), 1e-6 * sumSeconds * 1e9, line);
         }
+        report.append("thread migrations ").append(value(metrics, "loupe_probe_thread_migrations_total"))
+                .append(", re-entries ").append(value(metrics, "loupe_probe_reentries_total"))
+                .append(", calls measured ").append(value(metrics, "loupe_probe_calls_measured_total"))
+                .append(", latency files ").append(files.size());
         System.out.println(report);
         assertEquals((long) GOROUTINES * CALLS_EACH, truth.get(goNormal).calls());
         long migrations = value(metrics, "loupe_probe_thread_migrations_total");
