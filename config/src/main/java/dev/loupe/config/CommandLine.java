@@ -41,7 +41,7 @@ public final class CommandLine {
                 + (d.spoolMaxBytes() >> 20) + "MiB)");
         FLAGS.put("--external-label NAME=VALUE", "label on every series sent to Parca or Kafka; repeatable");
         FLAGS.put("--probe BINARY:FUNCTION", "measure each call's latency (pid=PID:FUNCTION for one process; FUNCTION may be a glob such as main.*); repeatable");
-        FLAGS.put("--probes-max-functions N", "most functions a probe pattern may match (default " + d.probesMaxFunctions() + ")");
+        FLAGS.put("--probes-max-functions N", "most functions one probe pattern may match, and all together (default " + d.probesMaxFunctions() + ")");
         FLAGS.put("--help", "show this help");
     }
 
