@@ -25,7 +25,8 @@ import java.util.function.LongSupplier;
  * ({@link LatencyProbes}), and turns the kernel's cumulative per-function histograms into
  * {@code loupe_function_duration_seconds} on /metrics (cumulative for the agent's lifetime) and one
  * latency profile per interval (deltas). Each interval it also forgets calls in flight for longer than
- * {@link Options#maxInFlightAge()} and detaches the probes of {@code pid=} processes that exited.
+ * {@link Options#maxInFlightAge()}, detaches the probes of {@code pid=} processes that exited, and attaches
+ * probes on binary paths that did not exist at start once they do.
  *
  * <p>Nothing configured wrongly stops the agent: every problem is one log line and a count in
  * {@code loupe_probe_problems_total}.
@@ -48,6 +49,8 @@ public final class ProbeManager implements SideProfileSource {
     private final Options options;
     private final LongSupplier monotonicNanos;
     private final List<ProbedFunction> functions; // every function ever attached, in attach order
+    private final ProbeResolver resolver;
+    private List<ProbeConfig> missing;
     private final Map<Integer, Integer> pidOfProbe = new HashMap<>();
     private final Map<Integer, LatencyHistogram> cumulative = new HashMap<>();
     private Map<Integer, LatencyHistogram> intervalBase = Map.of();
@@ -55,13 +58,14 @@ public final class ProbeManager implements SideProfileSource {
     private long problems;
     private LatencyStats lastStats;
 
-    private ProbeManager(LatencyProbes probes, Options options, LongSupplier monotonicNanos, List<ProbedFunction> functions,
-                         long problems) {
+    private ProbeManager(LatencyProbes probes, Options options, LongSupplier monotonicNanos, ProbeResolver resolver,
+                         List<ProbeConfig> missing) {
         this.probes = probes;
         this.options = options;
         this.monotonicNanos = monotonicNanos;
-        this.functions = functions;
-        this.problems = problems;
+        this.resolver = resolver;
+        this.missing = List.copyOf(missing);
+        this.functions = new java.util.concurrent.CopyOnWriteArrayList<>();
     }
 
     /**
@@ -73,23 +77,38 @@ public final class ProbeManager implements SideProfileSource {
             LOG.log(System.Logger.Level.WARNING, "probes: stacks: true is not available: latency is aggregated per function"
                     + " in the kernel, so latency profiles have one location per function and no caller stack");
         }
-        ProbeResolver.Plan plan = new ProbeResolver(options.maxFunctions(), Path.of("/proc"), 0).plan(configs);
+        ProbeResolver resolver = new ProbeResolver(options.maxFunctions(), Path.of("/proc"), 0);
+        ProbeResolver.Plan plan = resolver.plan(configs);
         LatencyProbes probes;
         try {
-            probes = LatencyProbes.open(Math.max(1, plan.functions().size()), options.maxInFlight(), System::nanoTime);
+            // Room for the cap when binaries may still appear; else for what is planned (the maps are per CPU).
+            int room = plan.missing().isEmpty() ? plan.functions().size() : options.maxFunctions();
+            probes = LatencyProbes.open(Math.max(1, room), options.maxInFlight(), System::nanoTime);
         } catch (BpfException | RuntimeException e) {
             LOG.log(System.Logger.Level.ERROR, "probes: latency programs cannot be loaded, no function is measured: " + e.getMessage());
             return Optional.empty();
         }
-        long problems = plan.problems().size();
+        ProbeManager m = new ProbeManager(probes, options, System::nanoTime, resolver, plan.missing());
+        synchronized (m) {
+            m.attachPlan(plan);
+        }
+        LOG.log(System.Logger.Level.INFO, "probes: " + m.functions.size() + " functions attached"
+                + (m.problems > 0 ? ", " + m.problems + " problem(s) logged above" : ""));
+        return Optional.of(m);
+    }
+
+    private void attachPlan(ProbeResolver.Plan plan) {
+        problems += plan.problems().size();
         for (String p : plan.problems()) {
             LOG.log(System.Logger.Level.WARNING, p);
         }
-        List<ProbedFunction> attached = new ArrayList<>();
         for (ProbedFunction f : plan.functions()) {
             try {
                 probes.attach(f.spec());
-                attached.add(f);
+                functions.add(f);
+                if (f.spec().pid() != -1) {
+                    pidOfProbe.put(f.id(), f.spec().pid());
+                }
             } catch (BpfException | RuntimeException e) {
                 problems++;
                 LOG.log(System.Logger.Level.WARNING, "probe " + f.binary() + ": " + f.function() + ": cannot attach: " + e.getMessage());
@@ -98,15 +117,6 @@ public final class ProbeManager implements SideProfileSource {
         for (String n : plan.notes()) {
             LOG.log(System.Logger.Level.INFO, "probing " + n);
         }
-        ProbeManager m = new ProbeManager(probes, options, System::nanoTime, attached, problems);
-        for (ProbedFunction f : attached) {
-            if (f.spec().pid() != -1) {
-                m.pidOfProbe.put(f.id(), f.spec().pid());
-            }
-        }
-        LOG.log(System.Logger.Level.INFO, "probes: " + attached.size() + " functions attached"
-                + (problems > 0 ? ", " + problems + " problem(s) logged above" : ""));
-        return Optional.of(m);
     }
 
     @Override
@@ -148,6 +158,13 @@ public final class ProbeManager implements SideProfileSource {
     /** Ages out stuck calls and detaches probes of exited pid= processes (their series keep their counts). */
     private void maintain() throws BpfException {
         probes.ageOut(options.maxInFlightAge());
+        if (!missing.isEmpty()) {
+            List<ProbeConfig> appeared = missing.stream().filter(c -> Files.isRegularFile(c.binary().orElseThrow())).toList();
+            if (!appeared.isEmpty()) {
+                missing = missing.stream().filter(c -> !appeared.contains(c)).toList();
+                attachPlan(resolver.plan(appeared));
+            }
+        }
         for (var it = pidOfProbe.entrySet().iterator(); it.hasNext(); ) {
             var e = it.next();
             if (!Files.exists(Path.of("/proc", Integer.toString(e.getValue())))) {

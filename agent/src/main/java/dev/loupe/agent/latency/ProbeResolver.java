@@ -26,11 +26,16 @@ import java.util.Set;
  */
 final class ProbeResolver {
     /** What was planned: the functions to attach, the lines to log about the rest. */
-    record Plan(List<ProbedFunction> functions, List<String> notes, List<String> problems) {}
+    /**
+     * @param missing binary-path probes whose file does not exist yet (planned again when it appears)
+     */
+    record Plan(List<ProbedFunction> functions, List<String> notes, List<String> problems, List<ProbeConfig> missing) {}
 
     private final int maxFunctions;
     private final Path procRoot;
     private int nextId;
+    private int plannedTotal;
+    private final Set<String> seen = new HashSet<>(); // binary label + function: each is probed once
 
     /**
      * @param maxFunctions most functions a pattern may match, and all probes together
@@ -43,11 +48,12 @@ final class ProbeResolver {
         this.nextId = firstId;
     }
 
+    /** Plans {@code configs}; the cap counts what earlier calls planned too, and no function is planned twice. */
     Plan plan(List<ProbeConfig> configs) {
         List<ProbedFunction> out = new ArrayList<>();
         List<String> notes = new ArrayList<>();
         List<String> problems = new ArrayList<>();
-        Set<String> seen = new HashSet<>();
+        List<ProbeConfig> missing = new ArrayList<>();
         Map<Path, Optional<GoRuntimeOffsets>> goOffsets = new HashMap<>();
         for (ProbeConfig c : configs) {
             Path file;
@@ -67,7 +73,8 @@ final class ProbeResolver {
                 file = c.binary().orElseThrow();
                 label = file.toString();
                 if (!Files.isRegularFile(file)) {
-                    problems.add("probe " + file + ": no such file (probes on a binary path need the file to exist when the agent starts)");
+                    problems.add("probe " + file + ": no such file yet; it is probed when it appears");
+                    missing.add(c);
                     continue;
                 }
             }
@@ -108,9 +115,9 @@ final class ProbeResolver {
                         fresh.add(t);
                     }
                 }
-                if (out.size() + fresh.size() > maxFunctions) {
+                if (plannedTotal + fresh.size() > maxFunctions) {
                     problems.add("probe " + c.target() + ": '" + pattern + "' matches " + fresh.size() + " more functions, but "
-                            + out.size() + " are already probed and the limit is " + maxFunctions
+                            + plannedTotal + " are already probed and the limit is " + maxFunctions
                             + " (probes-max-functions); none of them attached");
                     continue;
                 }
@@ -139,6 +146,7 @@ final class ProbeResolver {
                     }
                     out.add(new ProbedFunction(label, t.name(), t.entryAddress(), spec));
                     planned++;
+                    plannedTotal++;
                 }
                 if (!unsafe.isEmpty()) {
                     problems.add("probe " + c.target() + ": " + (unsafe.size() == 1 ? unsafe.get(0) + " cannot"
@@ -155,7 +163,7 @@ final class ProbeResolver {
                 }
             }
         }
-        return new Plan(out, notes, problems);
+        return new Plan(out, notes, problems, missing);
     }
 
     private static String names(List<String> names) {

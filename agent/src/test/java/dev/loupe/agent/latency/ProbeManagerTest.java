@@ -61,6 +61,27 @@ class ProbeManagerTest {
         assertTrue(m.interval(3, 1).isEmpty());
     }
 
+    @Test
+    void aBinaryPathThatAppearsLaterIsProbedFromTheNextInterval(@TempDir Path dir) throws Exception {
+        Path c = TestBinaries.buildC(dir);
+        Path later = dir.resolve("installed-later");
+        ProbeManager m = ProbeManager.start(List.of(ProbeConfig.ofBinary(later, List.of("work"), false)),
+                ProbeManager.Options.defaults(1000)).orElseThrow();
+        try {
+            assertEquals(List.of(), m.attachedFunctions());
+            assertEquals(1, value(metrics(m), "loupe_probe_problems_total"), "said once that the file is missing");
+            assertEquals(0, totals(m.interval(1, 1).orElseThrow())[0]);
+            java.nio.file.Files.copy(c, later, java.nio.file.StandardCopyOption.COPY_ATTRIBUTES);
+            assertEquals(0, totals(m.interval(2, 1).orElseThrow())[0], "attached in this interval's maintenance");
+            assertEquals(List.of(later + " work"), m.attachedFunctions());
+            TestBinaries.run(dir, List.of(later.toString(), "4"), List.of());
+            assertEquals(4, totals(m.interval(3, 1).orElseThrow())[0]);
+            assertEquals(4, value(metrics(m), "loupe_function_duration_seconds_count{binary=\"" + later + "\",function=\"work\"}"));
+        } finally {
+            m.close();
+        }
+    }
+
     static long[] totals(Profile p) {
         assertEquals(List.of(), ParcaRules.violations(p));
         long[] t = new long[2];
