@@ -37,16 +37,16 @@ import java.util.function.BiFunction;
  * knowledge, or TLS), a generic byte[] method (no generated stubs), Parca's validation of every request,
  * errors as real gRPC statuses. Can be stopped and started again on the same port.
  */
-final class ParcaStandIn implements AutoCloseable {
+public final class ParcaStandIn implements AutoCloseable {
     static final String SERVICE = "parca.profilestore.v1alpha1.ProfileStoreService";
-    static final Metadata.Key<String> AUTHORIZATION = Metadata.Key.of("authorization", Metadata.ASCII_STRING_MARSHALLER);
+    public static final Metadata.Key<String> AUTHORIZATION = Metadata.Key.of("authorization", Metadata.ASCII_STRING_MARSHALLER);
 
     /** How to answer a request that passed validation. */
     record Answer(Status status, boolean headersBeforeStatus) {
         static final Answer OK = new Answer(Status.OK, true);
     }
 
-    record Received(WriteRawRequest request, Metadata headers) {}
+    public record Received(WriteRawRequest request, Metadata headers) {}
 
     private static final MethodDescriptor.Marshaller<byte[]> BYTES = new MethodDescriptor.Marshaller<>() {
         @Override
@@ -77,7 +77,7 @@ final class ParcaStandIn implements AutoCloseable {
     private Server server;
     private int port;
 
-    ParcaStandIn() {
+    public ParcaStandIn() {
         this(InsecureServerCredentials.create());
     }
 
@@ -86,7 +86,7 @@ final class ParcaStandIn implements AutoCloseable {
     }
 
     /** Starts on {@code port} (0 = any free port the first time; the same port after a stop). */
-    synchronized ParcaStandIn start() throws IOException {
+    public synchronized ParcaStandIn start() throws IOException {
         ServerServiceDefinition service = ServerServiceDefinition.builder(SERVICE)
                 .addMethod(WRITE_RAW, this::handle)
                 .build();
@@ -99,7 +99,7 @@ final class ParcaStandIn implements AutoCloseable {
         return this;
     }
 
-    synchronized void stop() throws InterruptedException {
+    public synchronized void stop() throws InterruptedException {
         if (server != null) {
             server.shutdown();
             if (!server.awaitTermination(10, TimeUnit.SECONDS)) {
@@ -109,11 +109,11 @@ final class ParcaStandIn implements AutoCloseable {
         }
     }
 
-    int port() {
+    public int port() {
         return port;
     }
 
-    String address() {
+    public String address() {
         return "127.0.0.1:" + port;
     }
 
@@ -122,11 +122,11 @@ final class ParcaStandIn implements AutoCloseable {
     }
 
     /** Requests that passed validation and were answered OK, in arrival order. */
-    List<Received> accepted() {
+    public List<Received> accepted() {
         return List.copyOf(accepted);
     }
 
-    List<String> rejections() {
+    public List<String> rejections() {
         return List.copyOf(rejections);
     }
 
