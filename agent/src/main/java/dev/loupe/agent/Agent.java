@@ -82,6 +82,16 @@ public final class Agent {
     }
 
     private volatile UnwindTableUploader unwind;
+    private final List<SideProfileSource> sideProfiles = new java.util.concurrent.CopyOnWriteArrayList<>();
+
+    /** A profile to make each interval beside the CPU profile (before start). */
+    public void addSideProfiles(SideProfileSource s) {
+        sideProfiles.add(s);
+    }
+
+    List<SideProfileSource> sideProfiles() {
+        return List.copyOf(sideProfiles);
+    }
 
     /** Unwind tables to feed with the processes samples reveal, and to report on /metrics (before start). */
     void unwindTables(UnwindTableUploader u) {
@@ -155,7 +165,20 @@ public final class Agent {
         labels.put("__name__", CPU_SERIES_NAME);
         EncodedProfile p = new EncodedProfile(CPU_TYPE, new TreeMap<>(labels), profile.getTimeNanos(),
                 profile.getDurationNanos(), PprofFiles.gzip(profile), profile.getSampleCount(), profile);
-        return new ProfileBatch(intervals.incrementAndGet(), profile.getTimeNanos(), profile.getDurationNanos(), List.of(p));
+        List<EncodedProfile> all = new ArrayList<>(List.of(p));
+        for (SideProfileSource side : sideProfiles) {
+            try {
+                side.interval(profile.getTimeNanos(), profile.getDurationNanos()).ifPresent(sp -> {
+                    Map<String, String> sideLabels = new TreeMap<>(options.seriesLabels());
+                    sideLabels.put("__name__", side.seriesName());
+                    all.add(new EncodedProfile(side.profileType(), new TreeMap<>(sideLabels), sp.getTimeNanos(),
+                            sp.getDurationNanos(), PprofFiles.gzip(sp), sp.getSampleCount(), sp));
+                });
+            } catch (RuntimeException e) {
+                pollErrorLog.log(side.profileType() + " profile failed: " + e.getMessage());
+            }
+        }
+        return new ProfileBatch(intervals.incrementAndGet(), profile.getTimeNanos(), profile.getDurationNanos(), all);
     }
 
     /**
@@ -186,6 +209,9 @@ public final class Agent {
         Thread l = loop;
         if (l != null && l.isAlive()) {
             awaitStoppedQuietly();
+        }
+        for (SideProfileSource side : sideProfiles) {
+            side.close(); // after the last interval took its share
         }
         long deadline = clocks.nanoTime() + options.stopTimeout().toNanos();
         for (SinkRunner s : sinks) {

@@ -22,7 +22,10 @@ import java.util.concurrent.Semaphore;
  *   <li>{@code /debug/pprof/profile?seconds=N}: a CPU profile of the next N seconds (default 30), the
  *       convention {@code go tool pprof URL} understands;</li>
  *   <li>{@code /healthz}: 200 while the sampling loop is polling, 503 otherwise;</li>
- *   <li>{@code /metrics}: sampler and agent counters in Prometheus text format.</li>
+ *   <li>{@code /debug/pprof/latency?seconds=N} (with probes; any {@link SideProfileSource}): that profile
+ *       over the next N seconds;</li>
+ *   <li>{@code /metrics}: sampler and agent counters in Prometheus text format, and the side sources'
+ *       metrics (function latency histograms).</li>
  * </ul>
  */
 public final class DebugHttpServer implements AutoCloseable {
@@ -49,6 +52,9 @@ public final class DebugHttpServer implements AutoCloseable {
         server.setExecutor(executor);
         DebugHttpServer s = new DebugHttpServer(server, executor, agent);
         server.createContext("/debug/pprof/profile", s::profile);
+        for (SideProfileSource side : agent.sideProfiles()) {
+            server.createContext("/debug/pprof/" + side.profileType(), ex -> s.sideProfile(ex, side));
+        }
         server.createContext("/healthz", s::health);
         server.createContext("/metrics", s::metrics);
         server.createContext("/", ex -> respond(ex, 404, "text/plain", "not found; try /debug/pprof/profile, /healthz, /metrics\n"));
@@ -94,6 +100,39 @@ public final class DebugHttpServer implements AutoCloseable {
         }
     }
 
+    private void sideProfile(HttpExchange ex, SideProfileSource side) throws IOException {
+        try (ex) {
+            if (!"GET".equals(ex.getRequestMethod())) {
+                respond(ex, 405, "text/plain", "use GET\n");
+                return;
+            }
+            int seconds;
+            try {
+                seconds = parseSeconds(ex.getRequestURI());
+            } catch (IllegalArgumentException e) {
+                respond(ex, 400, "text/plain", e.getMessage() + "\n");
+                return;
+            }
+            if (!profileSlots.tryAcquire()) {
+                respond(ex, 429, "text/plain", "too many profiles in progress (max " + MAX_CONCURRENT_PROFILES + ")\n");
+                return;
+            }
+            Profile p;
+            try {
+                p = side.capture(Duration.ofSeconds(seconds));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                respond(ex, 503, "text/plain", "interrupted\n");
+                return;
+            } finally {
+                profileSlots.release();
+            }
+            ex.getResponseHeaders().add("Content-Disposition", "attachment; filename=\"" + side.profileType() + ".pb.gz\"");
+            ex.getResponseHeaders().add("X-Content-Type-Options", "nosniff");
+            respond(ex, 200, "application/octet-stream", PprofFiles.gzip(p));
+        }
+    }
+
     /** Go's convention: {@code seconds} defaults to 30. */
     static int parseSeconds(URI uri) {
         String q = uri.getRawQuery();
@@ -131,8 +170,16 @@ public final class DebugHttpServer implements AutoCloseable {
 
     private void metrics(HttpExchange ex) throws IOException {
         try (ex) {
-            respond(ex, 200, "text/plain; version=0.0.4; charset=utf-8", MetricsText.render(agent.status()));
+            respond(ex, 200, "text/plain; version=0.0.4; charset=utf-8", metricsText());
         }
+    }
+
+    private String metricsText() {
+        StringBuilder b = new StringBuilder(MetricsText.render(agent.status()));
+        for (SideProfileSource side : agent.sideProfiles()) {
+            side.appendMetrics(b);
+        }
+        return b.toString();
     }
 
     private static void respond(HttpExchange ex, int code, String type, String body) throws IOException {

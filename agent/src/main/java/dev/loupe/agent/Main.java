@@ -110,6 +110,10 @@ public final class Main {
             agent.unwindTables(unwind);
             unwind.start();
         }
+        if (!config.probes().isEmpty()) {
+            dev.loupe.agent.latency.ProbeManager.start(config.probes(),
+                    dev.loupe.agent.latency.ProbeManager.Options.defaults(config.probesMaxFunctions())).ifPresent(agent::addSideProfiles);
+        }
         DebugHttpServer http = null;
         if (config.httpAddress().isPresent()) {
             InetSocketAddress addr = config.httpAddress().get();
@@ -151,7 +155,7 @@ public final class Main {
                 Runtime.getRuntime().removeShutdownHook(hook);
                 return 0;
             }
-            agent.awaitStopped(Duration.ofDays(365_000));
+            agent.awaitStopped(Duration.ofNanos(Long.MAX_VALUE)); // ofDays(365_000) overflowed toNanos()
             return 1;
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();

@@ -40,6 +40,8 @@ public final class CommandLine {
         FLAGS.put("--spool-max-bytes SIZE", "cap of each remote sink's spool; oldest dropped past it (default "
                 + (d.spoolMaxBytes() >> 20) + "MiB)");
         FLAGS.put("--external-label NAME=VALUE", "label on every series sent to Parca or Kafka; repeatable");
+        FLAGS.put("--probe BINARY:FUNCTION", "measure each call's latency (pid=PID:FUNCTION for one process; FUNCTION may be a glob such as main.*); repeatable");
+        FLAGS.put("--probes-max-functions N", "most functions one probe pattern may match, and all together (default " + d.probesMaxFunctions() + ")");
         FLAGS.put("--help", "show this help");
     }
 
@@ -106,6 +108,7 @@ public final class CommandLine {
         ConfigLoader.Settings s = ConfigLoader.Settings.of(config == null ? LoupeConfig.defaults() : ConfigLoader.load(config));
         Set<Integer> flagPids = new TreeSet<>();
         Map<String, String> flagLabels = new java.util.TreeMap<>();
+        List<ProbeConfig> flagProbes = new ArrayList<>();
         for (String[] p : pairs) {
             String name = p[0];
             String value = p[1];
@@ -143,6 +146,8 @@ public final class CommandLine {
                             flagPids.add(Values.pid(part));
                         }
                     }
+                    case "--probe" -> flagProbes.add(ProbeConfigParser.fromFlag(value));
+                    case "--probes-max-functions" -> s.probesMaxFunctions = ProbeConfigParser.maxFunctions(value);
                     case "--http" -> s.http = java.util.Optional.ofNullable(Values.httpAddress(value));
                     case "--unwind-table-budget" -> s.unwindTableBudget = Values.tableBudget(value);
                     case "--unwind-tables" -> s.unwindTables = Values.onOff(value);
@@ -154,6 +159,9 @@ public final class CommandLine {
         }
         if (!flagPids.isEmpty()) {
             s.pids = flagPids; // flags replace the file's list
+        }
+        if (!flagProbes.isEmpty()) {
+            s.probes = ProbeConfigParser.merge(flagProbes); // flags replace the file's list, like --pid
         }
         s.externalLabels.putAll(flagLabels); // flags add to (and override) the file's labels
         if ((s.remoteInsecure || s.remoteSkipVerify || s.remoteTokenFile != null) && s.remoteAddress == null) {

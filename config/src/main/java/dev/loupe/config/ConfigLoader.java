@@ -37,7 +37,7 @@ import java.util.TreeSet;
 public final class ConfigLoader {
     private static final String DEFAULT_RESOURCE = "default.yaml";
     private static final List<String> TOP_KEYS = List.of("frequency", "interval", "output", "pids", "http", "unwind",
-            "remote-store", "kafka", "spool", "external-labels");
+            "remote-store", "kafka", "spool", "external-labels", "probes", "probes-max-functions");
     private static final List<String> REMOTE_STORE_KEYS = List.of("address", "insecure", "insecure-skip-verify",
             "bearer-token-file", "ca-file", "cert-file", "key-file", "headers", "timeout", "batch-max-bytes");
     private static final List<String> KAFKA_KEYS = List.of("bootstrap-servers", "topic", "producer");
@@ -142,6 +142,8 @@ public final class ConfigLoader {
                     }
                 }
                 case "pids" -> s.pids = pids(source, v);
+                case "probes" -> s.probes = ProbeConfigParser.fromYaml(source, v);
+                case "probes-max-functions" -> s.probesMaxFunctions = value(source, v, key, ProbeConfigParser::maxFunctions);
                 case "http" -> {
                     if (!(v instanceof MappingNode http)) {
                         throw new ConfigException(source, line(v), "http: must be a mapping with address:");
@@ -351,6 +353,8 @@ public final class ConfigLoader {
         Path spoolDir = Path.of("/var/lib/loupe/spool");
         long spoolMaxBytes = 1L << 30;
         Map<String, String> externalLabels = new TreeMap<>();
+        List<ProbeConfig> probes = List.of();
+        int probesMaxFunctions = ProbeConfigParser.DEFAULT_MAX_FUNCTIONS;
 
         Settings(int frequency, Duration interval, Path output, Set<Integer> pids, InetSocketAddress http, Duration duration,
                  long unwindTableBudget) {
@@ -388,6 +392,8 @@ public final class ConfigLoader {
             s.spoolDir = c.spoolDir();
             s.spoolMaxBytes = c.spoolMaxBytes();
             s.externalLabels.putAll(c.externalLabels());
+            s.probes = c.probes();
+            s.probesMaxFunctions = c.probesMaxFunctions();
             return s;
         }
 
@@ -413,7 +419,7 @@ public final class ConfigLoader {
                     : Optional.of(new KafkaSettings(kafkaServers, kafkaTopic, kafkaProducer));
             return new LoupeConfig(frequency, interval, output, pids, http, Optional.ofNullable(duration),
                     Optional.ofNullable(source), unwindTableBudget, unwindTables, localFiles, remote, k, spoolDir, spoolMaxBytes,
-                    externalLabels);
+                    externalLabels, probes, probesMaxFunctions);
         }
     }
 }

@@ -4,6 +4,7 @@ import java.net.InetSocketAddress;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Collections;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
@@ -27,13 +28,17 @@ import java.util.TreeSet;
  * @param spoolDir          what the remote sinks have not yet confirmed is kept here
  * @param spoolMaxBytes     cap on the spool of each remote sink; past it the oldest batches are dropped (counted)
  * @param externalLabels    labels added to every series sent to Parca or Kafka
+ * @param probes             latency probes (issue 7): functions to measure per binary or process
+ * @param probesMaxFunctions most functions one probe pattern may match, and all probes together
  */
 public record LoupeConfig(int frequencyHz, Duration interval, Path outputDir, Set<Integer> pids,
                           Optional<InetSocketAddress> httpAddress, Optional<Duration> duration,
                           Optional<Path> source, long unwindTableBudget, boolean unwindTables,
                           boolean localFiles, Optional<RemoteStore> remoteStore, Optional<KafkaSettings> kafka,
-                          Path spoolDir, long spoolMaxBytes, Map<String, String> externalLabels) {
+                          Path spoolDir, long spoolMaxBytes, Map<String, String> externalLabels,
+                          List<ProbeConfig> probes, int probesMaxFunctions) {
     public LoupeConfig {
+        probes = List.copyOf(probes);
         pids = Collections.unmodifiableSortedSet(new TreeSet<>(pids));
         externalLabels = Collections.unmodifiableMap(new java.util.TreeMap<>(externalLabels));
     }

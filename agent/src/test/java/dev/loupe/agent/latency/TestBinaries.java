@@ -1,0 +1,89 @@
+package dev.loupe.agent.latency;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+/** Test targets built by the tests: a C program (gcc) and a Go program (Debian's golang-1.19). */
+final class TestBinaries {
+    static final Path GO = Path.of("/usr/lib/go-1.19/bin/go");
+
+    /** work() sleeps 1.1 or 5 ms on each call; tail() only tail-calls; "c-target N [SECONDS]" first waits SECONDS, then calls work() N times and prints "calls N" and "sum_ns S". */
+    static final String C_SOURCE = """
+            #include <stdio.h>
+            #include <stdlib.h>
+            #include <time.h>
+            static long long now_ns(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec * 1000000000LL + t.tv_nsec; }
+            __attribute__((noinline)) int work(long ns) { struct timespec t = {0, ns}; while (nanosleep(&t, &t)) {} return (int)(ns & 7); }
+            __attribute__((noinline)) int tail(long ns) { return work(ns + 1); }
+            int main(int argc, char **argv) {
+                int n = atoi(argv[1]); long long sum = 0; volatile int sink = 0;
+                if (argc > 2) { struct timespec t = {atol(argv[2]), 0}; nanosleep(&t, 0); }
+                for (int i = 0; i < n; i++) { long long t0 = now_ns(); sink += work(i % 2 ? 5000000L : 1100000L); sum += now_ns() - t0; }
+                printf("calls %d\\nsum_ns %lld\\n", n, sum);
+                return sink < 0;
+            }
+            """;
+
+    static final String GO_SOURCE = """
+            package main
+
+            import "time"
+
+            //go:noinline
+            func work(i int) int {
+            	time.Sleep(time.Millisecond)
+            	if i%2 == 0 {
+            		return i + 1
+            	}
+            	return i - 1
+            }
+
+            //go:noinline
+            func other(i int) int { return i * 3 }
+
+            func main() {
+            	s := 0
+            	for i := 0; i < 3; i++ {
+            		s += work(i) + other(i)
+            	}
+            	println(s)
+            }
+            """;
+
+    private TestBinaries() {}
+
+    static Path buildC(Path dir) throws Exception {
+        Path src = dir.resolve("target.c");
+        Files.writeString(src, C_SOURCE);
+        Path out = dir.resolve("c-target");
+        run(dir, List.of("gcc", "-O2", src.toString(), "-o", out.toString()), List.of());
+        return out;
+    }
+
+    static Path buildGo(Path dir) throws Exception {
+        Path src = dir.resolve("main.go");
+        Files.writeString(src, GO_SOURCE);
+        Path out = dir.resolve("go-target");
+        // A cache shared by test runs: building the runtime once takes most of a minute on a small machine.
+        Path cache = Path.of(System.getProperty("java.io.tmpdir"), "loupe-agent-test-gocache");
+        run(dir, List.of(GO.toString(), "build", "-o", out.toString(), "main.go"),
+                List.of("GO111MODULE=off", "GOCACHE=" + cache, "HOME=" + dir));
+        return out;
+    }
+
+    static String run(Path dir, List<String> cmd, List<String> env) throws Exception {
+        ProcessBuilder pb = new ProcessBuilder(new ArrayList<>(cmd)).directory(dir.toFile()).redirectErrorStream(true);
+        for (String e : env) {
+            int eq = e.indexOf('=');
+            pb.environment().put(e.substring(0, eq), e.substring(eq + 1));
+        }
+        Process p = pb.start();
+        String out = new String(p.getInputStream().readAllBytes());
+        if (p.waitFor() != 0) {
+            throw new IllegalStateException(cmd + " failed:\n" + out);
+        }
+        return out;
+    }
+}

@@ -1,0 +1,234 @@
+package dev.loupe.it;
+
+import dev.loupe.pprof.ParcaRules;
+import dev.loupe.pprof.PprofFiles;
+import dev.loupe.pprof.proto.Profile;
+import dev.loupe.pprof.proto.Sample;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Issue 7 end to end: the packaged agent with {@code --probe BINARY:FUNCTION} against Go targets (normal, PIE,
+ * stripped PIE) and a C target, all started after the agent (a probe on a path covers later processes).
+ * The targets measure every call themselves; /metrics, the per-interval latency profiles and the HTTP
+ * latency profile must agree with them.
+ */
+class LatencyProbeEndToEndTest {
+    static final Path GO = Path.of("/usr/lib/go-1.19/bin/go");
+    static final Path GO_SOURCES = Targets.SOURCES.toAbsolutePath().getParent().resolve("go/latency_target");
+    static final int GOROUTINES = 1000;
+    static final int CALLS_EACH = 4;
+
+    @TempDir
+    static Path dir;
+    static Path goNormal;
+    static Path goPie;
+    static Path goStrippedPie;
+    static Path cTarget;
+
+    @BeforeAll
+    static void build() throws Exception {
+        goNormal = buildGo("go-normal");
+        goPie = buildGo("go-pie", "-buildmode=pie");
+        goStrippedPie = buildGo("go-stripped-pie", "-buildmode=pie", "-ldflags=-s -w");
+        cTarget = Targets.build("latency_target.c", dir, "c-target", "-pthread");
+    }
+
+    static Path buildGo(String name, String... flags) throws Exception {
+        Path out = dir.resolve(name);
+        List<String> cmd = new ArrayList<>(List.of(GO.toString(), "build", "-o", out.toString()));
+        cmd.addAll(List.of(flags));
+        cmd.add("main.go");
+        ProcessBuilder pb = new ProcessBuilder(cmd).directory(GO_SOURCES.toFile()).redirectErrorStream(true);
+        pb.environment().put("GO111MODULE", "off");
+        pb.environment().put("GOCACHE", dir.resolve("gocache").toString());
+        pb.environment().putIfAbsent("HOME", dir.toString());
+        Process p = pb.start();
+        String log = new String(p.getInputStream().readAllBytes());
+        assertEquals(0, p.waitFor(), "go build " + name + ": " + log);
+        return out;
+    }
+
+    /** A target's own measurement. */
+    record Truth(long calls, long sumNs, String output) {
+        double meanNs() {
+            return (double) sumNs / calls;
+        }
+    }
+
+    static Truth runTarget(Path bin, String... args) throws Exception {
+        List<String> cmd = new ArrayList<>(List.of(bin.toString()));
+        cmd.addAll(List.of(args));
+        ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
+        pb.environment().put("GODEBUG", "adaptivestackstart=0"); // each goroutine grows its stack in work()'s prologue
+        Process p = pb.start();
+        String out = new String(p.getInputStream().readAllBytes());
+        assertEquals(0, p.waitFor(), bin + " failed:\n" + out);
+        assertFalse(out.contains("fatal error") || out.contains("panic") || out.contains("unexpected return pc"), out);
+        Matcher calls = Pattern.compile("(?m)^calls (\\d+)$").matcher(out);
+        Matcher sum = Pattern.compile("(?m)^sum_ns (\\d+)$").matcher(out);
+        assertTrue(calls.find() && sum.find(), "no ground truth from " + bin + ":\n" + out);
+        return new Truth(Long.parseLong(calls.group(1)), Long.parseLong(sum.group(1)), out);
+    }
+
+    @Test
+    void goAndCFunctionsMeasuredIntoMetricsAndProfiles(@TempDir Path work) throws Exception {
+        int port;
+        try (ServerSocket s = new ServerSocket(0)) {
+            port = s.getLocalPort();
+        }
+        String base = "http://127.0.0.1:" + port;
+        HttpClient http = HttpClient.newHttpClient();
+        Path out = work.resolve("profiles");
+        Map<Path, String> function = Map.of(goNormal, "main.work", goPie, "main.work", goStrippedPie, "main.work", cTarget, "work");
+        Map<Path, Truth> truth = new HashMap<>();
+        String metrics;
+        String log;
+        try (AgentProcess agent = AgentProcess.start(work, "--pid", Long.toString(ProcessHandle.current().pid()),
+                "--interval", "1s", "--output", out.toString(), "--http", "127.0.0.1:" + port,
+                "--probe", goNormal + ":main.work", "--probe", goPie + ":main.work", "--probe", goStrippedPie + ":main.work",
+                "--probe", cTarget + ":work", "--probe", goNormal + ":nomatch.*")) {
+            agent.awaitSampling(Duration.ofSeconds(120));
+            String before = get(http, base + "/metrics");
+            for (Path bin : function.keySet()) {
+                assertTrue(before.contains(series("count", bin, function.get(bin)) + " 0"),
+                        "each series is present at 0 once attached:\n" + before);
+            }
+            for (Path bin : List.of(goNormal, goPie, goStrippedPie)) {
+                truth.put(bin, runTarget(bin, "work", Integer.toString(GOROUTINES), Integer.toString(CALLS_EACH)));
+            }
+            truth.put(cTarget, runTarget(cTarget, "flat", "16", "50"));
+            metrics = get(http, base + "/metrics");
+            Path metricsFile = work.resolve("metrics.txt");
+            Files.writeString(metricsFile, metrics);
+            Commands.Result promtool = Commands.run(List.of("promtool", "check", "metrics"), metricsFile, 60);
+            assertEquals(0, promtool.exit(), "promtool check metrics:\n" + promtool.output());
+
+            byte[] live = http.send(HttpRequest.newBuilder(URI.create(base + "/debug/pprof/latency?seconds=1")).build(),
+                    HttpResponse.BodyHandlers.ofByteArray()).body();
+            Path liveFile = work.resolve("live-latency.pb.gz");
+            Files.write(liveFile, live);
+            assertTrue(ParcaRules.violations(PprofFiles.parse(live)).isEmpty());
+            PprofTool.run("-raw", liveFile.toString());
+
+            Thread.sleep(2500); // the calls' interval ends and is written
+            agent.terminate();
+            int exit = agent.awaitExit(Duration.ofSeconds(60));
+            assertTrue(exit == 0 || exit == 143, "exit " + exit + " after SIGTERM:\n" + agent.log());
+            log = agent.log();
+        }
+        System.out.println(log);
+        assertTrue(log.contains("no function matches 'nomatch.*'"), "a glob matching nothing is named:\n" + log);
+
+        Map<String, Long> profileCalls = new HashMap<>();
+        Map<String, Long> profileNanos = new HashMap<>();
+        Path richest = null;
+        int richestSamples = -1;
+        List<Path> files;
+        try (Stream<Path> s = Files.list(out)) {
+            files = s.filter(p -> p.getFileName().toString().startsWith("latency-")).sorted().toList();
+        }
+        assertFalse(files.isEmpty(), "latency profiles are written beside the CPU profiles");
+        for (Path f : files) {
+            Profile p = PprofFiles.parse(Files.readAllBytes(f));
+            assertEquals(List.of(), ParcaRules.violations(p), f.toString());
+            assertEquals("calls", p.getStringTable((int) p.getSampleType(0).getType()));
+            assertEquals("nanoseconds", p.getStringTable((int) p.getSampleType(1).getUnit()));
+            for (Sample s : p.getSampleList()) {
+                String key = str(p, s, "binary") + " " + str(p, s, "function");
+                profileCalls.merge(key, s.getValue(0), Long::sum);
+                profileNanos.merge(key, s.getValue(1), Long::sum);
+            }
+            if (p.getSampleCount() > richestSamples) {
+                richestSamples = p.getSampleCount();
+                richest = f;
+            }
+        }
+        String raw = PprofTool.run("-raw", richest.toString());
+        assertTrue(raw.contains("main.work") && raw.contains(" work"), raw);
+        String top = PprofTool.run("-top", "-sample_index=calls", richest.toString());
+        assertTrue(top.contains("main.work"), top);
+
+        StringBuilder report = new StringBuilder();
+        for (Path bin : function.keySet()) {
+            Truth t = truth.get(bin);
+            String f = function.get(bin);
+            long count = value(metrics, series("count", bin, f));
+            double sumSeconds = Double.parseDouble(valueText(metrics, series("sum", bin, f)));
+            double mean = sumSeconds * 1e9 / count;
+            String line = bin.getFileName() + " " + f + ": target calls " + t.calls() + " mean " + Math.round(t.meanNs())
+                    + " ns; /metrics count " + count + " mean " + Math.round(mean) + " ns (ratio " + String.format("%.4f", mean / t.meanNs())
+                    + "); profiles calls " + profileCalls.get(bin + " " + f);
+            report.append(line).append('\n');
+            assertEquals(t.calls(), count, line);
+            assertEquals(1.0, mean / t.meanNs(), 0.02, line);
+            assertEquals(count, value(metrics, series("bucket", bin, f).replace("}", ",le=\"+Inf\"}")), line);
+            assertEquals(t.calls(), profileCalls.get(bin + " " + f), "per-interval deltas add up to the total: " + line);
+            assertEquals(sumSeconds * 1e9, profileNanos.get(bin + " " + f), 1e-6 * sumSeconds * 1e9, line);
+        }
+        report.append("thread migrations ").append(value(metrics, "loupe_probe_thread_migrations_total"))
+                .append(", re-entries ").append(value(metrics, "loupe_probe_reentries_total"))
+                .append(", calls measured ").append(value(metrics, "loupe_probe_calls_measured_total"))
+                .append(", latency files ").append(files.size());
+        System.out.println(report);
+        assertEquals((long) GOROUTINES * CALLS_EACH, truth.get(goNormal).calls());
+        long migrations = value(metrics, "loupe_probe_thread_migrations_total");
+        assertTrue(migrations > 0, "goroutines return on other threads: " + migrations);
+        assertEquals(0, value(metrics, "loupe_probe_unmatched_exits_total"), metrics);
+        assertEquals(1, value(metrics, "loupe_probe_problems_total"), "the glob that matched nothing");
+        assertTrue(metrics.contains("le=\"0.000001\"") && metrics.contains("le=\"1073.741824\""), metrics);
+    }
+
+    static String series(String suffix, Path bin, String function) {
+        return "loupe_function_duration_seconds_" + suffix + "{binary=\"" + bin + "\",function=\"" + function + "\"}";
+    }
+
+    static String valueText(String metrics, String series) {
+        for (String line : metrics.split("\n")) {
+            if (line.startsWith(series + " ")) {
+                return line.substring(series.length() + 1).trim();
+            }
+        }
+        throw new AssertionError(series + " not in /metrics:\n" + metrics);
+    }
+
+    static long value(String metrics, String series) {
+        return Long.parseLong(valueText(metrics, series));
+    }
+
+    static String str(Profile p, Sample s, String key) {
+        for (var l : s.getLabelList()) {
+            if (p.getStringTable((int) l.getKey()).equals(key)) {
+                return p.getStringTable((int) l.getStr());
+            }
+        }
+        throw new AssertionError("sample without label " + key);
+    }
+
+    static String get(HttpClient http, String url) throws Exception {
+        HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create(url)).build(), HttpResponse.BodyHandlers.ofString());
+        assertEquals(200, r.statusCode(), url + ": " + r.body());
+        return r.body();
+    }
+}
