@@ -23,6 +23,7 @@ public final class RemoteSink implements ProfileSink {
     public static final String END_NANOS = "end_nanos";
     public static final String NODE = "node";
 
+    private static final String CPU = "cpu";
     private static final System.Logger LOG = System.getLogger(RemoteSink.class.getName());
 
     private final String name;
@@ -57,7 +58,8 @@ public final class RemoteSink implements ProfileSink {
             if (p.samples() == 0) {
                 continue; // an idle interval: nothing for the store
             }
-            List<WriteRawEncoder.Series> series = encoder.series(p.profile(), p.labels());
+            // CPU: a series per process (what Parca's UI groups by); latency: per function already, one series
+            List<WriteRawEncoder.Series> series = encoder.series(p.profile(), p.labels(), CPU.equals(p.profileType()));
             List<WriteRawRequest> requests = encoder.requests(series);
             Map<String, String> attributes = Map.of(
                     PROFILE_TYPE, p.profileType(),

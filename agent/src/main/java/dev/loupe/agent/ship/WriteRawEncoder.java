@@ -54,6 +54,19 @@ public final class WriteRawEncoder {
      * @param seriesLabels labels of the host-wide series (at least {@code __name__}; {@code node})
      */
     public List<Series> series(Profile hostProfile, Map<String, String> seriesLabels) {
+        return series(hostProfile, seriesLabels, true);
+    }
+
+    /**
+     * @param perProcess one series per pid (CPU profiles); false: the profile is one host-wide series as it
+     *                   is (latency profiles, whose samples are per function, not per process)
+     */
+    public List<Series> series(Profile hostProfile, Map<String, String> seriesLabels, boolean perProcess) {
+        if (!perProcess) {
+            SortedMap<String, String> labels = new TreeMap<>(externalLabels);
+            labels.putAll(seriesLabels);
+            return List.of(new Series(labels, message(labels, hostProfile)));
+        }
         List<Series> out = new ArrayList<>();
         for (var part : ProfileSplitter.byNumLabel(hostProfile, "pid").entrySet()) {
             Profile p = part.getValue();
@@ -65,14 +78,17 @@ public final class WriteRawEncoder {
             Optional<String> exe = pid > 0 ? executableOf.apply(pid) : Optional.empty();
             exe.ifPresent(e -> labels.put("executable", e));
             exe.flatMap(e -> buildIdOf(p, e)).ifPresent(b -> labels.put("build_id", b));
-            LabelSet.Builder set = LabelSet.newBuilder();
-            labels.forEach((k, v) -> set.addLabels(Label.newBuilder().setName(k).setValue(v)));
-            RawProfileSeries s = RawProfileSeries.newBuilder().setLabels(set)
-                    .addSamples(RawSample.newBuilder().setRawProfile(ByteString.copyFrom(PprofFiles.gzip(p))))
-                    .build();
-            out.add(new Series(labels, s));
+            out.add(new Series(labels, message(labels, p)));
         }
         return out;
+    }
+
+    private static RawProfileSeries message(SortedMap<String, String> labels, Profile p) {
+        LabelSet.Builder set = LabelSet.newBuilder();
+        labels.forEach((k, v) -> set.addLabels(Label.newBuilder().setName(k).setValue(v)));
+        return RawProfileSeries.newBuilder().setLabels(set)
+                .addSamples(RawSample.newBuilder().setRawProfile(ByteString.copyFrom(PprofFiles.gzip(p))))
+                .build();
     }
 
     /** Packs series into requests under the size limit, in order. */

@@ -179,6 +179,24 @@ class RemoteSinkTest {
         assertEquals(List.of(1L, 2L, 3L, 4L), starts, "every interval once, in order");
     }
 
+    /** Latency profiles are per function, not per process: one series under their own name, no pid label. */
+    @Test
+    void latencyProfilesAreOneSeriesOfTheirOwn() throws Exception {
+        ParcaStandIn standIn = new ParcaStandIn().start();
+        cleanup.add(standIn);
+        RemoteSink sink = sink(standIn, 16 << 20);
+        ProfileBuilder b = new ProfileBuilder(1, START);
+        long f = b.location(0, 0x1000, "main.work", null);
+        b.addSample(new long[] {f}, 7, List.of(Label.str("function", "main.work"), Label.num("le_us", 4096)));
+        Profile p = b.build(START + 10_000_000_000L);
+        TreeMap<String, String> labels = new TreeMap<>(Map.of("__name__", "loupe_function_latency", "node", "n"));
+        sink.write(new ProfileBatch(1, START, 10_000_000_000L, List.of(new EncodedProfile("latency", labels, START,
+                10_000_000_000L, PprofFiles.gzip(p), 1, p))));
+        await("the latency series", () -> standIn.accepted().size() == 1);
+        sink.close(System.nanoTime() + TimeUnit.SECONDS.toNanos(5));
+        assertEquals(List.of(Map.of("__name__", "loupe_function_latency", "node", "n", "region", "eu-west-1")), series(standIn));
+    }
+
     @Test
     void idleIntervalsAreNotSent() throws Exception {
         ParcaStandIn standIn = new ParcaStandIn().start();
