@@ -33,6 +33,7 @@ import java.util.stream.Stream;
  */
 final class KafkaBroker implements AutoCloseable {
     static {
+        KafkaLogging.quiet();
         // The broker calls Exit on fatal errors: fail the test, do not end the JVM.
         Exit.setExitProcedure((status, message) -> {
             throw new IllegalStateException("Kafka broker asked to exit(" + status + "): " + message);
