@@ -35,7 +35,7 @@ public final class KafkaRecords {
         return s.getBytes(StandardCharsets.UTF_8);
     }
 
-    static Optional<String> header(Headers headers, String name) {
+    public static Optional<String> header(Headers headers, String name) {
         Header h = headers.lastHeader(name);
         return h == null || h.value() == null ? Optional.empty() : Optional.of(new String(h.value(), StandardCharsets.UTF_8));
     }

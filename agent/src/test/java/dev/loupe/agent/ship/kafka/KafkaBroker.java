@@ -31,7 +31,7 @@ import java.util.stream.Stream;
  * again keep the same ports and log directory, so clients see the broker go away and come back with its
  * data, as after a restart.
  */
-final class KafkaBroker implements AutoCloseable {
+public final class KafkaBroker implements AutoCloseable {
     static {
         KafkaLogging.quiet();
         // The broker calls Exit on fatal errors: fail the test, do not end the JVM.
@@ -71,12 +71,12 @@ final class KafkaBroker implements AutoCloseable {
     }
 
     /** A formatted, started node with a fresh temporary log directory. */
-    static KafkaBroker start(Map<String, String> overrides) throws IOException {
+    public static KafkaBroker start(Map<String, String> overrides) throws IOException {
         Path dir = Files.createTempDirectory("loupe-kafka-");
         return new KafkaBroker(dir, true, overrides).start();
     }
 
-    synchronized KafkaBroker start() {
+    public synchronized KafkaBroker start() {
         if (server != null) {
             return this;
         }
@@ -113,7 +113,7 @@ final class KafkaBroker implements AutoCloseable {
     }
 
     /** A clean broker shutdown; the data and the ports stay for {@link #start()}. */
-    synchronized void stop() {
+    public synchronized void stop() {
         if (server != null) {
             server.shutdown();
             server.awaitShutdown();
@@ -121,16 +121,16 @@ final class KafkaBroker implements AutoCloseable {
         }
     }
 
-    synchronized boolean running() {
+    public synchronized boolean running() {
         return server != null;
     }
 
-    String bootstrapServers() {
+    public String bootstrapServers() {
         return "127.0.0.1:" + port;
     }
 
     /** Creates a topic (one replica) and waits until it can be used. */
-    void createTopic(String name, int partitions, Map<String, String> configs) throws Exception {
+    public void createTopic(String name, int partitions, Map<String, String> configs) throws Exception {
         try (Admin admin = admin()) {
             admin.createTopics(List.of(new NewTopic(name, partitions, (short) 1).configs(configs))).all()
                     .get(30, TimeUnit.SECONDS);
@@ -148,7 +148,7 @@ final class KafkaBroker implements AutoCloseable {
         }
     }
 
-    Admin admin() {
+    public Admin admin() {
         return Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers(),
                 AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, "10000",
                 AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "30000"));

@@ -19,18 +19,18 @@ import java.util.Map;
  * (labels __name__, node, pid, comm, executable, and seq = the interval number so receivers can check
  * order), raw_profile a gzipped pprof Parca accepts.
  */
-final class KafkaTestBatches {
-    static final long START = 1_763_000_000_000_000_000L;
-    static final long INTERVAL = 10_000_000_000L;
-    static final String NODE = "test-node";
+public final class KafkaTestBatches {
+    public static final long START = 1_763_000_000_000_000_000L;
+    public static final long INTERVAL = 10_000_000_000L;
+    public static final String NODE = "test-node";
 
     private KafkaTestBatches() {}
 
-    static long start(long interval) {
+    public static long start(long interval) {
         return START + interval * INTERVAL;
     }
 
-    static Profile profile(long interval, int pid) {
+    public static Profile profile(long interval, int pid) {
         ProfileBuilder b = new ProfileBuilder(10_101_010L, start(interval));
         long mapping = b.mapping(0x400000, 0x500000, 0, "/usr/bin/target", "abcdef0123", true);
         long leaf = b.location(mapping, 0x401000, "leaf", "target.c");
@@ -39,7 +39,7 @@ final class KafkaTestBatches {
         return b.build(start(interval + 1));
     }
 
-    static RawProfileSeries series(long interval, int pid, byte[] rawProfile) {
+    public static RawProfileSeries series(long interval, int pid, byte[] rawProfile) {
         return RawProfileSeries.newBuilder()
                 .setLabels(LabelSet.newBuilder()
                         .addLabels(label("__name__", "parca_agent_cpu"))
@@ -53,7 +53,7 @@ final class KafkaTestBatches {
     }
 
     /** The interval's request: one series per pid. */
-    static WriteRawRequest request(long interval, List<Integer> pids) {
+    public static WriteRawRequest request(long interval, List<Integer> pids) {
         WriteRawRequest.Builder r = WriteRawRequest.newBuilder().setNormalized(true);
         for (int pid : pids) {
             r.addSeries(series(interval, pid, PprofFiles.gzip(profile(interval, pid))));
@@ -61,20 +61,20 @@ final class KafkaTestBatches {
         return r.build();
     }
 
-    static Map<String, String> attributes(long interval) {
+    public static Map<String, String> attributes(long interval) {
         return Map.of("profile_type", "cpu", "start_nanos", Long.toString(start(interval)),
                 "end_nanos", Long.toString(start(interval + 1)), "node", NODE);
     }
 
-    static SpooledBatch batch(long sequence, long interval, List<Integer> pids) {
+    public static SpooledBatch batch(long sequence, long interval, List<Integer> pids) {
         return new SpooledBatch(sequence, attributes(interval), request(interval, pids).toByteArray());
     }
 
-    static dev.loupe.pprof.parca.Label label(String name, String value) {
+    public static dev.loupe.pprof.parca.Label label(String name, String value) {
         return dev.loupe.pprof.parca.Label.newBuilder().setName(name).setValue(value).build();
     }
 
-    static String labelOf(RawProfileSeries s, String name) {
+    public static String labelOf(RawProfileSeries s, String name) {
         for (var l : s.getLabels().getLabelsList()) {
             if (l.getName().equals(name)) {
                 return l.getValue();

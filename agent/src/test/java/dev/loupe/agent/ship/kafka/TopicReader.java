@@ -13,10 +13,10 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 /** Reads a whole topic from the beginning (read_committed, no group) until it has {@code count} records. */
-final class TopicReader {
+public final class TopicReader {
     private TopicReader() {}
 
-    static List<ConsumerRecord<byte[], byte[]>> read(String bootstrap, String topic, int count, Duration within) {
+    public static List<ConsumerRecord<byte[], byte[]>> read(String bootstrap, String topic, int count, Duration within) {
         try (var consumer = new KafkaConsumer<>(Map.<String, Object>of(
                 ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap,
                 ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed",
