@@ -26,6 +26,10 @@ public final class Main {
 
     public static void main(String[] args) {
         LogFormat.install();
+        if (args.length > 0 && args[0].equals("relay")) {
+            System.exit(dev.loupe.agent.ship.kafka.RelayCommand.run(Arrays.copyOfRange(args, 1, args.length)));
+            return;
+        }
         String[] rest = args.length > 0 && args[0].equals("run") ? Arrays.copyOfRange(args, 1, args.length) : args;
         CommandLine.Parsed parsed;
         try {
