@@ -74,6 +74,16 @@ public final class Main {
                 return 1;
             }
         }
+        if (config.kafka().isPresent()) {
+            try {
+                sinks.add(dev.loupe.agent.ship.RemoteSinks.kafka(config.kafka().get(), config.spoolDir(),
+                        config.spoolMaxBytes(), config.externalLabels()));
+            } catch (IOException | RuntimeException e) {
+                System.err.println("loupe: kafka " + config.kafka().get().bootstrapServers() + ": " + e.getMessage());
+                closeAll(sinks);
+                return 1;
+            }
+        }
         if (config.remoteStore().isPresent()) {
             try {
                 sinks.add(dev.loupe.agent.ship.RemoteSinks.parca(config.remoteStore().get(), config.spoolDir(),
@@ -143,6 +153,7 @@ public final class Main {
         log.log(System.Logger.Level.INFO, "profiling at " + config.frequencyHz() + " Hz, a profile every "
                 + config.interval().toSeconds() + " s to " + (files == null ? "" : files.directory().toAbsolutePath() + " ")
                 + config.remoteStore().map(r -> "parca " + r.address() + " ").orElse("")
+                + config.kafka().map(k -> "kafka " + k.bootstrapServers() + "/" + k.topic() + " ").orElse("")
                 + "(sinks: " + sinks.stream().map(ProfileSink::name).toList() + ")"
                 + (server == null ? "" : ", http://" + server.address().getHostString() + ":" + server.address().getPort()
                 + "/debug/pprof/profile"));

@@ -37,6 +37,32 @@ public final class RemoteSinks {
         return new RemoteSink("parca", spool, loop, encoder(externalLabels, store.batchMaxBytes()), client);
     }
 
+    /**
+     * The Kafka sink: one record per series (KafkaSender), spooled under {@code spoolRoot/kafka}. The
+     * request size cap only groups series into spool batches here; records are per series.
+     */
+    public static RemoteSink kafka(dev.loupe.config.KafkaSettings kafka, Path spoolRoot, long spoolMaxBytes,
+                                   Map<String, String> externalLabels) throws IOException {
+        dev.loupe.agent.ship.kafka.KafkaSender sender = dev.loupe.agent.ship.kafka.KafkaSender.create(
+                dev.loupe.agent.ship.kafka.KafkaSenderConfig.of(kafka.bootstrapServers(), agentVersion())
+                        .withTopic(kafka.topic())
+                        .withProducerProperties(kafka.producer()));
+        Spool spool;
+        try {
+            spool = Spool.open(spoolRoot, "kafka", spoolMaxBytes);
+        } catch (IOException | RuntimeException e) {
+            sender.close();
+            throw e;
+        }
+        DeliveryLoop loop = DeliveryLoop.create(spool, sender, java.time.Duration.ofSeconds(30));
+        return new RemoteSink("kafka", spool, loop, encoder(externalLabels, 16L << 20), sender);
+    }
+
+    static String agentVersion() {
+        String v = RemoteSinks.class.getPackage().getImplementationVersion();
+        return v == null ? "dev" : v;
+    }
+
     public static WriteRawEncoder encoder(Map<String, String> externalLabels, long maxRequestBytes) {
         return new WriteRawEncoder(externalLabels, maxRequestBytes, RemoteSinks::executable);
     }
