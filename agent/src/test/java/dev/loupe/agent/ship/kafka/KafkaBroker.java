@@ -6,6 +6,7 @@ import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.common.Uuid;
+import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 import org.apache.kafka.common.utils.Exit;
 import org.apache.kafka.common.utils.Time;
 import org.apache.kafka.metadata.storage.Formatter;
@@ -22,6 +23,7 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 
@@ -136,9 +138,16 @@ public final class KafkaBroker implements AutoCloseable {
                     .get(30, TimeUnit.SECONDS);
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
             while (true) {
-                var d = admin.describeTopics(List.of(name)).allTopicNames().get(30, TimeUnit.SECONDS).get(name);
-                if (d.partitions().size() == partitions && d.partitions().stream().allMatch(x -> x.leader() != null && !x.leader().isEmpty())) {
-                    return;
+                try {
+                    var d = admin.describeTopics(List.of(name)).allTopicNames().get(30, TimeUnit.SECONDS).get(name);
+                    if (d.partitions().size() == partitions && d.partitions().stream().allMatch(x -> x.leader() != null && !x.leader().isEmpty())) {
+                        return;
+                    }
+                } catch (ExecutionException e) {
+                    // The controller has accepted the topic but this broker's metadata may not have it yet.
+                    if (!(e.getCause() instanceof UnknownTopicOrPartitionException)) {
+                        throw e;
+                    }
                 }
                 if (System.nanoTime() > deadline) {
                     throw new IllegalStateException("topic " + name + " has no leaders after 30 s");
