@@ -75,6 +75,18 @@ final class MetricsText {
             }
             new java.util.TreeMap<>(u.failuresByReason()).forEach((k, v) ->
                     b.append("loupe_unwind_table_failures_total{reason=\"").append(k.replace("\"", "'")).append("\"} ").append(v).append('\n'));
+            UnwindTableUploader.DelayHistogram d = u.registrationDelay();
+            String h = "loupe_unwind_registration_delay_seconds";
+            b.append("# HELP ").append(h).append(" From a process's start (after the agent's) to its unwind tables being live in the kernel; 10 ms resolution.\n");
+            b.append("# TYPE ").append(h).append(" histogram\n");
+            long cumulative = 0;
+            for (int i = 0; i < d.bounds().length; i++) {
+                cumulative += d.counts()[i];
+                b.append(h).append("_bucket{le=\"").append(Double.toString(d.bounds()[i])).append("\"} ").append(cumulative).append('\n');
+            }
+            b.append(h).append("_bucket{le=\"+Inf\"} ").append(d.count()).append('\n');
+            b.append(h).append("_sum ").append(d.sumSeconds()).append('\n');
+            b.append(h).append("_count ").append(d.count()).append('\n');
         }
         b.append("# HELP loupe_up Whether the sampling loop is polling.\n# TYPE loupe_up gauge\n");
         b.append("loupe_up ").append(st.healthy() ? 1 : 0).append('\n');

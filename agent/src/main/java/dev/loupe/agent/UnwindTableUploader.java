@@ -56,7 +56,23 @@ final class UnwindTableUploader implements AutoCloseable {
     /** Counters and sizes for /metrics. */
     record Stats(long tablesBuilt, long tableFailures, long tablesLoaded, long rowsLoaded, long bytesLoaded,
                  long evictions, long processes, long registrations, long registrationFailures,
-                 Map<String, Long> failuresByReason) {}
+                 Map<String, Long> failuresByReason, DelayHistogram registrationDelay) {}
+
+    /**
+     * Seconds from a process's start to its tables being live in the kernel, for processes that started
+     * after the agent. Both ends come in clock ticks (the process's start time in /proc/PID/stat, the boot
+     * clock in /proc/uptime): 10 ms resolution.
+     */
+    record DelayHistogram(double[] bounds, long[] counts, long count, double sumSeconds, double maxSeconds) {
+        static final double[] BOUNDS = {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+    }
+
+    /** Written on the uploader's thread only; read by stats(). */
+    private final long[] delayCounts = new long[DelayHistogram.BOUNDS.length + 1];
+    private long delayCount;
+    private double delaySum;
+    private double delayMax;
+    private final long agentStartTicks;
 
     private record FileKey(int devMajor, int devMinor, long inode, long size, long mtimeMillis) {}
 
@@ -174,6 +190,7 @@ final class UnwindTableUploader implements AutoCloseable {
         this.rowSlots = new RangeAllocator(capacity.rows());
         this.ruleSlots = new RangeAllocator(capacity.rules());
         this.mappingSlots = new RangeAllocator(capacity.mappings());
+        this.agentStartTicks = bootTicks();
         this.thread = new Thread(this::run, "loupe-unwind-tables");
         this.thread.setDaemon(true);
     }
@@ -371,6 +388,39 @@ final class UnwindTableUploader implements AutoCloseable {
         target.setProcess(pid, startTicks, first, out.size());
         procs.put(pid, new ProcEntry(startTicks, first, out.size(), used, now, snap.executable()));
         registrations.incrementAndGet();
+        if (old == null && agentStartTicks >= 0 && startTicks > agentStartTicks) {
+            long nowTicks = bootTicks();
+            if (nowTicks >= startTicks) {
+                recordDelay((nowTicks - startTicks) * NANOS_PER_TICK / 1e9);
+            }
+        }
+    }
+
+    private synchronized void recordDelay(double seconds) {
+        int i = 0;
+        while (i < DelayHistogram.BOUNDS.length && seconds > DelayHistogram.BOUNDS[i]) {
+            i++;
+        }
+        delayCounts[i]++;
+        delayCount++;
+        delaySum += seconds;
+        delayMax = Math.max(delayMax, seconds);
+    }
+
+    private synchronized DelayHistogram delayHistogram() {
+        return new DelayHistogram(DelayHistogram.BOUNDS.clone(), delayCounts.clone(), delayCount, delaySum, delayMax);
+    }
+
+    /** Clock ticks since boot from {@code uptime} beside the process directories; -1 if unreadable. */
+    private long bootTicks() {
+        try {
+            String text = java.nio.file.Files.readString(procRoot.resolve("uptime"));
+            int sp = text.indexOf(' ');
+            java.math.BigDecimal secs = new java.math.BigDecimal(sp < 0 ? text.trim() : text.substring(0, sp));
+            return secs.multiply(java.math.BigDecimal.valueOf(1_000_000_000L / NANOS_PER_TICK)).longValue();
+        } catch (IOException | RuntimeException e) {
+            return -1;
+        }
     }
 
     /** Forgets a process: its kernel entry, its mapping slots and its hold on tables (which stay cached). */
@@ -585,7 +635,7 @@ final class UnwindTableUploader implements AutoCloseable {
         Map<String, Long> reasons = new HashMap<>();
         failuresByReason.forEach((k, v) -> reasons.put(k, v.get()));
         return new Stats(tablesBuilt.get(), tableFailures.get(), tablesLoaded, rowsLoaded, bytesLoaded, evictions.get(),
-                procs.size(), registrations.get(), registrationFailures.get(), reasons);
+                procs.size(), registrations.get(), registrationFailures.get(), reasons, delayHistogram());
     }
 
     @Override

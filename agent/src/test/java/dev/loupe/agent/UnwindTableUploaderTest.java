@@ -214,6 +214,31 @@ class UnwindTableUploaderTest {
     }
 
     @Test
+    void registrationDelayIsMeasuredFromProcessStartForProcessesStartedAfterTheAgent() throws Exception {
+        RecordingTarget target = new RecordingTarget(new UnwindTarget.Capacity(64, 4096, 1 << 20, 1 << 16, 1024, 64));
+        Files.writeString(proc.resolve("uptime"), "10.00 17.50\n"); // the agent starts 1,000 ticks after boot
+        UnwindTableUploader u = new UnwindTableUploader(target, REAL, new dev.loupe.unwinder.proc.ProcessRegistry(proc, 1024),
+                1_000_000_000L, () -> 0L, pid -> true);
+        fakeProcess(501, 900, List.of("libm.so.6"));  // already running when the agent started: not counted
+        fakeProcess(502, 1005, List.of("libm.so.6")); // started 50 ms after the agent
+        fakeProcess(503, 1010, List.of("libz.so.1"));
+        Files.writeString(proc.resolve("uptime"), "10.12 17.70\n");
+        u.register(501);
+        u.register(502); // 70 ms after its start
+        Files.writeString(proc.resolve("uptime"), "10.40 18.20\n");
+        u.register(503); // 300 ms after its start
+        UnwindTableUploader.DelayHistogram d = u.stats().registrationDelay();
+        assertEquals(2, d.count());
+        assertEquals(0.37, d.sumSeconds(), 1e-9);
+        assertEquals(0.3, d.maxSeconds(), 1e-9);
+        int le100ms = java.util.Arrays.binarySearch(d.bounds(), 0.1);
+        int le500ms = java.util.Arrays.binarySearch(d.bounds(), 0.5);
+        assertEquals(1, d.counts()[le100ms], "70 ms is in (0.05, 0.1]");
+        assertEquals(1, d.counts()[le500ms], "300 ms is in (0.25, 0.5]");
+        assertEquals(2, java.util.Arrays.stream(d.counts()).sum());
+    }
+
+    @Test
     void pidReuseReplacesTheEntryAndTheStartTimeGuardsIt() throws Exception {
         RecordingTarget target = new RecordingTarget(new UnwindTarget.Capacity(64, 4096, 1 << 20, 1 << 16, 1024, 64));
         UnwindTableUploader u = new UnwindTableUploader(target, REAL, new dev.loupe.unwinder.proc.ProcessRegistry(proc, 1024), 1_000_000_000L, () -> 0L,

@@ -40,7 +40,7 @@ public final class ConfigLoader {
             "remote-store", "kafka", "spool", "external-labels", "probes", "probes-max-functions");
     private static final List<String> REMOTE_STORE_KEYS = List.of("address", "insecure", "insecure-skip-verify",
             "bearer-token-file", "ca-file", "cert-file", "key-file", "headers", "timeout", "batch-max-bytes");
-    private static final List<String> KAFKA_KEYS = List.of("bootstrap-servers", "topic", "producer");
+    private static final List<String> KAFKA_KEYS = List.of("bootstrap-servers", "topic", "producer", "transactional");
     private static final List<String> SPOOL_KEYS = List.of("dir", "max-bytes");
     static final long MIN_SPOOL = 1L << 20;
     static final long MAX_SPOOL = 1L << 40;
@@ -219,6 +219,7 @@ public final class ConfigLoader {
             switch (k) {
                 case "bootstrap-servers" -> s.kafkaServers = value(source, n, "kafka.bootstrap-servers", t -> t.isBlank() ? null : Values.hostPorts(t));
                 case "topic" -> s.kafkaTopic = value(source, n, "kafka.topic", Values::topic);
+                case "transactional" -> s.kafkaTransactional = value(source, n, "kafka.transactional", Values::bool);
                 case "producer" -> {
                     s.kafkaProducer.clear();
                     for (NodeTuple p : mapping(source, n, "kafka.producer")) {
@@ -350,6 +351,7 @@ public final class ConfigLoader {
         String kafkaServers;
         String kafkaTopic = KafkaSettings.DEFAULT_TOPIC;
         Map<String, String> kafkaProducer = new TreeMap<>();
+        boolean kafkaTransactional;
         Path spoolDir = Path.of("/var/lib/loupe/spool");
         long spoolMaxBytes = 1L << 30;
         Map<String, String> externalLabels = new TreeMap<>();
@@ -388,6 +390,7 @@ public final class ConfigLoader {
                 s.kafkaServers = k.bootstrapServers();
                 s.kafkaTopic = k.topic();
                 s.kafkaProducer.putAll(k.producer());
+                s.kafkaTransactional = k.transactional();
             });
             s.spoolDir = c.spoolDir();
             s.spoolMaxBytes = c.spoolMaxBytes();
@@ -416,7 +419,7 @@ public final class ConfigLoader {
                 throw new ConfigException(sourceName, remoteStoreLine, "remote-store: address is missing (host:port of Parca)");
             }
             Optional<KafkaSettings> k = kafkaServers == null ? Optional.empty()
-                    : Optional.of(new KafkaSettings(kafkaServers, kafkaTopic, kafkaProducer));
+                    : Optional.of(new KafkaSettings(kafkaServers, kafkaTopic, kafkaProducer, kafkaTransactional));
             return new LoupeConfig(frequency, interval, output, pids, http, Optional.ofNullable(duration),
                     Optional.ofNullable(source), unwindTableBudget, unwindTables, localFiles, remote, k, spoolDir, spoolMaxBytes,
                     externalLabels, probes, probesMaxFunctions);

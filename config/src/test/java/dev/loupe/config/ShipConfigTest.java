@@ -58,6 +58,7 @@ class ShipConfigTest {
                 kafka:
                   bootstrap-servers: k1:9092,k2:9092
                   producer: {security.protocol: SSL}
+                  transactional: true
                 external-labels: {team: core}
                 """, "ship.yaml");
         RemoteStore r = c.remoteStore().orElseThrow();
@@ -70,6 +71,7 @@ class ShipConfigTest {
         assertEquals("k1:9092,k2:9092", k.bootstrapServers());
         assertEquals(KafkaSettings.DEFAULT_TOPIC, k.topic());
         assertEquals(Map.of("security.protocol", "SSL"), k.producer());
+        assertTrue(k.transactional());
         assertEquals(Map.of("team", "core"), c.externalLabels());
     }
 
@@ -88,6 +90,7 @@ class ShipConfigTest {
                 bad("external-labels: {pid: 3}\n").getMessage());
         assertTrue(bad("external-labels: {9lives: x}\n").getMessage().contains("not a valid label name"));
         assertTrue(bad("kafka:\n  topic: 'a topic'\n").getMessage().contains("not a valid Kafka topic name"));
+        assertTrue(bad("kafka:\n  bootstrap-servers: k:1\n  transactional: maybe\n").getMessage().startsWith("s.yaml:3: kafka.transactional:"));
         assertTrue(bad("spool:\n  max-bytes: 10KiB\n").getMessage().contains("spool.max-bytes: must be between 1MiB and 1024GiB"));
         assertEquals("--remote-store-address: missing: the other --remote-store-* flags need it",
                 assertThrows(ConfigException.class, () -> CommandLine.parse(new String[] {"--remote-store-insecure"})).getMessage());

@@ -46,7 +46,8 @@ public final class RemoteSinks {
         dev.loupe.agent.ship.kafka.KafkaSender sender = dev.loupe.agent.ship.kafka.KafkaSender.create(
                 dev.loupe.agent.ship.kafka.KafkaSenderConfig.of(kafka.bootstrapServers(), agentVersion())
                         .withTopic(kafka.topic())
-                        .withProducerProperties(kafka.producer()));
+                        .withProducerProperties(kafka.producer())
+                        .withTransactional(kafka.transactional()));
         Spool spool;
         try {
             spool = Spool.open(spoolRoot, "kafka", spoolMaxBytes);

@@ -29,9 +29,13 @@ import java.util.TreeMap;
  *   <li>sustained: intervals pushed through RemoteSink → spool → ParcaClient → grpc-java stand-in as fast
  *       as they go: series/s, bytes/s, requests/s, request size distribution;</li>
  *   <li>backlog: a 10-minute outage at a 10 s interval (60 intervals spooled), then the store comes back:
- *       time until the spool is empty.</li>
+ *       time until the spool is empty;</li>
+ *   <li>Kafka: the same intervals through RemoteSink → spool → KafkaSender → a KRaft broker in this JVM,
+ *       plain idempotent and transactional, then {@code loupe relay}'s KafkaRelay reading them all back to
+ *       the Parca stand-in (records/s). The broker shares the JVM and the 2 CPUs, so these are lower bounds.</li>
  * </ul>
- * Arguments: [processes] [stacksPerProcess] (default 40 60: about what a busy 16-CPU host gives at 19 Hz in 10 s).
+ * Arguments: [processes] [stacksPerProcess] [--no-kafka] (default 40 60: about what a busy 16-CPU host gives
+ * at 19 Hz in 10 s).
  */
 public final class ShipBench {
     private static final ThreadMXBean THREADS = ManagementFactory.getThreadMXBean();
@@ -54,6 +58,9 @@ public final class ShipBench {
         try {
             sustained(root.resolve("sustained"), intervals);
             backlog(root.resolve("backlog"), intervals);
+            if (!"--no-kafka".equals(args.length > 2 ? args[2] : "")) {
+                kafka(root.resolve("kafka"), intervals);
+            }
         } finally {
             try (var walk = Files.walk(root)) {
                 walk.sorted(Collections.reverseOrder()).forEach(p -> p.toFile().delete());
@@ -194,6 +201,78 @@ public final class ShipBench {
                 batches, backlogBytes / (double) (1 << 20));
         System.out.printf("  drained %.2f s after the store came back (includes up to 0.5 s of backoff): %.0fx faster than real time%n",
                 drain / 1e9, 600e9 / drain);
+    }
+
+    private static void kafka(Path root, List<ProfileBatch> intervals) throws Exception {
+        try (dev.loupe.agent.ship.kafka.KafkaBroker broker = dev.loupe.agent.ship.kafka.KafkaBroker.start(Map.of())) {
+            String topic = "bench.profiles";
+            broker.createTopic(topic, 6, Map.of("max.message.bytes", "16777216"));
+            int n = 48;
+            long plainRecords = kafkaSustained(root.resolve("plain"), broker, topic, intervals, n, false);
+            long txRecords = kafkaSustained(root.resolve("tx"), broker, topic, intervals, n, true);
+            relay(root.resolve("relay"), broker, topic, plainRecords + txRecords);
+        }
+    }
+
+    /** @return records the broker acknowledged */
+    private static long kafkaSustained(Path root, dev.loupe.agent.ship.kafka.KafkaBroker broker, String topic,
+                                       List<ProfileBatch> intervals, int n, boolean transactional) throws Exception {
+        var sender = dev.loupe.agent.ship.kafka.KafkaSender.create(dev.loupe.agent.ship.kafka.KafkaSenderConfig
+                .of(broker.bootstrapServers(), "bench").withTopic(topic).withTransactional(transactional)
+                .withProducerProperties(Map.of("max.request.size", "16777216")));
+        Spool spool = Spool.open(root, "kafka", 4L << 30);
+        DeliveryLoop loop = DeliveryLoop.create(spool, sender, Duration.ofSeconds(30));
+        RemoteSink sink = new RemoteSink("kafka", spool, loop, RemoteSinks.encoder(Map.of(), 16L << 20), sender);
+        // Warm-up: producer metadata, transactional id registration.
+        sink.write(intervals.get(0));
+        while (spool.stats().batches() > 0) {
+            Thread.sleep(5);
+        }
+        var before = sender.stats();
+        long t0 = System.nanoTime();
+        for (int i = 0; i < n; i++) {
+            sink.write(intervals.get(i % intervals.size()));
+        }
+        while (spool.stats().batches() > 0) {
+            Thread.sleep(5);
+        }
+        long total = System.nanoTime() - t0;
+        var after = sender.stats();
+        sink.close(System.nanoTime() + 5_000_000_000L);
+        double secs = total / 1e9;
+        long records = after.records() - before.records();
+        System.out.printf("sustained to Kafka, %s (RemoteSink -> spool -> KafkaSender -> KRaft broker in this JVM):%n",
+                transactional ? "transactional, one transaction per batch" : "idempotent, acks=all");
+        System.out.printf("  %d intervals in %.2f s: %.0f records (series)/s, %.1f batches/s, %.1f MiB/s of values%n",
+                n, secs, records / secs, (after.batches() - before.batches()) / secs,
+                (after.bytes() - before.bytes()) / secs / (1 << 20));
+        return after.records();
+    }
+
+    private static void relay(Path root, dev.loupe.agent.ship.kafka.KafkaBroker broker, String topic, long expected)
+            throws Exception {
+        ParcaStandIn standIn = new ParcaStandIn().start();
+        ParcaClient client = ParcaClient.create(ParcaClientConfig.builder(standIn.address()).insecure(true)
+                .timeout(Duration.ofSeconds(10)).build());
+        var relay = dev.loupe.agent.ship.kafka.KafkaRelay.create(dev.loupe.agent.ship.kafka.KafkaRelay.Config
+                .defaults(broker.bootstrapServers(), root.resolve("quarantine")).withTopic(topic), client::writeRaw);
+        Thread t = Thread.ofPlatform().name("relay").start(relay);
+        long t0 = System.nanoTime();
+        long deadline = t0 + 300_000_000_000L;
+        while (relay.stats().forwarded() + relay.stats().duplicatesDropped() < expected && System.nanoTime() < deadline) {
+            Thread.sleep(5);
+        }
+        long total = System.nanoTime() - t0;
+        var st = relay.stats();
+        relay.stop();
+        t.join(30_000);
+        relay.close();
+        standIn.close();
+        double secs = total / 1e9;
+        System.out.printf("relay (KafkaRelay, one member, from offset 0 -> grpc-java stand-in):%n");
+        System.out.printf("  %d of %d records forwarded in %.2f s (group join included): %.0f records/s, %.1f MiB/s, %d requests, %d duplicates dropped%n",
+                st.forwarded(), expected, secs, st.forwarded() / secs, st.forwardedBytes() / secs / (1 << 20), st.requests(),
+                st.duplicatesDropped());
     }
 
     private static long median(long[] v) {
