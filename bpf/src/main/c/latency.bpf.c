@@ -14,6 +14,12 @@
  * the same goroutine at the same depth is merged into it.
  *
  * Native (C/C++/Rust): entry uprobe + uretprobe, keyed by thread and SP at entry (recursion nests by SP).
+ *
+ * Besides the exact per-probe histogram, each return is summed into a group {probe, process, goroutine (Go),
+ * caller stack, bucket, generation} of the bounded groups map, which Java drains each interval; a full map is
+ * counted and never touches the histogram. With stacks on, the entry records the caller stack: at a function's
+ * first instruction the callee has not pushed RBP yet, so the immediate caller is the return address at [SP],
+ * and RBP is still the caller's frame, whose chain gives the callers above it.
  */
 #include <linux/bpf.h>
 #include <linux/errno.h>
@@ -27,8 +33,20 @@ struct thread_struct {
 	unsigned long fsbase;
 } __attribute__((preserve_access_index));
 
+/* Pending uretprobes of the thread, innermost first: each replaced the return address at `stack`. */
+struct return_instance {
+	unsigned long stack;
+	unsigned long orig_ret_vaddr;
+	struct return_instance *next;
+} __attribute__((preserve_access_index));
+
+struct uprobe_task {
+	struct return_instance *return_instances;
+} __attribute__((preserve_access_index));
+
 struct task_struct {
 	struct thread_struct thread;
+	struct uprobe_task *utask;
 } __attribute__((preserve_access_index));
 
 struct pt_regs {
@@ -56,6 +74,36 @@ struct {
 	__type(key, __u32);
 	__type(value, struct latency_hist);
 } histograms SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 32768); /* resized from Java before load */
+	__type(key, struct latency_group_key);
+	__type(value, struct latency_group);
+} groups SEC(".maps");
+
+/* [0]: the generation new groups are written under (flipped by Java before each drain). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} group_gen SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096); /* resized from Java before load */
+	__type(key, __u64);
+	__type(value, struct latency_stack);
+} stacks SEC(".maps");
+
+/* A stack is built here (it does not fit the BPF stack), then copied into stacks. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct latency_stack);
+} stack_scratch SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -131,6 +179,86 @@ static __always_inline int go_key(struct pt_regs *ctx, struct latency_probe *p, 
 	return 0;
 }
 
+static __always_inline __u64 mix(__u64 h, __u64 v)
+{
+	h ^= v;
+	h *= 0x100000001b3ULL; /* FNV-1a prime, on whole words */
+	return h ^ (h >> 29);
+}
+
+/*
+ * The caller stack at a function's first instruction: its entry, the return address at [SP] (the immediate
+ * caller: RBP is not pushed yet), then the frame-pointer chain from RBP (the caller's frame). Stored once per
+ * distinct stack; returns its id, or LAT_STACK_LOST when the stacks map is full.
+ */
+/*
+ * A pending uretprobe replaced the return address stored at `slot` by its trampoline (our own native exit
+ * probes do this to every probed caller): the original is in the thread's return_instance for that slot.
+ * Slots grow outward and the list runs innermost first, so one cursor serves the whole walk.
+ */
+static __always_inline __u64 unhijack(__u64 slot, __u64 v, struct return_instance **cursor)
+{
+	struct return_instance *ri = *cursor;
+	for (int j = 0; j < 8 && ri; j++) {
+		__u64 at = BPF_CORE_READ(ri, stack);
+		if (at > slot)
+			break;
+		if (at == slot) {
+			v = BPF_CORE_READ(ri, orig_ret_vaddr);
+			ri = BPF_CORE_READ(ri, next);
+			break;
+		}
+		ri = BPF_CORE_READ(ri, next);
+	}
+	*cursor = ri;
+	return v;
+}
+
+static __always_inline __u64 capture_stack(struct pt_regs *ctx, __u32 tgid)
+{
+	__u32 zero = 0;
+	struct latency_stack *s = bpf_map_lookup_elem(&stack_scratch, &zero);
+	if (!s)
+		return LAT_STACK_LOST;
+	__u64 ip = ctx->ip, ret = 0, fp = ctx->bp;
+	__u64 h = mix(0xcbf29ce484222325ULL, tgid);
+	__u32 n = 1;
+	s->tgid = tgid;
+	s->addrs[0] = ip;
+	h = mix(h, ip);
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct return_instance *ri = BPF_CORE_READ(task, utask, return_instances);
+	if (!bpf_probe_read_user(&ret, sizeof(ret), (void *)ctx->sp) && ret) {
+		if (ri)
+			ret = unhijack(ctx->sp, ret, &ri);
+		s->addrs[1] = ret;
+		h = mix(h, ret);
+		n = 2;
+		for (int i = 0; i < LAT_STACK_MAX - 2; i++) {
+			__u64 frame[2]; /* saved RBP, return address */
+			if (!fp || bpf_probe_read_user(frame, sizeof(frame), (void *)fp) || !frame[1])
+				break;
+			if (ri)
+				frame[1] = unhijack(fp + 8, frame[1], &ri);
+			s->addrs[n & (LAT_STACK_MAX - 1)] = frame[1];
+			h = mix(h, frame[1]);
+			n++;
+			if (frame[0] <= fp) /* callers' frames are above: anything else ends the chain */
+				break;
+			fp = frame[0];
+		}
+	}
+	s->depth = n;
+	if (h <= LAT_STACK_LOST)
+		h += 2;
+	long err = bpf_map_update_elem(&stacks, &h, s, BPF_NOEXIST);
+	if (err && err != -EEXIST) {
+		count(LSTAT_STACKS_FULL);
+		return LAT_STACK_LOST;
+	}
+	return h;
+}
+
 SEC("uprobe")
 int latency_entry(struct pt_regs *ctx)
 {
@@ -150,7 +278,10 @@ int latency_entry(struct pt_regs *ctx)
 		key.id = (__u32)pid_tgid;
 		key.depth = ctx->sp;
 	}
-	struct latency_call call = { .start_ns = bpf_ktime_get_ns(), .tid = (__u32)pid_tgid };
+	struct latency_call call = { .tid = (__u32)pid_tgid };
+	if (p->stacks)
+		call.stack_id = capture_stack(ctx, key.tgid);
+	call.start_ns = bpf_ktime_get_ns(); /* after the stack walk: its cost is not the function's */
 	/* Insert first: the common case costs one hash operation; an existing key is the rare case. */
 	long err = bpf_map_update_elem(&inflight, &key, &call, BPF_NOEXIST);
 	if (err == -EEXIST) {
@@ -174,7 +305,32 @@ int latency_entry(struct pt_regs *ctx)
 	return 0;
 }
 
-static __always_inline void finish(struct latency_key *key, __u32 tid)
+static __always_inline void add_to_group(struct latency_key *key, __u64 goid, __u64 stack_id, __u32 bucket, __u64 ns)
+{
+	__u32 zero = 0;
+	__u32 *gen = bpf_map_lookup_elem(&group_gen, &zero);
+	struct latency_group_key gk = {
+		.probe = key->probe, .tgid = key->tgid, .goid = goid, .stack_id = stack_id, .bucket = bucket,
+		.gen = gen ? *gen : 0,
+	};
+	struct latency_group *g = bpf_map_lookup_elem(&groups, &gk);
+	if (!g) {
+		struct latency_group fresh = { .count = 1, .sum_ns = ns };
+		bpf_get_current_comm(fresh.comm, sizeof(fresh.comm));
+		long err = bpf_map_update_elem(&groups, &gk, &fresh, BPF_NOEXIST);
+		if (!err)
+			return;
+		g = err == -EEXIST ? bpf_map_lookup_elem(&groups, &gk) : 0; /* another CPU created it first */
+		if (!g) {
+			count(LSTAT_GROUPS_FULL);
+			return;
+		}
+	}
+	__sync_fetch_and_add(&g->count, 1);
+	__sync_fetch_and_add(&g->sum_ns, ns);
+}
+
+static __always_inline void finish(struct latency_key *key, __u32 tid, __u64 goid)
 {
 	struct latency_call *call = bpf_map_lookup_elem(&inflight, key);
 	if (!call) {
@@ -183,6 +339,7 @@ static __always_inline void finish(struct latency_key *key, __u32 tid)
 	}
 	__u64 start = call->start_ns;
 	__u32 entry_tid = call->tid;
+	__u64 stack_id = call->stack_id;
 	bpf_map_delete_elem(&inflight, key);
 	__u64 now = bpf_ktime_get_ns();
 	__u64 ns = now > start ? now - start : 0;
@@ -198,6 +355,7 @@ static __always_inline void finish(struct latency_key *key, __u32 tid)
 	h->sum_ns += ns;
 	h->count += 1;
 	count(LSTAT_EXITS);
+	add_to_group(key, goid, stack_id, b, ns);
 }
 
 SEC("uprobe")
@@ -213,7 +371,7 @@ int latency_exit_go(struct pt_regs *ctx)
 		count(LSTAT_G_READ_ERRORS);
 		return 0;
 	}
-	finish(&key, (__u32)pid_tgid);
+	finish(&key, (__u32)pid_tgid, key.id);
 	return 0;
 }
 
@@ -227,7 +385,7 @@ int latency_exit(struct pt_regs *ctx)
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	/* The return popped the return address: SP is 8 above what the entry saw. */
 	struct latency_key key = { .tgid = pid_tgid >> 32, .probe = id, .id = (__u32)pid_tgid, .depth = ctx->sp - 8 };
-	finish(&key, (__u32)pid_tgid);
+	finish(&key, (__u32)pid_tgid, 0);
 	return 0;
 }
 

@@ -24,6 +24,7 @@ struct latency_probe {
 	__u32 kind;        /* LAT_KIND_* */
 	__u32 g_source;    /* LAT_G_* (Go only) */
 	__u32 goid_offset; /* offset of goid in runtime.g (Go only) */
+	__u32 stacks;      /* 1: capture the caller stack at entry into the call's group */
 };
 
 /*
@@ -42,6 +43,39 @@ struct latency_call {
 	__u64 start_ns; /* bpf_ktime_get_ns (CLOCK_MONOTONIC) at the first entry */
 	__u32 tid;      /* thread at entry: a different thread at exit is a migration */
 	__u32 reentries;
+	__u64 stack_id; /* LAT_STACK_NONE, LAT_STACK_LOST or a key of stacks */
+};
+
+/* Caller stacks at entry (probes with stacks on): ctx->ip, the return address at [SP], then the frame-pointer chain. */
+#define LAT_STACK_MAX 64
+#define LAT_STACK_NONE 0 /* stacks off for the probe */
+#define LAT_STACK_LOST 1 /* the stacks map was full */
+
+/* stacks[stack id]: the id is a 64-bit hash of tgid and the addresses (never 0 or 1). */
+struct latency_stack {
+	__u32 tgid;
+	__u32 depth;                  /* addresses used in addrs */
+	__u64 addrs[LAT_STACK_MAX];   /* addrs[0] = the probed function's entry (runtime address), then return addresses */
+};
+
+/*
+ * Calls aggregated per process, goroutine, caller stack and bucket, summed at exit in the kernel and drained
+ * (read and deleted) by Java each interval. gen is the control map's generation when the call returned:
+ * Java flips it before draining, so the entries it reads and deletes are no longer being updated.
+ */
+struct latency_group_key {
+	__u32 probe;
+	__u32 tgid;
+	__u64 goid;     /* Go: goroutine id; native: 0 */
+	__u64 stack_id; /* as latency_call.stack_id */
+	__u32 bucket;   /* 0..LAT_FINITE_BUCKETS, as the histograms */
+	__u32 gen;
+};
+
+struct latency_group {
+	__u64 count;
+	__u64 sum_ns;
+	char comm[16]; /* bpf_get_current_comm at the first return of the group (the returning thread's name) */
 };
 
 /* Per probe, per CPU; never reset by the kernel (Java sums CPUs: cumulative since attach). */
@@ -62,6 +96,8 @@ enum latency_stat {
 	LSTAT_INFLIGHT_FULL,    /* the in-flight map was full: the call is not measured */
 	LSTAT_G_READ_ERRORS,    /* Go: g or goid unreadable */
 	LSTAT_UNCONFIGURED,     /* a hit with a cookie that names no active probe */
+	LSTAT_GROUPS_FULL,      /* the groups map was full: the call is in the histogram but in no group */
+	LSTAT_STACKS_FULL,      /* the stacks map was full: the call's group has stack LAT_STACK_LOST */
 	LSTAT_MAX
 };
 

@@ -125,8 +125,11 @@ public final class Main {
             unwind.start();
         }
         if (!config.probes().isEmpty()) {
+            // Caller stacks (stacks: true) are symbolized by a symbolizer of their own (one thread each) over the shared registry.
             dev.loupe.agent.latency.ProbeManager.start(config.probes(),
-                    dev.loupe.agent.latency.ProbeManager.Options.defaults(config.probesMaxFunctions())).ifPresent(agent::addSideProfiles);
+                    dev.loupe.agent.latency.ProbeManager.Options.defaults(config.probesMaxFunctions()),
+                    () -> Symbolizer.create(new Symbolizer.Options(java.nio.file.Path.of("/proc"), java.nio.file.Path.of("/proc/kallsyms"),
+                            16L << 20, System::nanoTime), processes)).ifPresent(agent::addSideProfiles);
         }
         DebugHttpServer http = null;
         if (config.httpAddress().isPresent()) {

@@ -24,7 +24,8 @@ final class LatencyAbi {
             JAVA_INT.withName("active"),
             JAVA_INT.withName("kind"),
             JAVA_INT.withName("g_source"),
-            JAVA_INT.withName("goid_offset")
+            JAVA_INT.withName("goid_offset"),
+            JAVA_INT.withName("stacks")
     ).withName("latency_probe");
 
     static final StructLayout KEY = MemoryLayout.structLayout(
@@ -37,8 +38,34 @@ final class LatencyAbi {
     static final StructLayout CALL = MemoryLayout.structLayout(
             JAVA_LONG.withName("start_ns"),
             JAVA_INT.withName("tid"),
-            JAVA_INT.withName("reentries")
+            JAVA_INT.withName("reentries"),
+            JAVA_LONG.withName("stack_id")
     ).withName("latency_call");
+
+    static final int STACK_MAX = 64;
+    static final long STACK_NONE = 0;
+    static final long STACK_LOST = 1;
+
+    static final StructLayout STACK = MemoryLayout.structLayout(
+            JAVA_INT.withName("tgid"),
+            JAVA_INT.withName("depth"),
+            MemoryLayout.sequenceLayout(STACK_MAX, JAVA_LONG).withName("addrs")
+    ).withName("latency_stack");
+
+    static final StructLayout GROUP_KEY = MemoryLayout.structLayout(
+            JAVA_INT.withName("probe"),
+            JAVA_INT.withName("tgid"),
+            JAVA_LONG.withName("goid"),
+            JAVA_LONG.withName("stack_id"),
+            JAVA_INT.withName("bucket"),
+            JAVA_INT.withName("gen")
+    ).withName("latency_group_key");
+
+    static final StructLayout GROUP = MemoryLayout.structLayout(
+            JAVA_LONG.withName("count"),
+            JAVA_LONG.withName("sum_ns"),
+            MemoryLayout.sequenceLayout(16, java.lang.foreign.ValueLayout.JAVA_BYTE).withName("comm")
+    ).withName("latency_group");
 
     static final StructLayout HIST = MemoryLayout.structLayout(
             MemoryLayout.sequenceLayout(BUCKETS, JAVA_LONG).withName("buckets"),
@@ -49,13 +76,13 @@ final class LatencyAbi {
     /** enum latency_stat, in order; the last is the count. */
     static final List<String> STATS = List.of("LSTAT_ENTRIES", "LSTAT_EXITS", "LSTAT_MIGRATIONS", "LSTAT_REENTRIES",
             "LSTAT_STALE_REPLACED", "LSTAT_UNMATCHED_EXITS", "LSTAT_INFLIGHT_FULL", "LSTAT_G_READ_ERRORS",
-            "LSTAT_UNCONFIGURED", "LSTAT_MAX");
+            "LSTAT_UNCONFIGURED", "LSTAT_GROUPS_FULL", "LSTAT_STACKS_FULL", "LSTAT_MAX");
 
     private LatencyAbi() {}
 
     static void check(Btf btf) throws BpfException {
         List<String> problems = new ArrayList<>();
-        for (StructLayout s : List.of(PROBE, KEY, CALL, HIST)) {
+        for (StructLayout s : List.of(PROBE, KEY, CALL, HIST, STACK, GROUP_KEY, GROUP)) {
             problems.addAll(KernelAbi.structProblems(btf, s));
         }
         problems.addAll(KernelAbi.enumProblems(btf, "latency_stat", STATS));

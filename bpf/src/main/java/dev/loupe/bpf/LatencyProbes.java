@@ -28,6 +28,11 @@ public final class LatencyProbes implements AutoCloseable {
     static final String OBJECT_RESOURCE = "/dev/loupe/bpf/latency.bpf.o";
     public static final int DEFAULT_MAX_PROBES = 4096;
     public static final int DEFAULT_MAX_IN_FLIGHT = 65536;
+    /** Distinct groups (probe, process, goroutine, stack, bucket) between two drains; 64 B each. */
+    public static final int DEFAULT_MAX_GROUPS = 32768;
+    /** Distinct caller stacks between two drains; 520 B each. */
+    public static final int DEFAULT_MAX_STACKS = 4096;
+    private static final int DRAIN_BATCH = 1024;
 
     private final BpfObject object;
     private final int maxProbes;
@@ -36,6 +41,12 @@ public final class LatencyProbes implements AutoCloseable {
     private final BpfMap inflight;
     private final BpfMap histograms;
     private final BpfMap stats;
+    private final BpfMap groups;
+    private final BpfMap groupGen;
+    private final BpfMap stacks;
+    /** Stacks drained from the kernel by id, most recently used last; sized well above the kernel map. */
+    private final Map<Long, long[]> stackCache;
+    private int gen;
     private final Map<Integer, Attached> attached = new TreeMap<>();
     private final Set<Integer> detachedUnread = new LinkedHashSet<>();
     private long agedOut;
@@ -51,6 +62,16 @@ public final class LatencyProbes implements AutoCloseable {
         this.inflight = object.map("inflight");
         this.histograms = object.map("histograms");
         this.stats = object.map("latency_stats");
+        this.groups = object.map("groups");
+        this.groupGen = object.map("group_gen");
+        this.stacks = object.map("stacks");
+        int cacheSize = Math.max(1024, 4 * stacks.maxEntries());
+        this.stackCache = new LinkedHashMap<>(256, 0.75f, true) {
+            @Override
+            protected boolean removeEldestEntry(Map.Entry<Long, long[]> eldest) {
+                return size() > cacheSize;
+            }
+        };
     }
 
     /** Loads the latency programs with room for {@value #DEFAULT_MAX_PROBES} probes and 65,536 calls in flight. */
@@ -65,8 +86,19 @@ public final class LatencyProbes implements AutoCloseable {
      *                       ({@link System#nanoTime()} on Linux), used to age in-flight calls out
      */
     public static LatencyProbes open(int maxProbes, int maxInFlight, LongSupplier monotonicNanos) throws BpfException {
-        if (maxProbes < 1 || maxInFlight < 1) {
-            throw new IllegalArgumentException("maxProbes " + maxProbes + " and maxInFlight " + maxInFlight + " must be positive");
+        return open(maxProbes, maxInFlight, DEFAULT_MAX_GROUPS, DEFAULT_MAX_STACKS, monotonicNanos);
+    }
+
+    /**
+     * @param maxGroups distinct groups between two {@link #drainGroups()} (more are counted in
+     *                  {@link LatencyStats#groupsFull()}; the histograms stay exact)
+     * @param maxStacks distinct caller stacks between two drains (more are counted in {@link LatencyStats#stacksFull()})
+     */
+    public static LatencyProbes open(int maxProbes, int maxInFlight, int maxGroups, int maxStacks, LongSupplier monotonicNanos)
+            throws BpfException {
+        if (maxProbes < 1 || maxInFlight < 1 || maxGroups < 1 || maxStacks < 1) {
+            throw new IllegalArgumentException("maxProbes " + maxProbes + ", maxInFlight " + maxInFlight + ", maxGroups "
+                    + maxGroups + " and maxStacks " + maxStacks + " must be positive");
         }
         BpfObject o = BpfObject.fromResource(LatencyProbes.class, OBJECT_RESOURCE, "loupe_latency");
         try {
@@ -76,6 +108,8 @@ public final class LatencyProbes implements AutoCloseable {
             o.resizeMap("probes", maxProbes);
             o.resizeMap("histograms", maxProbes);
             o.resizeMap("inflight", maxInFlight);
+            o.resizeMap("groups", maxGroups);
+            o.resizeMap("stacks", maxStacks);
             o.load();
             return new LatencyProbes(o, maxProbes, monotonicNanos);
         } catch (BpfException | RuntimeException e) {
@@ -120,6 +154,7 @@ public final class LatencyProbes implements AutoCloseable {
             cfg.set(JAVA_INT, LatencyAbi.offset(LatencyAbi.PROBE, "g_source"),
                     spec.gSource() == ProbeSpec.GSource.TLS ? LatencyAbi.G_TLS : LatencyAbi.G_R14);
             cfg.set(JAVA_INT, LatencyAbi.offset(LatencyAbi.PROBE, "goid_offset"), spec.goidOffset());
+            cfg.set(JAVA_INT, LatencyAbi.offset(LatencyAbi.PROBE, "stacks"), spec.stacks() ? 1 : 0);
             probes.update(id, cfg, BpfMap.BPF_ANY);
         }
         // Exits first: an entry recorded before its exit probes exist would never be matched.
@@ -281,7 +316,100 @@ public final class LatencyProbes implements AutoCloseable {
         for (int i = 0; i < s.length; i++) {
             s[i] = stats.sumPerCpuLong(i);
         }
-        return new LatencyStats(s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], agedOut);
+        return new LatencyStats(s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], s[9], s[10], agedOut);
+    }
+
+    /**
+     * Reads and removes the groups summed by the kernel since the last drain: per probe, process, goroutine
+     * (Go), caller stack and bucket, the calls and their total duration. The kernel writes new groups under a
+     * generation that is flipped first, so what is read is no longer being updated and nothing is counted
+     * twice; a program that read the old generation just before the flip leaves its group for a later drain.
+     * Caller stacks are drained too and kept in a bounded cache for groups of calls still in flight.
+     */
+    public synchronized List<LatencyGroup> drainGroups() throws BpfException {
+        checkOpen();
+        int old = gen;
+        gen ^= 1;
+        try (Arena a = Arena.ofConfined()) {
+            groupGen.update(0, a.allocateFrom(JAVA_INT, gen), BpfMap.BPF_ANY);
+        }
+        // Programs that read the old generation have finished well within this (they run for microseconds).
+        java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);
+        long probeAt = LatencyAbi.offset(LatencyAbi.GROUP_KEY, "probe");
+        long tgidAt = LatencyAbi.offset(LatencyAbi.GROUP_KEY, "tgid");
+        long goidAt = LatencyAbi.offset(LatencyAbi.GROUP_KEY, "goid");
+        long stackAt = LatencyAbi.offset(LatencyAbi.GROUP_KEY, "stack_id");
+        long bucketAt = LatencyAbi.offset(LatencyAbi.GROUP_KEY, "bucket");
+        long genAt = LatencyAbi.offset(LatencyAbi.GROUP_KEY, "gen");
+        long countAt = LatencyAbi.offset(LatencyAbi.GROUP, "count");
+        long sumAt = LatencyAbi.offset(LatencyAbi.GROUP, "sum_ns");
+        long commAt = LatencyAbi.offset(LatencyAbi.GROUP, "comm");
+        record Raw(int probe, int pid, long goid, long stackId, int bucket, long count, long sum, String comm) {}
+        List<Raw> raw = new ArrayList<>();
+        List<byte[]> doomed = new ArrayList<>();
+        groups.forEachBatched(DRAIN_BATCH, (k, v) -> {
+            if (k.get(JAVA_INT, genAt) != old) {
+                return;
+            }
+            byte[] comm = v.asSlice(commAt, 16).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
+            int len = 0;
+            while (len < comm.length && comm[len] != 0) {
+                len++;
+            }
+            raw.add(new Raw(k.get(JAVA_INT, probeAt), k.get(JAVA_INT, tgidAt), k.get(JAVA_LONG, goidAt), k.get(JAVA_LONG, stackAt),
+                    k.get(JAVA_INT, bucketAt), v.get(JAVA_LONG, countAt), v.get(JAVA_LONG, sumAt),
+                    new String(comm, 0, len, java.nio.charset.StandardCharsets.UTF_8)));
+            doomed.add(k.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE));
+        });
+        deleteAll(groups, doomed);
+        // After the groups: every stack a group names was stored at its call's entry, before the group existed.
+        long depthAt = LatencyAbi.offset(LatencyAbi.STACK, "depth");
+        long addrsAt = LatencyAbi.offset(LatencyAbi.STACK, "addrs");
+        List<byte[]> stackKeys = new ArrayList<>();
+        stacks.forEachBatched(256, (k, v) -> {
+            int depth = Math.min(v.get(JAVA_INT, depthAt), LatencyAbi.STACK_MAX);
+            long[] addrs = new long[Math.max(0, depth)];
+            for (int i = 0; i < addrs.length; i++) {
+                addrs[i] = v.get(JAVA_LONG, addrsAt + 8L * i);
+            }
+            stackCache.put(k.get(JAVA_LONG, 0), addrs);
+            stackKeys.add(k.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE));
+        });
+        deleteAll(stacks, stackKeys);
+        List<LatencyGroup> out = new ArrayList<>(raw.size());
+        for (Raw r : raw) {
+            long[] stack = NO_STACK;
+            boolean lost = false;
+            if (r.stackId() != LatencyAbi.STACK_NONE) {
+                long[] s = r.stackId() == LatencyAbi.STACK_LOST ? null : stackCache.get(r.stackId());
+                if (s == null) {
+                    lost = true;
+                } else {
+                    stack = s.clone();
+                }
+            }
+            out.add(new LatencyGroup(r.probe(), r.pid(), r.goid(), r.bucket(), r.count(), r.sum(), r.comm(), stack, lost));
+        }
+        return out;
+    }
+
+    private static final long[] NO_STACK = new long[0];
+
+    private static void deleteAll(BpfMap map, List<byte[]> keys) throws BpfException {
+        if (keys.isEmpty()) {
+            return;
+        }
+        int ks = map.keySize();
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment buf = a.allocate((long) ks * DRAIN_BATCH, 8);
+            for (int from = 0; from < keys.size(); from += DRAIN_BATCH) {
+                int n = Math.min(DRAIN_BATCH, keys.size() - from);
+                for (int i = 0; i < n; i++) {
+                    MemorySegment.copy(keys.get(from + i), 0, buf, java.lang.foreign.ValueLayout.JAVA_BYTE, (long) i * ks, ks);
+                }
+                map.deleteBatch(buf, n);
+            }
+        }
     }
 
     /**

@@ -12,7 +12,11 @@ package dev.loupe.bpf;
  * @param inFlightFull     calls not measured because the in-flight map was full
  * @param gReadErrors      Go hits whose g or goid could not be read
  * @param unconfigured     hits whose cookie named no active probe
+ * @param groupsFull       measured calls in no group (the groups map was full): in the histograms, not in
+ *                         {@link LatencyProbes#drainGroups()}
+ * @param stacksFull       calls whose caller stack was not stored (the stacks map was full)
  * @param agedOut          in-flight calls removed by {@link LatencyProbes#ageOut} (goroutines that never returned)
  */
 public record LatencyStats(long entries, long exits, long threadMigrations, long reentries, long staleReplaced,
-                           long unmatchedExits, long inFlightFull, long gReadErrors, long unconfigured, long agedOut) {}
+                           long unmatchedExits, long inFlightFull, long gReadErrors, long unconfigured, long groupsFull,
+                           long stacksFull, long agedOut) {}

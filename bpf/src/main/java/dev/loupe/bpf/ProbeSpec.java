@@ -12,9 +12,10 @@ import java.util.Objects;
  * @param retOffsets Go only: file offsets of every RET of the function (never a uretprobe on Go code)
  * @param goidOffset Go only: offset of {@code goid} in {@code runtime.g} (152 for Go 1.13 to 1.22)
  * @param gSource    Go only: where the current g is found
+ * @param stacks     record the caller stack at entry of each call (see {@link LatencyGroup#stack()})
  */
 public record ProbeSpec(int id, Path binary, int pid, long entryOffset, Kind kind, List<Long> retOffsets,
-                        int goidOffset, GSource gSource) {
+                        int goidOffset, GSource gSource, boolean stacks) {
 
     public enum Kind { GO, NATIVE }
 
@@ -65,17 +66,22 @@ public record ProbeSpec(int id, Path binary, int pid, long entryOffset, Kind kin
     /** A Go function: entry uprobe plus a uprobe on each RET, keyed by goroutine. */
     public static ProbeSpec go(int id, Path binary, int pid, long entryOffset, List<Long> retOffsets, int goidOffset,
                                GSource gSource) {
-        return new ProbeSpec(id, binary, pid, entryOffset, Kind.GO, retOffsets, goidOffset, gSource);
+        return new ProbeSpec(id, binary, pid, entryOffset, Kind.GO, retOffsets, goidOffset, gSource, false);
     }
 
     /** A C/C++/Rust function: entry uprobe plus a uretprobe, keyed by thread. */
     public static ProbeSpec nativeFunction(int id, Path binary, int pid, long entryOffset) {
-        return new ProbeSpec(id, binary, pid, entryOffset, Kind.NATIVE, List.of(), 0, null);
+        return new ProbeSpec(id, binary, pid, entryOffset, Kind.NATIVE, List.of(), 0, null, false);
+    }
+
+    /** This probe with caller stacks at entry on or off. */
+    public ProbeSpec withStacks(boolean on) {
+        return new ProbeSpec(id, binary, pid, entryOffset, kind, retOffsets, goidOffset, gSource, on);
     }
 
     @Override
     public String toString() {
         return "probe " + id + " (" + binary + "+0x" + Long.toHexString(entryOffset) + ", " + kind
-                + (pid == -1 ? ", every process" : ", pid " + pid) + ")";
+                + (pid == -1 ? ", every process" : ", pid " + pid) + (stacks ? ", stacks" : "") + ")";
     }
 }

@@ -36,6 +36,15 @@ class LatencyAbiTest {
     }
 
     @Test
+    void aResizedGroupKeyFieldIsRefused() throws Exception {
+        Path obj = compileDrifted("__u32 bucket;   /* 0..LAT_FINITE_BUCKETS", "__u64 bucket;   /* 0..LAT_FINITE_BUCKETS");
+        try (BpfObject o = BpfObject.open("drifted", Files.readAllBytes(obj)); Btf btf = o.btf()) {
+            BpfException e = assertThrows(BpfException.class, () -> LatencyAbi.check(btf));
+            assertTrue(e.getMessage().contains("latency_group_key.bucket"), e.getMessage());
+        }
+    }
+
+    @Test
     void aNewCounterIsRefused() throws Exception {
         Path obj = compileDrifted("LSTAT_UNCONFIGURED,", "LSTAT_UNCONFIGURED,\n\tLSTAT_NEW,");
         try (BpfObject o = BpfObject.open("drifted", Files.readAllBytes(obj)); Btf btf = o.btf()) {

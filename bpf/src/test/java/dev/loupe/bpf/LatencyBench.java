@@ -39,6 +39,9 @@ public final class LatencyBench {
                 new String(Files.readAllBytes(Path.of("/proc/sys/kernel/osrelease"))).trim());
 
         double[] goBase = new double[rounds], goLoupe = new double[rounds], goTrace = new double[rounds];
+        double[] goStacks = new double[rounds];
+        long[] entryPlain = new long[2]; // run time ns, runs of latency_entry: Go without stacks
+        long[] entryStacks = new long[2]; // and with stacks
         double[] cBase = new double[rounds], cLoupe = new double[rounds], cTrace = new double[rounds];
         long goCount = 0;
         long cCount = 0;
@@ -47,9 +50,24 @@ public final class LatencyBench {
                 goBase[r] = runTarget(goBin, calls);
                 probes.attach(ProbeSpec.go(1, goBin, -1, go.entry(), go.rets(), LatencyTargets.GOID_OFFSET_GO_1_19,
                         ProbeSpec.GSource.R14));
+                BpfProgram.RunStats e0 = probes.programStats().get("latency_entry");
                 goLoupe[r] = runTarget(goBin, calls);
+                BpfProgram.RunStats e1 = probes.programStats().get("latency_entry");
                 probes.detach(1);
                 goCount += probes.readHistograms().get(1).count();
+                probes.attach(ProbeSpec.go(3, goBin, -1, go.entry(), go.rets(), LatencyTargets.GOID_OFFSET_GO_1_19,
+                        ProbeSpec.GSource.R14).withStacks(true));
+                goStacks[r] = runTarget(goBin, calls);
+                BpfProgram.RunStats e2 = probes.programStats().get("latency_entry");
+                probes.detach(3);
+                if (probes.readHistograms().get(3).count() != calls) {
+                    throw new IllegalStateException("stacks run: " + probes.readHistograms());
+                }
+                probes.drainGroups();
+                entryPlain[0] += e1.runTimeNs() - e0.runTimeNs();
+                entryPlain[1] += e1.runCount() - e0.runCount();
+                entryStacks[0] += e2.runTimeNs() - e1.runTimeNs();
+                entryStacks[1] += e2.runCount() - e1.runCount();
                 goTrace[r] = withBpftrace("uprobe:" + goBin + ":\"main.tiny\" { @calls = count(); }", 1, goBin,
                         () -> runTarget(goBin, calls));
 
@@ -72,6 +90,13 @@ public final class LatencyBench {
         }
         double gb = median(goBase), gl = median(goLoupe), gt = median(goTrace);
         double cb = median(cBase), cl = median(cLoupe), ct = median(cTrace);
+        double gs = median(goStacks);
+        System.out.printf("Go tight loop with caller stacks (stacks: true): %.1f ns/call (+%.0f ns over no probes, +%.0f ns over stacks off)%n",
+                gs, gs - gb, gs - gl);
+        if (entryPlain[1] > 0 && entryStacks[1] > 0) {
+            System.out.printf("BPF latency_entry: %.0f ns per run with stacks off, %.0f ns with stacks on%n",
+                    (double) entryPlain[0] / entryPlain[1], (double) entryStacks[0] / entryStacks[1]);
+        }
         System.out.printf("Go tight loop: no probes %.1f ns/call; Loupe entry+RET %.1f ns/call (+%.0f ns); "
                         + "bpftrace entry only %.1f ns/call (+%.0f ns, x2 = %.0f ns); Loupe / (bpftrace entry x2) = %.2f%n",
                 gb, gl, gl - gb, gt, gt - gb, 2 * (gt - gb), (gl - gb) / (2 * (gt - gb)));
@@ -99,6 +124,9 @@ public final class LatencyBench {
 
     /** Runs {@code measure} while bpftrace runs {@code script}, once its {@code probes} uprobes are in place. */
     private static double withBpftrace(String script, int probes, Path bin, Measure measure) throws Exception {
+        if (java.util.stream.Stream.of(System.getenv("PATH").split(":")).noneMatch(d -> Files.isExecutable(Path.of(d, "bpftrace")))) {
+            return Double.NaN; // not installed: the comparison figures print as NaN
+        }
         Process bt = new ProcessBuilder("bpftrace", "-e", script).redirectErrorStream(true).start();
         List<String> lines = new ArrayList<>();
         Thread reader = new Thread(() -> {

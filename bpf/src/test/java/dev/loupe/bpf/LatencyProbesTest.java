@@ -89,11 +89,14 @@ class LatencyProbesTest {
         LatencyStats before = probes.stats();
         probes.attach(ProbeSpec.go(id, bin, -1, f.entry(), f.rets(), LatencyTargets.GOID_OFFSET_GO_1_19, g));
         GroundTruth truth;
+        int pid;
         try {
             // Started after attach: a probe on a path covers processes that start later.
             ProcessBuilder pb = new ProcessBuilder(bin.toString(), "work", Integer.toString(GOROUTINES), Integer.toString(CALLS_EACH));
             pb.environment().put("GODEBUG", "adaptivestackstart=0"); // every goroutine starts small and grows in work()
-            truth = GroundTruth.parse(LatencyTargets.run(pb, 300));
+            LatencyTargets.Ran ran = LatencyTargets.runWithPid(pb, 300);
+            pid = ran.pid();
+            truth = GroundTruth.parse(ran.output());
         } finally {
             assertTrue(probes.detach(id));
         }
@@ -124,6 +127,115 @@ class LatencyProbesTest {
         assertTrue(h.cumulative(14) <= truth.calls() / 2, "no 20 ms call under 16.384 ms: " + report);
         assertTrue(h.bucket(12) > 0 && h.bucket(15) > 0, report);
         assertBucketsClose(truth, h, report);
+
+        // Groups: every call once, under the target's pid and name, per goroutine: each worker goroutine
+        // called work() exactly CALLS_EACH times (the target's own per-goroutine count, by construction).
+        List<LatencyGroup> groups = probes.drainGroups().stream().filter(x -> x.probe() == id).toList();
+        assertEquals(truth.calls(), groups.stream().mapToLong(LatencyGroup::count).sum(), report);
+        assertEquals(h.sumNanos(), groups.stream().mapToLong(LatencyGroup::sumNanos).sum(), report);
+        for (int k = 0; k < LatencyHistogram.BUCKETS; k++) {
+            int bucket = k;
+            assertEquals(h.bucket(k), groups.stream().filter(x -> x.bucket() == bucket).mapToLong(LatencyGroup::count).sum(),
+                    "bucket " + k + ": " + report);
+        }
+        String comm = bin.getFileName().toString();
+        for (LatencyGroup x : groups) {
+            assertEquals(pid, x.pid(), report);
+            assertEquals(comm.substring(0, Math.min(15, comm.length())), x.comm(), report);
+            assertEquals(0, x.stack().length, "stacks off");
+            assertFalse(x.stackLost());
+        }
+        java.util.Map<Long, Long> perGoid = new java.util.HashMap<>();
+        groups.forEach(x -> perGoid.merge(x.goid(), x.count(), Long::sum));
+        assertEquals(GOROUTINES, perGoid.size(), "one goid per worker goroutine: " + report);
+        assertTrue(perGoid.values().stream().allMatch(n -> n == CALLS_EACH), "each goroutine's own count: " + perGoid);
+        assertEquals(0, s.groupsFull() + s.stacksFull(), report);
+        assertEquals(List.of(), probes.drainGroups().stream().filter(x -> x.probe() == id).toList(), "drained: read and deleted");
+    }
+
+    /**
+     * Caller stacks at entry for Go: recurse() is called by the worker goroutine's closure and calls itself
+     * three levels deep, so the innermost level's stack reads recurse x4, the closure, runtime.goexit. The
+     * first caller comes from [SP] (the callee has not pushed RBP yet), the rest from the frame-pointer chain.
+     */
+    @Test
+    void goCallerStacks() throws Exception {
+        Path bin = LatencyTargets.buildGo(goSrc, dir.resolve("go-stk"));
+        FunctionOffsets f = LatencyTargets.offsets(bin, "main.recurse");
+        LatencyStats before = probes.stats();
+        probes.attach(ProbeSpec.go(6, bin, -1, f.entry(), f.rets(), LatencyTargets.GOID_OFFSET_GO_1_19, ProbeSpec.GSource.R14)
+                .withStacks(true));
+        LatencyTargets.Ran ran;
+        try {
+            ProcessBuilder pb = new ProcessBuilder(bin.toString(), "rec", "100", "2");
+            pb.environment().put("GODEBUG", "adaptivestackstart=0");
+            ran = LatencyTargets.runWithPid(pb, 300);
+        } finally {
+            probes.detach(6);
+        }
+        GroundTruth truth = GroundTruth.parse(ran.output());
+        List<LatencyGroup> groups = probes.drainGroups().stream().filter(x -> x.probe() == 6).toList();
+        LatencyStats s = delta(before, probes.stats());
+        var sym = LatencyTargets.symbols(bin);
+        java.util.Map<Integer, Long> byDepth = new java.util.TreeMap<>();
+        java.util.Set<Long> goids = new java.util.HashSet<>();
+        for (LatencyGroup x : groups) {
+            assertFalse(x.stackLost(), x.toString());
+            assertEquals(ran.pid(), x.pid());
+            goids.add(x.goid());
+            List<String> names = LatencyTargets.names(sym, x.stack());
+            int level = (int) names.stream().takeWhile(n -> n.equals("main.recurse")).count();
+            assertTrue(level >= 1 && level <= 4, names.toString());
+            List<String> rest = names.subList(level, names.size());
+            assertTrue(rest.size() == 2 && rest.get(0).startsWith("main.main.func") && rest.get(1).startsWith("runtime.goexit"),
+                    "recurse x" + level + ", then the goroutine's closure and runtime.goexit: " + names);
+            byDepth.merge(level, x.count(), Long::sum);
+        }
+        String report = "go stacks: calls per nesting level " + byDepth + ", " + goids.size() + " goroutines; " + s;
+        System.out.println(report);
+        assertEquals(truth.calls(), groups.stream().mapToLong(LatencyGroup::count).sum(), report);
+        assertEquals(java.util.Map.of(1, 200L, 2, 200L, 3, 200L, 4, 200L), byDepth, report);
+        assertEquals(100, goids.size(), report);
+        assertEquals(0, s.stacksFull() + s.groupsFull() + s.unmatchedExits(), report);
+    }
+
+    /** Caller stacks at entry for C built with frame pointers: rec() x4 then main, in order. */
+    @Test
+    void nativeCallerStacks() throws Exception {
+        Path bin = LatencyTargets.buildCWithFramePointers(Path.of("src/test/c/latency_target.c"), dir.resolve("c-stk"));
+        FunctionOffsets rec = LatencyTargets.offsets(bin, "rec");
+        FunctionOffsets work = LatencyTargets.offsets(bin, "work");
+        probes.attach(ProbeSpec.nativeFunction(14, bin, -1, rec.entry()).withStacks(true));
+        probes.attach(ProbeSpec.nativeFunction(15, bin, -1, work.entry()).withStacks(true));
+        LatencyTargets.Ran r1;
+        LatencyTargets.Ran r2;
+        try {
+            r1 = LatencyTargets.runWithPid(new ProcessBuilder(bin.toString(), "rec", "5"), 300);
+            r2 = LatencyTargets.runWithPid(new ProcessBuilder(bin.toString(), "flat", "4", "10"), 300);
+        } finally {
+            probes.detach(14);
+            probes.detach(15);
+        }
+        var sym = LatencyTargets.symbols(bin);
+        List<LatencyGroup> groups = probes.drainGroups();
+        java.util.Map<Integer, Long> byDepth = new java.util.TreeMap<>();
+        for (LatencyGroup x : groups.stream().filter(x -> x.probe() == 14).toList()) {
+            assertEquals(r1.pid(), x.pid());
+            assertEquals("c-stk", x.comm());
+            assertEquals(0, x.goid());
+            List<String> names = LatencyTargets.names(sym, x.stack());
+            int level = (int) names.stream().takeWhile(n -> n.equals("rec")).count();
+            assertTrue(level >= 1 && level <= 4 && names.size() > level && names.get(level).equals("main"), names.toString());
+            byDepth.merge(level, x.count(), Long::sum);
+        }
+        assertEquals(java.util.Map.of(1, 5L, 2, 5L, 3, 5L, 4, 5L), byDepth);
+        List<LatencyGroup> flat = groups.stream().filter(x -> x.probe() == 15).toList();
+        assertEquals(40, flat.stream().mapToLong(LatencyGroup::count).sum());
+        for (LatencyGroup x : flat) {
+            assertEquals(r2.pid(), x.pid());
+            List<String> names = LatencyTargets.names(sym, x.stack());
+            assertEquals(List.of("work", "flat"), names.subList(0, 2), "the thread function called work(): " + names);
+        }
     }
 
     /**
@@ -315,6 +427,6 @@ class LatencyProbesTest {
         return new LatencyStats(b.entries() - a.entries(), b.exits() - a.exits(), b.threadMigrations() - a.threadMigrations(),
                 b.reentries() - a.reentries(), b.staleReplaced() - a.staleReplaced(), b.unmatchedExits() - a.unmatchedExits(),
                 b.inFlightFull() - a.inFlightFull(), b.gReadErrors() - a.gReadErrors(), b.unconfigured() - a.unconfigured(),
-                b.agedOut() - a.agedOut());
+                b.groupsFull() - a.groupsFull(), b.stacksFull() - a.stacksFull(), b.agedOut() - a.agedOut());
     }
 }

@@ -111,6 +111,12 @@ final class LatencyTargets {
 
     /** Runs a command to completion; its output, or an exception naming the command, exit code and output. */
     static String run(ProcessBuilder pb, int timeoutSeconds) throws Exception {
+        return runWithPid(pb, timeoutSeconds).output();
+    }
+
+    record Ran(String output, int pid) {}
+
+    static Ran runWithPid(ProcessBuilder pb, int timeoutSeconds) throws Exception {
         Process p = pb.redirectErrorStream(true).start();
         byte[] out = p.getInputStream().readAllBytes();
         if (!p.waitFor(timeoutSeconds, TimeUnit.SECONDS)) {
@@ -121,6 +127,36 @@ final class LatencyTargets {
         if (p.exitValue() != 0) {
             throw new IllegalStateException(pb.command() + " exited " + p.exitValue() + ": " + s);
         }
-        return s;
+        return new Ran(s, (int) p.pid());
+    }
+
+    /** A C target built without PIE and with frame pointers, so return addresses are link-time addresses. */
+    static Path buildCWithFramePointers(Path src, Path out) throws Exception {
+        run(new ProcessBuilder("gcc", "-O2", "-fno-omit-frame-pointer", "-no-pie", "-pthread", src.toString(), "-o", out.toString()), 120);
+        return out;
+    }
+
+    /** Function names of a non-PIE binary by address (binutils' nm as the oracle). */
+    static java.util.function.LongFunction<String> symbols(Path binary) throws Exception {
+        java.util.TreeMap<Long, String> byAddr = new java.util.TreeMap<>();
+        for (String line : run(new ProcessBuilder("nm", "-n", "--defined-only", binary.toString()), 120).split("\n")) {
+            String[] f = line.trim().split("\\s+");
+            if (f.length == 3 && (f[1].equals("T") || f[1].equals("t"))) {
+                byAddr.put(Long.parseUnsignedLong(f[0], 16), f[2]);
+            }
+        }
+        return addr -> {
+            var e = byAddr.floorEntry(addr);
+            return e == null ? "?" : e.getValue();
+        };
+    }
+
+    /** Names of a group's stack: the probed function at its entry, then each caller at its return address - 1. */
+    static List<String> names(java.util.function.LongFunction<String> symbols, long[] stack) {
+        List<String> out = new ArrayList<>();
+        for (int i = 0; i < stack.length; i++) {
+            out.add(symbols.apply(i == 0 ? stack[i] : stack[i] - 1));
+        }
+        return out;
     }
 }

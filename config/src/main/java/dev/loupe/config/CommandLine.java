@@ -41,6 +41,7 @@ public final class CommandLine {
                 + (d.spoolMaxBytes() >> 20) + "MiB)");
         FLAGS.put("--external-label NAME=VALUE", "label on every series sent to Parca or Kafka; repeatable");
         FLAGS.put("--probe BINARY:FUNCTION", "measure each call's latency (pid=PID:FUNCTION for one process; FUNCTION may be a glob such as main.*); repeatable");
+        FLAGS.put("--probe-stacks BOOL", "true: latency profiles carry each call's caller stack for every probe (the flags' and the file's; YAML: stacks: true per entry)");
         FLAGS.put("--probes-max-functions N", "most functions one probe pattern may match, and all together (default " + d.probesMaxFunctions() + ")");
         FLAGS.put("--help", "show this help");
     }
@@ -109,6 +110,7 @@ public final class CommandLine {
         Set<Integer> flagPids = new TreeSet<>();
         Map<String, String> flagLabels = new java.util.TreeMap<>();
         List<ProbeConfig> flagProbes = new ArrayList<>();
+        Boolean flagProbeStacks = null;
         for (String[] p : pairs) {
             String name = p[0];
             String value = p[1];
@@ -147,6 +149,7 @@ public final class CommandLine {
                         }
                     }
                     case "--probe" -> flagProbes.add(ProbeConfigParser.fromFlag(value));
+                    case "--probe-stacks" -> flagProbeStacks = Values.bool(value);
                     case "--probes-max-functions" -> s.probesMaxFunctions = ProbeConfigParser.maxFunctions(value);
                     case "--http" -> s.http = java.util.Optional.ofNullable(Values.httpAddress(value));
                     case "--unwind-table-budget" -> s.unwindTableBudget = Values.tableBudget(value);
@@ -162,6 +165,10 @@ public final class CommandLine {
         }
         if (!flagProbes.isEmpty()) {
             s.probes = ProbeConfigParser.merge(flagProbes); // flags replace the file's list, like --pid
+        }
+        if (flagProbeStacks != null) {
+            boolean on = flagProbeStacks;
+            s.probes = s.probes.stream().map(p -> new ProbeConfig(p.binary(), p.pid(), p.functions(), on)).toList();
         }
         s.externalLabels.putAll(flagLabels); // flags add to (and override) the file's labels
         if ((s.remoteInsecure || s.remoteSkipVerify || s.remoteTokenFile != null) && s.remoteAddress == null) {

@@ -13,7 +13,7 @@ import java.util.OptionalInt;
  * @param binary    the executable or library, for every process that maps it; empty when {@code pid} is set
  * @param pid       one process (its /proc/PID/exe); empty when {@code binary} is set
  * @param functions names or globs ({@code main.*}); a name that exists exactly is taken literally
- * @param stacks    caller stacks at entry in the latency profile (not available yet: the agent says so)
+ * @param stacks    caller stacks at entry in the latency profile (YAML {@code stacks: true}, flag {@code --probe-stacks true})
  */
 public record ProbeConfig(Optional<Path> binary, OptionalInt pid, List<String> functions, boolean stacks) {
     public ProbeConfig {

@@ -32,6 +32,15 @@ class ProbeConfigTest {
     }
 
     @Test
+    void probeStacksFlagTurnsCallerStacksOnForEveryProbe() throws Exception {
+        LoupeConfig c = CommandLine.parse(new String[] {"--probe", "/usr/bin/app:main.*", "--probe-stacks", "true",
+                "--probe=pid=42:main.work"}).config();
+        assertTrue(c.probes().stream().allMatch(ProbeConfig::stacks), c.probes().toString());
+        assertTrue(CommandLine.parse(new String[] {"--probe", "/usr/bin/app:main.*"}).config().probes().stream()
+                .noneMatch(ProbeConfig::stacks), "off by default");
+    }
+
+    @Test
     void badFlagsSayWhatIsExpected() {
         assertEquals("--probe: expected BINARY:FUNCTION or pid=PID:FUNCTION, got \"/usr/bin/app\"",
                 flag("--probe", "/usr/bin/app").getMessage());

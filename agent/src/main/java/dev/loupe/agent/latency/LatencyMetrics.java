@@ -39,7 +39,7 @@ final class LatencyMetrics {
      * @param cumulative counts per probe id; a function without an entry is shown at 0
      */
     static void render(StringBuilder b, Collection<ProbedFunction> functions, Map<Integer, LatencyHistogram> cumulative,
-                       LatencyStats stats, int attached, long problems) {
+                       LatencyStats stats, int attached, long problems, long profileGroupsDropped) {
         b.append("# HELP ").append(HISTOGRAM)
                 .append(" Duration of calls of probed functions (entry to return), measured in the kernel.\n");
         b.append("# TYPE ").append(HISTOGRAM).append(" histogram\n");
@@ -74,6 +74,11 @@ final class LatencyMetrics {
         counter(b, "loupe_probe_in_flight_full_total", "Calls not measured because the in-flight table was full.", stats.inFlightFull());
         counter(b, "loupe_probe_goid_read_errors_total", "Go probe hits whose goroutine could not be read.", stats.gReadErrors());
         counter(b, "loupe_probe_unconfigured_hits_total", "Probe hits of no active probe.", stats.unconfigured());
+        counter(b, "loupe_probe_groups_full_total",
+                "Measured calls left out of the latency profile's per-process/goroutine/stack groups (kernel table full; histograms stay exact).",
+                stats.groupsFull() + profileGroupsDropped);
+        counter(b, "loupe_probe_stacks_full_total",
+                "Calls whose caller stack was not stored (kernel stack table full; shown as [stack unavailable]).", stats.stacksFull());
         counter(b, "loupe_probe_aged_out_total",
                 "Calls in flight too long (goroutines or threads that never returned), forgotten.", stats.agedOut());
     }

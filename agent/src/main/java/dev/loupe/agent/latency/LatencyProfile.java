@@ -9,30 +9,38 @@ import dev.loupe.pprof.proto.Mapping;
 import dev.loupe.pprof.proto.Profile;
 import dev.loupe.pprof.proto.Sample;
 import dev.loupe.pprof.proto.ValueType;
+import dev.loupe.unwinder.symbolize.Frame;
+import dev.loupe.unwinder.symbolize.MappingRef;
 
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
 /**
- * The latency profile of one window, from the kernel's per-function histograms: sample types
- * {@code calls/count} and {@code latency/nanoseconds}, one location per probed function (in a mapping named
- * after its binary), labels {@code function} and {@code binary}.
+ * The latency profile of one window, from the groups the kernel summed at each return: sample types
+ * {@code calls/count} and {@code latency/nanoseconds}, one sample per (function, process, goroutine, caller
+ * stack, bucket) with the calls and their exact total duration.
  *
- * <p>The kernel keeps, per function, a count per bucket and one exact sum. So each non-empty bucket is a
- * sample of {@code calls} with the numeric label {@code le_us} (the bucket's upper bound, 2^k µs;
- * {@value #INF_LE_US} for the +Inf bucket), latency 0; and each function with calls has one more sample,
- * without {@code le_us}, carrying the exact total {@code latency} and 0 calls. Totals per function are
- * therefore exact in both sample types; latency per bucket is not invented.
+ * <p>Locations: the probed function is the leaf, one location per function (in a mapping named after its
+ * binary, at its link-time entry address); with {@code stacks: true} its callers follow, symbolized like the
+ * CPU profile's frames ({@code [stack unavailable]} when the kernel's stack table was full). Labels:
+ * {@code function}, {@code binary}, {@code pid} (numeric), {@code comm}, {@code goid} (numeric, Go only) and
+ * {@code le_us}: the bucket's upper bound in microseconds (2^k), {@value #INF_LE_US} ({@code Long.MAX_VALUE})
+ * for the +Inf bucket — numeric so that {@code -tagfocus=le_us=1024:} selects calls slower than 512 µs.
  */
 final class LatencyProfile {
     /** le_us of the +Inf bucket: no upper bound. */
     static final long INF_LE_US = Long.MAX_VALUE;
+    static final String LOST_STACK = "[stack unavailable]";
 
     private final Map<String, Long> strings = new HashMap<>();
     private final Profile.Builder p = Profile.newBuilder();
+    private final Map<MappingRef, Long> mappings = new HashMap<>();
+    private final Map<String, Long> functionIds = new HashMap<>();
+    private record LocationKey(long mappingId, long address, String function) {}
+
+    private final Map<LocationKey, Long> locations = new HashMap<>();
 
     private LatencyProfile() {
         str("");
@@ -48,81 +56,117 @@ final class LatencyProfile {
         return id;
     }
 
-    /**
-     * @param deltas calls per probe id within the window (functions without calls are left out)
-     */
-    static Profile build(List<ProbedFunction> functions, Map<Integer, LatencyHistogram> deltas, long timeNanos,
-                         long durationNanos) {
+    private long function(String name) {
+        Long id = functionIds.get(name);
+        if (id == null) {
+            id = (long) p.getFunctionCount() + 1;
+            long n = str(name);
+            p.addFunction(Function.newBuilder().setId(id).setName(n).setSystemName(n));
+            functionIds.put(name, id);
+        }
+        return id;
+    }
+
+    private long mapping(MappingRef m) {
+        Long id = mappings.get(m);
+        if (id == null) {
+            id = (long) p.getMappingCount() + 1;
+            Mapping.Builder b = Mapping.newBuilder().setId(id).setMemoryStart(m.start()).setMemoryLimit(m.limit())
+                    .setFileOffset(m.fileOffset()).setFilename(str(m.path() == null ? "" : m.path()))
+                    .setHasFunctions(m.hasFunctions());
+            if (m.buildId() != null) {
+                b.setBuildId(str(m.buildId()));
+            }
+            p.addMapping(b);
+            mappings.put(m, id);
+        }
+        return id;
+    }
+
+    private long location(long mappingId, long address, String functionName) {
+        LocationKey key = new LocationKey(mappingId, address, functionName);
+        Long id = locations.get(key);
+        if (id == null) {
+            id = (long) p.getLocationCount() + 1;
+            Location.Builder b = Location.newBuilder().setId(id).setMappingId(mappingId).setAddress(address);
+            if (functionName != null) {
+                b.addLine(Line.newBuilder().setFunctionId(function(functionName)));
+            }
+            p.addLocation(b);
+            locations.put(key, id);
+        }
+        return id;
+    }
+
+    static Profile build(List<ProbedFunction> functions, LatencyGroups groups, long timeNanos, long durationNanos) {
         LatencyProfile b = new LatencyProfile();
         Profile.Builder p = b.p;
         ValueType calls = ValueType.newBuilder().setType(b.str("calls")).setUnit(b.str("count")).build();
         ValueType latency = ValueType.newBuilder().setType(b.str("latency")).setUnit(b.str("nanoseconds")).build();
         p.addSampleType(calls).addSampleType(latency).setPeriodType(calls).setPeriod(1)
                 .setTimeNanos(timeNanos).setDurationNanos(Math.max(1, durationNanos));
-        p.addComment(b.str("latency/nanoseconds: exact total per function, on its sample without le_us;"
-                + " calls per bucket on samples with le_us (upper bound in microseconds)"));
+        p.addComment(b.str("one sample per function, process, goroutine (goid, Go only), caller stack and bucket"
+                + " (le_us: upper bound in microseconds; " + INF_LE_US + " = +Inf)"));
+        if (groups.droppedCalls() > 0) {
+            p.addComment(b.str(groups.droppedCalls() + " calls left out: too many groups in this window (/metrics is exact)"));
+        }
         long kFunction = b.str("function");
         long kBinary = b.str("binary");
+        long kPid = b.str("pid");
+        long kComm = b.str("comm");
+        long kGoid = b.str("goid");
         long kLe = b.str("le_us");
         long usUnit = b.str("microseconds");
-        Map<String, Long> mappingIds = new LinkedHashMap<>();
-        Map<String, Long> mappingLimit = new HashMap<>();
+        Map<Integer, ProbedFunction> byId = new HashMap<>();
+        Map<String, Long> limit = new HashMap<>();
         for (ProbedFunction f : functions) {
-            mappingLimit.merge(f.binary(), f.entryAddress() + 1, Math::max);
+            byId.put(f.id(), f);
+            limit.merge(f.binary(), f.entryAddress() + 1, Math::max);
         }
-        for (ProbedFunction f : functions) {
-            LatencyHistogram h = deltas.get(f.id());
-            if (h == null || h.count() == 0 && h.sumNanos() == 0) {
+        Map<String, Long> binaryMappings = new HashMap<>();
+        Map<Integer, Long> functionLocations = new HashMap<>();
+        for (var e : groups.entries()) {
+            LatencyGroups.Key k = e.getKey();
+            LatencyGroups.Sums s = e.getValue();
+            ProbedFunction f = byId.get(k.probe());
+            if (f == null || s.calls == 0 && s.nanos == 0) {
                 continue;
             }
-            Long mapping = mappingIds.get(f.binary());
-            if (mapping == null) {
-                mapping = (long) p.getMappingCount() + 1;
-                p.addMapping(Mapping.newBuilder().setId(mapping).setMemoryStart(0).setMemoryLimit(mappingLimit.get(f.binary()))
-                        .setFilename(b.str(f.binary())).setHasFunctions(true));
-                mappingIds.put(f.binary(), mapping);
-            }
-            long name = b.str(f.function());
-            long functionId = p.getFunctionCount() + 1;
-            p.addFunction(Function.newBuilder().setId(functionId).setName(name).setSystemName(name));
-            long locationId = p.getLocationCount() + 1;
-            p.addLocation(Location.newBuilder().setId(locationId).setMappingId(mapping).setAddress(f.entryAddress())
-                    .addLine(Line.newBuilder().setFunctionId(functionId)));
-            List<Label> common = new ArrayList<>(List.of(
-                    Label.newBuilder().setKey(kFunction).setStr(name).build(),
-                    Label.newBuilder().setKey(kBinary).setStr(b.str(f.binary())).build()));
-            for (int k = 0; k < LatencyHistogram.BUCKETS; k++) {
-                long n = h.bucket(k);
-                if (n == 0) {
-                    continue;
+            Long leaf = functionLocations.get(f.id());
+            if (leaf == null) {
+                Long mapping = binaryMappings.get(f.binary());
+                if (mapping == null) {
+                    mapping = (long) p.getMappingCount() + 1;
+                    p.addMapping(Mapping.newBuilder().setId(mapping).setMemoryStart(0).setMemoryLimit(limit.get(f.binary()))
+                            .setFilename(b.str(f.binary())).setHasFunctions(true));
+                    binaryMappings.put(f.binary(), mapping);
                 }
-                long le = k < LatencyHistogram.FINITE_BUCKETS ? 1L << k : INF_LE_US;
-                p.addSample(Sample.newBuilder().addLocationId(locationId).addValue(n).addValue(0).addAllLabel(common)
-                        .addLabel(Label.newBuilder().setKey(kLe).setNum(le).setNumUnit(usUnit)));
+                leaf = (long) p.getLocationCount() + 1;
+                p.addLocation(Location.newBuilder().setId(leaf).setMappingId(mapping).setAddress(f.entryAddress())
+                        .addLine(Line.newBuilder().setFunctionId(b.function(f.function()))));
+                functionLocations.put(f.id(), leaf);
             }
-            p.addSample(Sample.newBuilder().addLocationId(locationId).addValue(0).addValue(h.sumNanos()).addAllLabel(common));
+            Sample.Builder sample = Sample.newBuilder().addLocationId(leaf);
+            for (Frame fr : k.callers()) {
+                sample.addLocationId(b.location(fr.mapping() == null ? 0 : b.mapping(fr.mapping()), fr.address(), fr.function()));
+            }
+            if (k.stackLost()) {
+                sample.addLocationId(b.location(0, 0, LOST_STACK));
+            }
+            long le = k.bucket() < LatencyHistogram.FINITE_BUCKETS ? 1L << k.bucket() : INF_LE_US;
+            List<Label> labels = new ArrayList<>(6);
+            labels.add(Label.newBuilder().setKey(kFunction).setStr(b.str(f.function())).build());
+            labels.add(Label.newBuilder().setKey(kBinary).setStr(b.str(f.binary())).build());
+            labels.add(Label.newBuilder().setKey(kPid).setNum(k.pid()).build());
+            if (s.comm != null && !s.comm.isEmpty()) {
+                labels.add(Label.newBuilder().setKey(kComm).setStr(b.str(s.comm)).build());
+            }
+            if (f.spec().kind() == dev.loupe.bpf.ProbeSpec.Kind.GO && k.goid() != 0) {
+                labels.add(Label.newBuilder().setKey(kGoid).setNum(k.goid()).build());
+            }
+            labels.add(Label.newBuilder().setKey(kLe).setNum(le).setNumUnit(usUnit).build());
+            p.addSample(sample.addValue(s.calls).addValue(s.nanos).addAllLabel(labels));
         }
         return p.build();
-    }
-
-    /** {@code now - before} per probe id; probes absent before count from 0. */
-    static Map<Integer, LatencyHistogram> delta(Map<Integer, LatencyHistogram> now, Map<Integer, LatencyHistogram> before) {
-        Map<Integer, LatencyHistogram> out = new HashMap<>();
-        for (var e : now.entrySet()) {
-            LatencyHistogram a = e.getValue();
-            LatencyHistogram z = before.get(e.getKey());
-            long[] buckets = a.buckets();
-            long sum = a.sumNanos();
-            long count = a.count();
-            if (z != null) {
-                for (int k = 0; k < buckets.length; k++) {
-                    buckets[k] = Math.max(0, buckets[k] - z.bucket(k));
-                }
-                sum = Math.max(0, sum - z.sumNanos());
-                count = Math.max(0, count - z.count());
-            }
-            out.put(e.getKey(), new LatencyHistogram(e.getKey(), buckets, sum, count));
-        }
-        return out;
     }
 }

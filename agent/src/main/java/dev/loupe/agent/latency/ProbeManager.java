@@ -2,6 +2,9 @@ package dev.loupe.agent.latency;
 
 import dev.loupe.agent.SideProfileSource;
 import dev.loupe.bpf.BpfException;
+import dev.loupe.bpf.LatencyGroup;
+import dev.loupe.unwinder.symbolize.Frame;
+import dev.loupe.unwinder.symbolize.Symbolizer;
 import dev.loupe.bpf.LatencyHistogram;
 import dev.loupe.bpf.LatencyProbes;
 import dev.loupe.bpf.LatencyStats;
@@ -39,9 +42,16 @@ public final class ProbeManager implements SideProfileSource {
      * @param maxInFlight    calls in flight at once in the kernel, all probes together
      * @param maxInFlightAge calls in flight longer than this are forgotten and counted (never-returning goroutines)
      */
-    public record Options(int maxFunctions, int maxInFlight, Duration maxInFlightAge) {
+    /**
+     * @param maxGroups      groups (function, process, goroutine, stack, bucket) the kernel holds between two drains
+     * @param drainEvery     how often the kernel's groups are drained and symbolized (while processes are alive)
+     * @param maxProfileGroups groups one latency profile holds; calls beyond are counted, not shown
+     */
+    public record Options(int maxFunctions, int maxInFlight, Duration maxInFlightAge, int maxGroups, Duration drainEvery,
+                          int maxProfileGroups) {
         public static Options defaults(int maxFunctions) {
-            return new Options(maxFunctions, LatencyProbes.DEFAULT_MAX_IN_FLIGHT, Duration.ofMinutes(30));
+            return new Options(maxFunctions, LatencyProbes.DEFAULT_MAX_IN_FLIGHT, Duration.ofMinutes(30),
+                    LatencyProbes.DEFAULT_MAX_GROUPS, Duration.ofSeconds(1), 65536);
         }
     }
 
@@ -53,13 +63,24 @@ public final class ProbeManager implements SideProfileSource {
     private List<ProbeConfig> missing;
     private final Map<Integer, Integer> pidOfProbe = new HashMap<>();
     private final Map<Integer, LatencyHistogram> cumulative = new HashMap<>();
-    private Map<Integer, LatencyHistogram> intervalBase = Map.of();
     private final CountDownLatch closed = new CountDownLatch(1);
     private long problems;
     private LatencyStats lastStats;
+    private final Symbolizer symbolizer; // null: no probe has stacks on
+    private LatencyGroups intervalGroups;
+    private final List<LatencyGroups> captures = new ArrayList<>();
+    private long profileGroupsDropped;
+    private final java.util.concurrent.ScheduledExecutorService drainer;
 
     private ProbeManager(LatencyProbes probes, Options options, LongSupplier monotonicNanos, ProbeResolver resolver,
-                         List<ProbeConfig> missing) {
+                         List<ProbeConfig> missing, Symbolizer symbolizer) {
+        this.symbolizer = symbolizer;
+        this.intervalGroups = new LatencyGroups(options.maxProfileGroups());
+        this.drainer = java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "loupe-latency-drain");
+            t.setDaemon(true);
+            return t;
+        });
         this.probes = probes;
         this.options = options;
         this.monotonicNanos = monotonicNanos;
@@ -73,25 +94,35 @@ public final class ProbeManager implements SideProfileSource {
      * attached, or why not). Empty if the latency programs cannot be loaded at all (logged).
      */
     public static Optional<ProbeManager> start(List<ProbeConfig> configs, Options options) {
-        if (configs.stream().anyMatch(ProbeConfig::stacks)) {
-            LOG.log(System.Logger.Level.WARNING, "probes: stacks: true is not available: latency is aggregated per function"
-                    + " in the kernel, so latency profiles have one location per function and no caller stack");
-        }
+        return start(configs, options, () -> Symbolizer.create(new Symbolizer.Options(Path.of("/proc"), Path.of("/proc/kallsyms"),
+                16L << 20, System::nanoTime)));
+    }
+
+    /**
+     * @param symbolizers makes the symbolizer of caller stacks (owned and closed by the manager), called only
+     *                    if a probe has {@code stacks: true}; the agent's shares its process registry
+     */
+    public static Optional<ProbeManager> start(List<ProbeConfig> configs, Options options,
+                                               java.util.function.Supplier<Symbolizer> symbolizers) {
         ProbeResolver resolver = new ProbeResolver(options.maxFunctions(), Path.of("/proc"), 0);
         ProbeResolver.Plan plan = resolver.plan(configs);
         LatencyProbes probes;
         try {
             // Room for the cap when binaries may still appear; else for what is planned (the maps are per CPU).
             int room = plan.missing().isEmpty() ? plan.functions().size() : options.maxFunctions();
-            probes = LatencyProbes.open(Math.max(1, room), options.maxInFlight(), System::nanoTime);
+            probes = LatencyProbes.open(Math.max(1, room), options.maxInFlight(), options.maxGroups(),
+                    LatencyProbes.DEFAULT_MAX_STACKS, System::nanoTime);
         } catch (BpfException | RuntimeException e) {
             LOG.log(System.Logger.Level.ERROR, "probes: latency programs cannot be loaded, no function is measured: " + e.getMessage());
             return Optional.empty();
         }
-        ProbeManager m = new ProbeManager(probes, options, System::nanoTime, resolver, plan.missing());
+        Symbolizer symbolizer = configs.stream().anyMatch(ProbeConfig::stacks) ? symbolizers.get() : null;
+        ProbeManager m = new ProbeManager(probes, options, System::nanoTime, resolver, plan.missing(), symbolizer);
         synchronized (m) {
             m.attachPlan(plan);
         }
+        long every = options.drainEvery().toNanos();
+        m.drainer.scheduleWithFixedDelay(m::drainQuietly, every, every, TimeUnit.NANOSECONDS);
         LOG.log(System.Logger.Level.INFO, "probes: " + m.functions.size() + " functions attached"
                 + (m.problems > 0 ? ", " + m.problems + " problem(s) logged above" : ""));
         return Optional.of(m);
@@ -135,23 +166,78 @@ public final class ProbeManager implements SideProfileSource {
         return Map.copyOf(cumulative);
     }
 
+    private void drainQuietly() {
+        try {
+            synchronized (this) {
+                if (closed.getCount() > 0) {
+                    drain();
+                }
+            }
+        } catch (BpfException | RuntimeException e) {
+            LOG.log(System.Logger.Level.WARNING, "probes: draining latency groups failed: " + e.getMessage());
+        }
+    }
+
+    /**
+     * Moves the kernel's groups into the open profiles (the interval's and any capture's), symbolizing caller
+     * stacks now, while their processes most likely still run.
+     */
+    private void drain() throws BpfException {
+        List<LatencyGroup> drained = probes.drainGroups();
+        if (drained.isEmpty()) {
+            return;
+        }
+        Map<StackKey, List<Frame>> symbolized = new HashMap<>();
+        List<Frame> scratch = new ArrayList<>();
+        for (LatencyGroup g : drained) {
+            List<Frame> callers = List.of();
+            if (g.stack().length > 1 && symbolizer != null) {
+                callers = symbolized.computeIfAbsent(new StackKey(g.pid(), g.stack()), k -> {
+                    scratch.clear();
+                    symbolizer.symbolizeUser(g.pid(), g.stack(), g.stack().length, scratch);
+                    // Frame 0 is the probed function itself: the profile has one location for it.
+                    return List.copyOf(scratch.subList(Math.min(1, scratch.size()), scratch.size()));
+                });
+            }
+            LatencyGroups.Key key = new LatencyGroups.Key(g.probe(), g.pid(), g.goid(), g.bucket(), callers, g.stackLost());
+            if (!intervalGroups.add(key, g.comm(), g.count(), g.sumNanos())) {
+                profileGroupsDropped += g.count();
+            }
+            for (LatencyGroups c : captures) {
+                c.add(key, g.comm(), g.count(), g.sumNanos());
+            }
+        }
+    }
+
+    private record StackKey(int pid, long[] stack) {
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof StackKey k && k.pid == pid && java.util.Arrays.equals(k.stack, stack);
+        }
+
+        @Override
+        public int hashCode() {
+            return 31 * pid + java.util.Arrays.hashCode(stack);
+        }
+    }
+
     @Override
     public Optional<Profile> interval(long timeNanos, long durationNanos) {
-        Map<Integer, LatencyHistogram> now;
         synchronized (this) {
             if (closed.getCount() == 0) {
                 return Optional.empty();
             }
             try {
-                now = read();
+                read();
                 maintain();
+                drain();
             } catch (BpfException e) {
-                LOG.log(System.Logger.Level.WARNING, "probes: reading histograms failed: " + e.getMessage());
+                LOG.log(System.Logger.Level.WARNING, "probes: reading latency failed: " + e.getMessage());
                 return Optional.empty();
             }
-            Map<Integer, LatencyHistogram> base = intervalBase;
-            intervalBase = now;
-            return Optional.of(LatencyProfile.build(functions, LatencyProfile.delta(now, base), timeNanos, durationNanos));
+            LatencyGroups done = intervalGroups;
+            intervalGroups = new LatencyGroups(options.maxProfileGroups());
+            return Optional.of(LatencyProfile.build(functions, done, timeNanos, durationNanos));
         }
     }
 
@@ -180,22 +266,32 @@ public final class ProbeManager implements SideProfileSource {
     public Profile capture(Duration duration) throws InterruptedException {
         long start = System.currentTimeMillis() * 1_000_000L;
         long t0 = monotonicNanos.getAsLong();
-        Map<Integer, LatencyHistogram> before;
-        try {
-            before = read();
-        } catch (BpfException e) {
-            throw new IllegalStateException("reading latency histograms: " + e.getMessage(), e);
-        }
-        closed.await(duration.toNanos(), TimeUnit.NANOSECONDS);
-        Map<Integer, LatencyHistogram> after;
+        LatencyGroups mine = new LatencyGroups(options.maxProfileGroups());
         synchronized (this) {
             try {
-                after = closed.getCount() == 0 ? Map.copyOf(cumulative) : read();
+                if (closed.getCount() > 0) {
+                    drain(); // what returned before the capture belongs to the interval only
+                }
             } catch (BpfException e) {
-                throw new IllegalStateException("reading latency histograms: " + e.getMessage(), e);
+                throw new IllegalStateException("reading latency groups: " + e.getMessage(), e);
+            }
+            captures.add(mine);
+        }
+        try {
+            closed.await(duration.toNanos(), TimeUnit.NANOSECONDS);
+            synchronized (this) {
+                if (closed.getCount() > 0) {
+                    drain();
+                }
+            }
+        } catch (BpfException e) {
+            throw new IllegalStateException("reading latency groups: " + e.getMessage(), e);
+        } finally {
+            synchronized (this) {
+                captures.remove(mine);
             }
         }
-        return LatencyProfile.build(functions, LatencyProfile.delta(after, before), start, monotonicNanos.getAsLong() - t0);
+        return LatencyProfile.build(functions, mine, start, monotonicNanos.getAsLong() - t0);
     }
 
     @Override
@@ -221,7 +317,11 @@ public final class ProbeManager implements SideProfileSource {
             stats = lastStats;
             problemsNow = problems;
         }
-        LatencyMetrics.render(out, functions, now, stats, attachedNow, problemsNow);
+        long dropped;
+        synchronized (this) {
+            dropped = profileGroupsDropped;
+        }
+        LatencyMetrics.render(out, functions, now, stats, attachedNow, problemsNow, dropped);
     }
 
     /** Functions attached at start, as "binary function" strings (for logs and tests). */
@@ -231,17 +331,23 @@ public final class ProbeManager implements SideProfileSource {
 
     /** Detaches every probe and unloads the programs (the final counts stay on /metrics). */
     @Override
-    public synchronized void close() {
-        if (closed.getCount() == 0) {
-            return;
+    public void close() {
+        drainer.shutdownNow();
+        synchronized (this) {
+            if (closed.getCount() == 0) {
+                return;
+            }
+            try {
+                read();
+                lastStats = probes.stats();
+            } catch (BpfException e) {
+                LOG.log(System.Logger.Level.WARNING, "probes: final read failed: " + e.getMessage());
+            }
+            closed.countDown();
+            probes.close();
+            if (symbolizer != null) {
+                symbolizer.close();
+            }
         }
-        try {
-            read();
-            lastStats = probes.stats();
-        } catch (BpfException e) {
-            LOG.log(System.Logger.Level.WARNING, "probes: final read failed: " + e.getMessage());
-        }
-        closed.countDown();
-        probes.close();
     }
 }

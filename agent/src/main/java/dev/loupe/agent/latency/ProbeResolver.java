@@ -140,9 +140,9 @@ final class ProbeResolver {
                         }
                         rets += offs.length;
                         spec = ProbeSpec.go(nextId++, file, pid, t.entryFileOffset(), retList, (int) go.goidOffset(),
-                                go.registerAbi() ? ProbeSpec.GSource.R14 : ProbeSpec.GSource.TLS);
+                                go.registerAbi() ? ProbeSpec.GSource.R14 : ProbeSpec.GSource.TLS).withStacks(c.stacks());
                     } else {
-                        spec = ProbeSpec.nativeFunction(nextId++, file, pid, t.entryFileOffset());
+                        spec = ProbeSpec.nativeFunction(nextId++, file, pid, t.entryFileOffset()).withStacks(c.stacks());
                     }
                     out.add(new ProbedFunction(label, t.name(), t.entryAddress(), spec));
                     planned++;
@@ -159,7 +159,7 @@ final class ProbeResolver {
                             ? ", Go " + go.goVersion().orElse("(version unknown)") + ", goid at +" + go.goidOffset() + " ("
                             + go.goidSource() + "), g in " + (go.registerAbi() ? "R14" : "TLS") + ", entry + " + rets + " RET uprobes"
                             : ", entry uprobe + uretprobe")
-                            + (pid == -1 ? ", every process" : ", pid " + pid));
+                            + (pid == -1 ? ", every process" : ", pid " + pid) + (c.stacks() ? ", caller stacks" : ""));
                 }
             }
         }

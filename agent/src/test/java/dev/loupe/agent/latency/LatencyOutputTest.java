@@ -53,7 +53,7 @@ class LatencyOutputTest {
     void metricsAreCumulativeHistogramsAndPassPromtool(@TempDir Path dir) throws Exception {
         StringBuilder b = new StringBuilder();
         LatencyMetrics.render(b, List.of(WORK, IDLE), Map.of(0, hist(0, 3_000_000_000L, 12, 2, 15, 1, 31, 1)),
-                new LatencyStats(5, 4, 3, 2, 1, 0, 0, 0, 0, 7), 2, 1);
+                new LatencyStats(5, 4, 3, 2, 1, 0, 0, 0, 0, 2, 1, 7), 2, 1, 3);
         String text = b.toString();
         String w = "binary=\"/usr/bin/app \\\"x\\\"\",function=\"main.work\"";
         assertTrue(text.contains("loupe_function_duration_seconds_bucket{" + w + ",le=\"0.002048\"} 0\n"), text);
@@ -68,6 +68,8 @@ class LatencyOutputTest {
         assertTrue(text.contains("loupe_function_duration_seconds_count{" + idle + "} 0\n"), text);
         assertTrue(text.contains("loupe_probe_thread_migrations_total 3\n"), text);
         assertTrue(text.contains("loupe_probe_aged_out_total 7\n"), text);
+        assertTrue(text.contains("loupe_probe_groups_full_total 5\n"), "kernel 2 + profile 3: " + text);
+        assertTrue(text.contains("loupe_probe_stacks_full_total 1\n"), text);
         assertEquals(2 * (32 + 2), text.lines().filter(l -> l.startsWith("loupe_function_duration_seconds")).count());
         Path f = dir.resolve("metrics.txt");
         Files.writeString(f, text);
@@ -77,33 +79,53 @@ class LatencyOutputTest {
     }
 
     @Test
-    void profileHasExactTotalsPerFunctionAndCallsPerBucket(@TempDir Path dir) throws Exception {
-        Map<Integer, LatencyHistogram> before = Map.of(0, hist(0, 1_000_000, 12, 1));
-        Map<Integer, LatencyHistogram> now = Map.of(0, hist(0, 51_000_000, 12, 3, 15, 2), 1, hist(1, 0));
-        Map<Integer, LatencyHistogram> delta = LatencyProfile.delta(now, before);
-        assertEquals(4, delta.get(0).count());
-        assertEquals(50_000_000, delta.get(0).sumNanos());
-        Profile p = LatencyProfile.build(List.of(WORK, IDLE), delta, 1_700_000_000_000_000_000L, 10_000_000_000L);
+    void profileHasOneSamplePerGroupWithLabelsAndCallerStacks(@TempDir Path dir) throws Exception {
+        ProbedFunction goWork = new ProbedFunction("/usr/bin/app \"x\"", "main.work", 0x4a1000,
+                ProbeSpec.go(2, Path.of("/bin/true"), -1, 0x1000, List.of(0x1010L), 152, ProbeSpec.GSource.R14));
+        dev.loupe.unwinder.symbolize.MappingRef app = new dev.loupe.unwinder.symbolize.MappingRef(0x400000, 0x500000, 0,
+                "/usr/bin/app", "abcd", true);
+        var caller = new dev.loupe.unwinder.symbolize.Frame(0x4a2010, app, "main.caller", false);
+        var top = new dev.loupe.unwinder.symbolize.Frame(0x4a3020, app, "main.main", false);
+        LatencyGroups g = new LatencyGroups(3);
+        assertTrue(g.add(new LatencyGroups.Key(2, 42, 7, 12, List.of(caller, top), false), "app", 3, 9_000_000));
+        assertTrue(g.add(new LatencyGroups.Key(2, 42, 7, 12, List.of(caller, top), false), "app", 1, 3_000_000));
+        assertTrue(g.add(new LatencyGroups.Key(2, 42, 8, 31, List.of(caller), false), "app", 1, 2_000_000_000_000L));
+        assertTrue(g.add(new LatencyGroups.Key(0, 43, 0, 15, List.of(), true), "c", 2, 40_000_000));
+        assertTrue(!g.add(new LatencyGroups.Key(0, 44, 0, 15, List.of(), false), "c", 5, 1), "full");
+        assertEquals(5, g.droppedCalls());
+        Profile p = LatencyProfile.build(List.of(WORK, IDLE, goWork), g, 1_700_000_000_000_000_000L, 10_000_000_000L);
         assertEquals(List.of(), ParcaRules.violations(p));
-        assertEquals(1, p.getLocationCount(), "functions without calls are left out");
-        assertEquals(3, p.getSampleCount(), "two buckets and the total");
+        assertEquals(3, p.getSampleCount());
         long calls = 0;
         long nanos = 0;
         for (Sample s : p.getSampleList()) {
             calls += s.getValue(0);
             nanos += s.getValue(1);
         }
-        assertEquals(4, calls);
-        assertEquals(50_000_000, nanos);
+        assertEquals(7, calls);
+        assertEquals(2_000_052_000_000L, nanos);
         Path f = dir.resolve("latency.pb.gz");
         Files.write(f, PprofFiles.gzip(p));
-        Process proc = new ProcessBuilder(TestBinaries.GO.toString(), "tool", "pprof", "-raw", f.toString())
-                .redirectErrorStream(true).start();
-        String raw = new String(proc.getInputStream().readAllBytes());
-        assertEquals(0, proc.waitFor(), raw);
+        String raw = pprof(f, "-raw");
         assertTrue(raw.contains("calls/count latency/nanoseconds"), raw);
-        assertTrue(raw.contains("main.work"), raw);
-        // Bucket 12 holds (2048, 4096] µs, bucket 15 (16384, 32768] µs: le_us is the upper bound.
         assertTrue(raw.contains("le_us:[4096 microseconds]") && raw.contains("le_us:[32768 microseconds]"), raw);
+        assertTrue(raw.contains("goid:[7]") && raw.contains("pid:[42]") && raw.contains("comm:[app]"), raw);
+        String traces = pprof(f, "-traces", "-tagfocus=goid=7");
+        assertTrue(traces.contains("main.work") && traces.contains("main.caller") && traces.contains("main.main"), traces);
+        assertTrue(traces.indexOf("main.work") < traces.indexOf("main.caller") && traces.indexOf("main.caller") < traces.indexOf("main.main"),
+                "leaf first: " + traces);
+        assertTrue(traces.matches("(?s).*goid: +7\\n.*") && !traces.matches("(?s).*goid: +8\\n.*")
+                && !traces.contains("[stack unavailable]"), traces);
+        assertTrue(pprof(f, "-traces", "-tagfocus=pid=43").contains("[stack unavailable]"));
+    }
+
+    private static String pprof(Path f, String... args) throws Exception {
+        List<String> cmd = new java.util.ArrayList<>(List.of(TestBinaries.GO.toString(), "tool", "pprof"));
+        cmd.addAll(List.of(args));
+        cmd.add(f.toString());
+        Process proc = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        String out = new String(proc.getInputStream().readAllBytes());
+        assertEquals(0, proc.waitFor(), out);
+        return out;
     }
 }

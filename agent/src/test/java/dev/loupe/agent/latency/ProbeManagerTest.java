@@ -82,6 +82,112 @@ class ProbeManagerTest {
         }
     }
 
+    /**
+     * pid, comm and goid labels and caller stacks against a Go target with 1,000 goroutines: every goroutine's
+     * calls under its own goid, the stack of the main goroutine's calls through main.main, the others'
+     * through the goroutine's closure; checked in the profile and by go tool pprof -tagfocus=goid=N.
+     */
+    @Test
+    void goroutineLabelsAndCallerStacks(@TempDir Path dir) throws Exception {
+        Path go = TestBinaries.buildGoMany(dir);
+        ProbeManager m = ProbeManager.start(List.of(ProbeConfig.ofBinary(go, List.of("main.work"), true)),
+                ProbeManager.Options.defaults(1000)).orElseThrow();
+        Process p = new ProcessBuilder(go.toString(), "1000", "3").redirectErrorStream(true).start();
+        try {
+            java.io.BufferedReader out = new java.io.BufferedReader(new java.io.InputStreamReader(p.getInputStream()));
+            String calls = out.readLine();
+            String goroutines = out.readLine();
+            assertEquals("calls 3003", calls);
+            assertEquals("goroutines 1001", goroutines);
+            Profile prof = m.interval(1_000_000_000L, 1_000_000_000L).orElseThrow();
+            assertEquals(List.of(), ParcaRules.violations(prof));
+            java.util.Map<Long, Long> perGoid = new java.util.HashMap<>();
+            long total = 0;
+            long mainGoid = -1;
+            for (Sample s : prof.getSampleList()) {
+                total += s.getValue(0);
+                assertEquals(p.pid(), num(prof, s, "pid"));
+                assertEquals("go-many", str(prof, s, "comm"));
+                assertEquals("main.work", str(prof, s, "function"));
+                long goid = num(prof, s, "goid");
+                perGoid.merge(goid, s.getValue(0), Long::sum);
+                List<String> names = names(prof, s);
+                assertEquals(List.of("main.work", "main.caller"), names.subList(0, 2), names.toString());
+                List<String> rest = names.subList(2, names.size());
+                if (rest.get(0).equals("main.main")) {
+                    assertEquals(List.of("main.main", "runtime.main"), rest.subList(0, 2), names.toString());
+                    mainGoid = goid;
+                } else {
+                    assertTrue(rest.get(0).startsWith("main.main.func"), names.toString());
+                }
+                assertTrue(rest.get(rest.size() - 1).startsWith("runtime.goexit"), names.toString());
+            }
+            assertEquals(3003, total);
+            assertEquals(1001, perGoid.size(), "one goid per goroutine");
+            assertTrue(perGoid.values().stream().allMatch(n -> n == 3), "each goroutine called work() 3 times: " + perGoid);
+            assertTrue(mainGoid > 0, "the main goroutine's calls came through main.main");
+            assertEquals(3003, value(metrics(m), "loupe_function_duration_seconds_count{binary=\"" + go + "\",function=\"main.work\"}"));
+            assertEquals(0, value(metrics(m), "loupe_probe_groups_full_total"));
+
+            Path f = dir.resolve("latency.pb.gz");
+            java.nio.file.Files.write(f, dev.loupe.pprof.PprofFiles.gzip(prof));
+            String traces = TestBinaries.run(dir, List.of(TestBinaries.GO.toString(), "tool", "pprof", "-traces",
+                    "-tagfocus=goid=" + mainGoid, f.toString()), List.of());
+            assertTrue(traces.matches("(?s).*goid: +" + mainGoid + "\\n.*") && traces.matches("(?s).*pid: +" + p.pid() + "\\n.*")
+                    && traces.matches("(?s).*comm: +go-many\\n.*"), traces);
+            assertTrue(traces.contains("main.main") && !traces.contains("main.main.func"), "only the main goroutine: " + traces);
+            String tags = TestBinaries.run(dir, List.of(TestBinaries.GO.toString(), "tool", "pprof", "-tags", "-sample_index=calls",
+                    "-tagfocus=goid=" + mainGoid, f.toString()), List.of());
+            assertTrue(tags.matches("(?s).*goid: Total 3(\\.0)?\\n +3(\\.0)? \\( *100%\\): " + mainGoid + "\\n.*"), "3 calls of that goroutine: " + tags);
+        } finally {
+            p.destroyForcibly();
+            m.close();
+        }
+    }
+
+    @Test
+    void nativeCallerStacksWithFramePointers(@TempDir Path dir) throws Exception {
+        Path c = TestBinaries.buildCWithFramePointers(dir);
+        ProbeManager m = ProbeManager.start(List.of(ProbeConfig.ofBinary(c, List.of("work"), true)),
+                ProbeManager.Options.defaults(1000)).orElseThrow();
+        Process p = new ProcessBuilder(c.toString(), "6", "0", "30").redirectErrorStream(true).start();
+        try {
+            java.io.BufferedReader out = new java.io.BufferedReader(new java.io.InputStreamReader(p.getInputStream()));
+            assertEquals("calls 6", out.readLine());
+            Profile prof = m.interval(1, 1).orElseThrow();
+            assertEquals(6, totals(prof)[0]);
+            for (Sample s : prof.getSampleList()) {
+                assertEquals(p.pid(), num(prof, s, "pid"));
+                assertEquals("c-fp", str(prof, s, "comm"));
+                assertTrue(s.getLabelList().stream().noneMatch(l -> prof.getStringTable((int) l.getKey()).equals("goid")));
+                List<String> names = names(prof, s);
+                assertEquals(List.of("work", "main"), names.subList(0, 2), names.toString());
+            }
+        } finally {
+            p.destroyForcibly();
+            m.close();
+        }
+    }
+
+    static long num(Profile p, Sample s, String key) {
+        return s.getLabelList().stream().filter(l -> p.getStringTable((int) l.getKey()).equals(key)).findFirst()
+                .orElseThrow(() -> new AssertionError("no label " + key)).getNum();
+    }
+
+    static String str(Profile p, Sample s, String key) {
+        return p.getStringTable((int) s.getLabelList().stream().filter(l -> p.getStringTable((int) l.getKey()).equals(key))
+                .findFirst().orElseThrow(() -> new AssertionError("no label " + key)).getStr());
+    }
+
+    /** Function names of a sample's locations, leaf first ("?" for a location without a function). */
+    static List<String> names(Profile p, Sample s) {
+        java.util.Map<Long, String> fn = new java.util.HashMap<>();
+        p.getFunctionList().forEach(f -> fn.put(f.getId(), p.getStringTable((int) f.getName())));
+        java.util.Map<Long, String> loc = new java.util.HashMap<>();
+        p.getLocationList().forEach(l -> loc.put(l.getId(), l.getLineCount() == 0 ? "?" : fn.get(l.getLine(0).getFunctionId())));
+        return s.getLocationIdList().stream().map(loc::get).toList();
+    }
+
     static long[] totals(Profile p) {
         assertEquals(List.of(), ParcaRules.violations(p));
         long[] t = new long[2];

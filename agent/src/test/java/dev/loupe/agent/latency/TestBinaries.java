@@ -9,7 +9,7 @@ import java.util.List;
 final class TestBinaries {
     static final Path GO = Path.of("/usr/lib/go-1.19/bin/go");
 
-    /** work() sleeps 1.1 or 5 ms on each call; tail() only tail-calls; "c-target N [SECONDS]" first waits SECONDS, then calls work() N times and prints "calls N" and "sum_ns S". */
+    /** work() sleeps 1.1 or 5 ms on each call; tail() only tail-calls; "c-target N [SECONDS [HOLD]]" first waits SECONDS, then calls work() N times and prints "calls N" and "sum_ns S", then waits HOLD seconds. */
     static final String C_SOURCE = """
             #include <stdio.h>
             #include <stdlib.h>
@@ -22,6 +22,8 @@ final class TestBinaries {
                 if (argc > 2) { struct timespec t = {atol(argv[2]), 0}; nanosleep(&t, 0); }
                 for (int i = 0; i < n; i++) { long long t0 = now_ns(); sink += work(i % 2 ? 5000000L : 1100000L); sum += now_ns() - t0; }
                 printf("calls %d\\nsum_ns %lld\\n", n, sum);
+                fflush(stdout);
+                if (argc > 3) { struct timespec t = {atol(argv[3]), 0}; nanosleep(&t, 0); }
                 return sink < 0;
             }
             """;
@@ -52,7 +54,80 @@ final class TestBinaries {
             }
             """;
 
+    /**
+     * "go-many N EACH": N goroutines and the main goroutine each call caller(), which calls work() EACH
+     * times; prints "calls C" and "goroutines N", then runs until stdin is closed (so it can be symbolized).
+     */
+    static final String GO_MANY_SOURCE = """
+            package main
+
+            import (
+            	"fmt"
+            	"os"
+            	"strconv"
+            	"sync"
+            	"time"
+            )
+
+            //go:noinline
+            func work(i int) int {
+            	time.Sleep(200 * time.Microsecond)
+            	return i + 1
+            }
+
+            //go:noinline
+            func caller(each int) int {
+            	s := 0
+            	for j := 0; j < each; j++ {
+            		s += work(j)
+            	}
+            	return s
+            }
+
+            func main() {
+            	n, _ := strconv.Atoi(os.Args[1])
+            	each, _ := strconv.Atoi(os.Args[2])
+            	var wg sync.WaitGroup
+            	for g := 0; g < n; g++ {
+            		wg.Add(1)
+            		go func() {
+            			defer wg.Done()
+            			caller(each)
+            		}()
+            	}
+            	wg.Wait()
+            	caller(each)
+            	fmt.Printf("calls %d\\ngoroutines %d\\n", (n+1)*each, n+1)
+            	os.Stdout.Sync()
+            	b := make([]byte, 1)
+            	for {
+            		if _, err := os.Stdin.Read(b); err != nil {
+            			return
+            		}
+            	}
+            }
+            """;
+
     private TestBinaries() {}
+
+    static Path buildGoMany(Path dir) throws Exception {
+        Path src = dir.resolve("many").resolve("main.go");
+        java.nio.file.Files.createDirectories(src.getParent());
+        Files.writeString(src, GO_MANY_SOURCE);
+        Path out = dir.resolve("go-many");
+        Path cache = Path.of(System.getProperty("java.io.tmpdir"), "loupe-agent-test-gocache");
+        run(src.getParent(), List.of(GO.toString(), "build", "-o", out.toString(), "main.go"),
+                List.of("GO111MODULE=off", "GOCACHE=" + cache, "HOME=" + dir));
+        return out;
+    }
+
+    static Path buildCWithFramePointers(Path dir) throws Exception {
+        Path src = dir.resolve("target-fp.c");
+        Files.writeString(src, C_SOURCE);
+        Path out = dir.resolve("c-fp");
+        run(dir, List.of("gcc", "-O2", "-fno-omit-frame-pointer", src.toString(), "-o", out.toString()), List.of());
+        return out;
+    }
 
     static Path buildC(Path dir) throws Exception {
         Path src = dir.resolve("target.c");
