@@ -80,6 +80,10 @@ struct {
 /* Read by nobody: puts enum stat into the object's BTF for Java's ABI check (array keys must be ints). */
 const volatile enum stat stat_count_for_btf = STAT_MAX;
 
+/* When a sample last forced a ring buffer wakeup for a process without unwind state (racy by design: a
+ * lost update only costs one more wakeup). */
+__u64 last_fallback_wakeup_ns;
+
 /* Unwind tables and per-process mappings; sizes are set from Java before load. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -502,6 +506,15 @@ int sample_cpu(struct perf_event_ctx *ctx)
 		size = sizeof(*s);
 	__u64 wake = bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) >= cfg->wakeup_bytes
 		? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+	/* A process without unwind state yet: wake user space now (at most every 10 ms), since this sample
+	 * is what gets its tables loaded; batching it would delay that by up to the poll timeout. */
+	if (wake == BPF_RB_NO_WAKEUP && (st.flags & SAMPLE_F_FP_FALLBACK)) {
+		__u64 now = bpf_ktime_get_ns();
+		if (now - last_fallback_wakeup_ns >= 10 * 1000 * 1000) {
+			last_fallback_wakeup_ns = now;
+			wake = BPF_RB_FORCE_WAKEUP;
+		}
+	}
 	if (bpf_ringbuf_output(&samples, s, size, wake))
 		count(STAT_RINGBUF_DROPS);
 	return 0;

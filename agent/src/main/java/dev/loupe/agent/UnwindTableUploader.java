@@ -73,6 +73,7 @@ final class UnwindTableUploader implements AutoCloseable {
     private double delaySum;
     private double delayMax;
     private final long agentStartTicks;
+    private final HeapTrimmer heapTrimmer;
 
     private record FileKey(int devMajor, int devMinor, long inode, long size, long mtimeMillis) {}
 
@@ -191,6 +192,7 @@ final class UnwindTableUploader implements AutoCloseable {
         this.ruleSlots = new RangeAllocator(capacity.rules());
         this.mappingSlots = new RangeAllocator(capacity.mappings());
         this.agentStartTicks = bootTicks();
+        this.heapTrimmer = HeapTrimmer.system(nanoTime);
         this.thread = new Thread(this::run, "loupe-unwind-tables");
         this.thread.setDaemon(true);
     }
@@ -250,6 +252,7 @@ final class UnwindTableUploader implements AutoCloseable {
                     registerQuietly(pid);
                 }
                 drainQueue();
+                heapTrimmer.tick();
             } catch (InterruptedException e) {
                 return;
             } catch (RuntimeException e) {
@@ -505,6 +508,7 @@ final class UnwindTableUploader implements AutoCloseable {
             pendingTable = table;
             pendingFor = t;
             tablesBuilt.incrementAndGet();
+            heapTrimmer.burst();
         } catch (java.io.IOException e) {
             return false; // gone or unreadable right now: try again with the next process that maps it
         } catch (Exception e) {
