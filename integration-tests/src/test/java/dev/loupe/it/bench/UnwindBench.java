@@ -87,9 +87,10 @@ public final class UnwindBench {
                 Thread.sleep(100);
             }
             Thread.sleep(3000); // registration and JIT settle
-            long[] a = stats();
+            long progId = programOf(agent.pid());
+            long[] a = stats(progId);
             Thread.sleep(seconds * 1000L);
-            long[] b = stats();
+            long[] b = stats(progId);
             agent.waitFor(60, TimeUnit.SECONDS);
             long runs = b[1] - a[1];
             if (runs <= 0) {
@@ -103,9 +104,38 @@ public final class UnwindBench {
         }
     }
 
-    private static long[] stats() throws Exception {
-        String bpftool = Files.isExecutable(Path.of("/usr/sbin/bpftool")) ? "/usr/sbin/bpftool" : "bpftool";
-        String json = exec(List.of(bpftool, "-j", "prog", "show", "name", "sample_cpu"));
+    private static String bpftool() {
+        return Files.isExecutable(Path.of("/usr/sbin/bpftool")) ? "/usr/sbin/bpftool" : "bpftool";
+    }
+
+    /**
+     * The id of the sample_cpu program this agent loaded, from its file descriptors' fdinfo (other
+     * profilers, e.g. a test suite running at the same time, may have their own sample_cpu loaded).
+     */
+    private static long programOf(long agentPid) throws Exception {
+        Pattern progId = Pattern.compile("(?m)^prog_id:\\s*(\\d+)");
+        try (var fds = Files.list(Path.of("/proc", Long.toString(agentPid), "fdinfo"))) {
+            for (Path fd : fds.toList()) {
+                String info;
+                try {
+                    info = Files.readString(fd);
+                } catch (IOException e) {
+                    continue; // closed meanwhile
+                }
+                Matcher m = progId.matcher(info);
+                if (m.find()) {
+                    long id = Long.parseLong(m.group(1));
+                    if (exec(List.of(bpftool(), "-j", "prog", "show", "id", Long.toString(id))).contains("\"name\":\"sample_cpu\"")) {
+                        return id;
+                    }
+                }
+            }
+        }
+        throw new IllegalStateException("agent " + agentPid + " holds no sample_cpu program");
+    }
+
+    private static long[] stats(long progId) throws Exception {
+        String json = exec(List.of(bpftool(), "-j", "prog", "show", "id", Long.toString(progId)));
         return new long[] {field(json, "run_time_ns"), field(json, "run_cnt")};
     }
 
