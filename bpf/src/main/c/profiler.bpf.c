@@ -254,50 +254,6 @@ static __always_inline long unwind_stop(struct unwind_state *st, struct sample *
 	return 1;
 }
 
-/* A bounded binary search's state: the answer is lo, the last index whose key is <= key. */
-struct search {
-	__u32 lo;
-	__u32 hi;
-	__u64 key;
-	__u32 failed;
-};
-
-/* One halving step over the mappings array (by start address). Its own callback: verified once. */
-static long mapping_search_step(__u32 k, struct search *c)
-{
-	if (c->hi - c->lo <= 1)
-		return 1;
-	__u32 mid = c->lo + (c->hi - c->lo) / 2;
-	struct exec_mapping *m = bpf_map_lookup_elem(&mappings, &mid);
-	if (!m) {
-		c->failed = 1;
-		return 1;
-	}
-	if (m->start <= c->key)
-		c->lo = mid;
-	else
-		c->hi = mid;
-	return 0;
-}
-
-/* One halving step over a page's rows (by pc_low). */
-static long row_search_step(__u32 k, struct search *c)
-{
-	if (c->hi - c->lo <= 1)
-		return 1;
-	__u32 mid = c->lo + (c->hi - c->lo) / 2;
-	__u32 *row = bpf_map_lookup_elem(&unwind_rows, &mid);
-	if (!row) {
-		c->failed = 1;
-		return 1;
-	}
-	if ((*row & 0xffff) <= c->key)
-		c->lo = mid;
-	else
-		c->hi = mid;
-	return 0;
-}
-
 /*
  * Finds the mapping of this process containing pc (binary search over its sorted slice) and copies it and
  * its table's header into st. Returns 0 if no mapping contains pc (st unchanged).
@@ -306,11 +262,19 @@ static __always_inline int load_mapping(struct unwind_state *st, __u64 pc)
 {
 	if (st->proc_count == 0)
 		return 0;
-	struct search c = {.lo = st->proc_first, .hi = st->proc_first + st->proc_count, .key = pc};
-	bpf_loop(MAPPING_SEARCH_STEPS, mapping_search_step, &c, 0);
-	if (c.failed)
-		return 0;
-	__u32 lo = c.lo;
+	/* Binary search: lo ends at the last mapping whose start is <= pc. */
+	__u32 lo = st->proc_first, hi = st->proc_first + st->proc_count;
+#pragma clang loop unroll(disable)
+	for (int k = 0; k < MAPPING_SEARCH_STEPS && hi - lo > 1; k++) {
+		__u32 mid = lo + (hi - lo) / 2;
+		struct exec_mapping *mm = bpf_map_lookup_elem(&mappings, &mid);
+		if (!mm)
+			return 0;
+		if (mm->start <= pc)
+			lo = mid;
+		else
+			hi = mid;
+	}
 	struct exec_mapping *m = bpf_map_lookup_elem(&mappings, &lo);
 	if (!m || pc < m->start || pc >= m->end)
 		return 0;
@@ -350,12 +314,20 @@ static __always_inline __u64 table_rule(struct unwind_state *st, __u64 vaddr)
 		return RULE_NOT_COVERED;
 	if (pg->row_count == 0)
 		return RULE_STOP | ((__u64)STOP_NO_UNWIND_INFO << 8);
-	struct search c = {.lo = st->t_row_start + pg->first_row, .key = vaddr & 0xffff};
-	c.hi = c.lo + pg->row_count;
-	bpf_loop(ROW_SEARCH_STEPS, row_search_step, &c, 0);
-	if (c.failed)
-		return RULE_NOT_COVERED;
-	__u32 lo = c.lo;
+	/* Binary search: lo ends at the page's last row whose pc_low is <= the key (the first row's is 0). */
+	__u32 key = vaddr & 0xffff;
+	__u32 lo = st->t_row_start + pg->first_row, hi = lo + pg->row_count;
+#pragma clang loop unroll(disable)
+	for (int k = 0; k < ROW_SEARCH_STEPS && hi - lo > 1; k++) {
+		__u32 mid = lo + (hi - lo) / 2;
+		__u32 *r = bpf_map_lookup_elem(&unwind_rows, &mid);
+		if (!r)
+			return RULE_NOT_COVERED;
+		if ((*r & 0xffff) <= key)
+			lo = mid;
+		else
+			hi = mid;
+	}
 	__u32 *row = bpf_map_lookup_elem(&unwind_rows, &lo);
 	if (!row)
 		return RULE_NOT_COVERED;
@@ -410,16 +382,18 @@ static __always_inline long table_step(struct unwind_state *st, struct sample *s
 	}
 	if (cfa <= st->sp)
 		return unwind_stop(st, s, STOP_NO_PROGRESS);
-	__u64 ra = 0;
-	if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8)))
+	/* [0]: the saved RBP when it is next to the return address (push %rbp first: CFA-16), [1]: RA */
+	__u64 pair[2] = {};
+	int adjacent = aux == RBP_SAVED && rbp_off == -16;
+	if (bpf_probe_read_user(adjacent ? &pair[0] : &pair[1], adjacent ? 16 : 8, (void *)(cfa - (adjacent ? 16 : 8))))
 		return unwind_stop(st, s, STOP_READ_FAILED);
-	if (ra == 0)
+	if (pair[1] == 0)
 		return unwind_stop(st, s, STOP_ZERO_RA);
+	__u64 ra = pair[1];
 	if (aux == RBP_SAVED) {
-		__u64 bp = 0;
-		if (bpf_probe_read_user(&bp, sizeof(bp), (void *)(cfa + (__s64)rbp_off)))
+		if (!adjacent && bpf_probe_read_user(&pair[0], 8, (void *)(cfa + (__s64)rbp_off)))
 			return unwind_stop(st, s, STOP_READ_FAILED);
-		st->bp = bp;
+		st->bp = pair[0];
 		st->bp_known = 1;
 	} else if (aux != RBP_UNCHANGED) {
 		st->bp_known = 0;
