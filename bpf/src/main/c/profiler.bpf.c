@@ -155,7 +155,35 @@ struct unwind_state {
 	__u8 pad;
 	__u32 table_frames;
 	__u32 fp_frames;
+	/*
+	 * The last mapping found and its table's header, copied here (most frames of a stack are in one
+	 * binary): a frame whose pc is in [m_start, m_end) skips the mapping search and the table lookup.
+	 * Empty (m_end == m_start == 0) until the first search succeeds.
+	 */
+	__u64 m_start;
+	__u64 m_end;
+	__u64 m_bias;
+	__u32 m_kind;
+	__u32 m_table_id;
+	__u64 t_pc_base;
+	__u32 t_page_start;
+	__u32 t_page_count; /* 0: no table (not loaded, evicted) */
+	__u32 t_row_start;
+	__u32 t_rule_start;
 };
+
+/*
+ * The walk's state, per CPU (a perf_event program does not nest on a CPU). In a map value rather than on
+ * the stack so that the verifier tracks none of its values: every unwind_step starts from the same
+ * verifier state, so the step is verified once, not once per combination of values the caller's stack
+ * could hold after each earlier step (which had brought the program close to the 1M-instruction limit).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct unwind_state);
+} unwind_scratch SEC(".maps");
 
 /*
  * True if addr is a return address: the bytes before it are `call rel32` (e8) or `call *disp32(%rip)`
@@ -230,102 +258,92 @@ static __always_inline long unwind_stop(struct unwind_state *st, struct sample *
 	return 1;
 }
 
-/* A bounded binary search's state: the answer is lo, the last index whose key is <= key. */
-struct search {
-	__u32 lo;
-	__u32 hi;
-	__u64 key;
-	__u32 failed;
-};
-
-/* One halving step over the mappings array (by start address). Its own callback: verified once. */
-static long mapping_search_step(__u32 k, struct search *c)
-{
-	if (c->hi - c->lo <= 1)
-		return 1;
-	__u32 mid = c->lo + (c->hi - c->lo) / 2;
-	struct exec_mapping *m = bpf_map_lookup_elem(&mappings, &mid);
-	if (!m) {
-		c->failed = 1;
-		return 1;
-	}
-	if (m->start <= c->key)
-		c->lo = mid;
-	else
-		c->hi = mid;
-	return 0;
-}
-
-/* One halving step over a page's rows (by pc_low). */
-static long row_search_step(__u32 k, struct search *c)
-{
-	if (c->hi - c->lo <= 1)
-		return 1;
-	__u32 mid = c->lo + (c->hi - c->lo) / 2;
-	__u32 *row = bpf_map_lookup_elem(&unwind_rows, &mid);
-	if (!row) {
-		c->failed = 1;
-		return 1;
-	}
-	if ((*row & 0xffff) <= c->key)
-		c->lo = mid;
-	else
-		c->hi = mid;
-	return 0;
-}
-
-/* The mapping of this process containing pc, by binary search over its sorted slice. */
-static __always_inline struct exec_mapping *find_mapping(struct unwind_state *st, __u64 pc)
+/*
+ * Finds the mapping of this process containing pc (binary search over its sorted slice) and copies it and
+ * its table's header into st. Returns 0 if no mapping contains pc (st unchanged).
+ */
+static __always_inline int load_mapping(struct unwind_state *st, __u64 pc)
 {
 	if (st->proc_count == 0)
 		return 0;
-	struct search c = {.lo = st->proc_first, .hi = st->proc_first + st->proc_count, .key = pc};
-	bpf_loop(MAPPING_SEARCH_STEPS, mapping_search_step, &c, 0);
-	if (c.failed)
-		return 0;
-	__u32 lo = c.lo;
+	/* Binary search: lo ends at the last mapping whose start is <= pc. */
+	__u32 lo = st->proc_first, hi = st->proc_first + st->proc_count;
+#pragma clang loop unroll(disable)
+	for (int k = 0; k < MAPPING_SEARCH_STEPS && hi - lo > 1; k++) {
+		__u32 mid = lo + (hi - lo) / 2;
+		struct exec_mapping *mm = bpf_map_lookup_elem(&mappings, &mid);
+		if (!mm)
+			return 0;
+		if (mm->start <= pc)
+			lo = mid;
+		else
+			hi = mid;
+	}
 	struct exec_mapping *m = bpf_map_lookup_elem(&mappings, &lo);
 	if (!m || pc < m->start || pc >= m->end)
 		return 0;
-	return m;
+	st->m_start = m->start;
+	st->m_end = m->end;
+	st->m_bias = m->bias;
+	st->m_kind = m->kind;
+	st->m_table_id = m->table_id;
+	st->t_page_count = 0;
+	if (m->kind == MAPPING_TABLE) {
+		__u32 table_id = m->table_id;
+		struct unwind_table *t = bpf_map_lookup_elem(&unwind_tables, &table_id);
+		if (t) {
+			st->t_pc_base = t->pc_base;
+			st->t_page_start = t->page_start;
+			st->t_page_count = t->page_count;
+			st->t_row_start = t->row_start;
+			st->t_rule_start = t->rule_start;
+		}
+	}
+	return 1;
 }
 
 #define RULE_NOT_COVERED 0xffULL
 
-/* The rule for a file vaddr in a table: page by pc >> 16, then a bounded search of the page's rows. */
-static __always_inline __u64 table_rule(__u32 table_id, __u64 vaddr)
+/* The rule for a file vaddr in st's table: page by pc >> 16, then a bounded search of the page's rows. */
+static __always_inline __u64 table_rule(struct unwind_state *st, __u64 vaddr)
 {
-	struct unwind_table *t = bpf_map_lookup_elem(&unwind_tables, &table_id);
-	if (!t || t->page_count == 0 || vaddr < t->pc_base)
+	if (st->t_page_count == 0 || vaddr < st->t_pc_base)
 		return RULE_NOT_COVERED;
-	__u64 p = (vaddr - t->pc_base) >> 16;
-	if (p >= t->page_count)
+	__u64 p = (vaddr - st->t_pc_base) >> 16;
+	if (p >= st->t_page_count)
 		return RULE_NOT_COVERED;
-	__u32 pidx = t->page_start + (__u32)p;
+	__u32 pidx = st->t_page_start + (__u32)p;
 	struct unwind_page *pg = bpf_map_lookup_elem(&unwind_pages, &pidx);
 	if (!pg)
 		return RULE_NOT_COVERED;
 	if (pg->row_count == 0)
 		return RULE_STOP | ((__u64)STOP_NO_UNWIND_INFO << 8);
-	__u32 rule_start = t->rule_start;
-	struct search c = {.lo = t->row_start + pg->first_row, .key = vaddr & 0xffff};
-	c.hi = c.lo + pg->row_count;
-	bpf_loop(ROW_SEARCH_STEPS, row_search_step, &c, 0);
-	if (c.failed)
-		return RULE_NOT_COVERED;
-	__u32 lo = c.lo;
+	/* Binary search: lo ends at the page's last row whose pc_low is <= the key (the first row's is 0). */
+	__u32 key = vaddr & 0xffff;
+	__u32 lo = st->t_row_start + pg->first_row, hi = lo + pg->row_count;
+#pragma clang loop unroll(disable)
+	for (int k = 0; k < ROW_SEARCH_STEPS && hi - lo > 1; k++) {
+		__u32 mid = lo + (hi - lo) / 2;
+		__u32 *r = bpf_map_lookup_elem(&unwind_rows, &mid);
+		if (!r)
+			return RULE_NOT_COVERED;
+		if ((*r & 0xffff) <= key)
+			lo = mid;
+		else
+			hi = mid;
+	}
 	__u32 *row = bpf_map_lookup_elem(&unwind_rows, &lo);
 	if (!row)
 		return RULE_NOT_COVERED;
-	__u32 ridx = rule_start + (*row >> 16);
+	__u32 ridx = st->t_rule_start + (*row >> 16);
 	__u64 *rule = bpf_map_lookup_elem(&unwind_rules, &ridx);
 	return rule ? *rule : RULE_NOT_COVERED;
 }
 
 /* One table step: caller's pc/sp/bp from the rule at pc. Returns 1 to stop. */
-static __always_inline long table_step(struct unwind_state *st, struct sample *s, struct exec_mapping *m, __u64 lookup_pc)
+static __always_inline long table_step(struct unwind_state *st, struct sample *s, __u64 lookup_pc)
 {
-	__u64 rule = table_rule(m->table_id, lookup_pc - m->bias);
+	__u64 rule = table_rule(st, lookup_pc - st->m_bias);
 	if (rule == RULE_NOT_COVERED)
 		return unwind_stop(st, s, STOP_NO_TABLE);
 	__u32 kind = rule & 0xff;
@@ -368,16 +386,18 @@ static __always_inline long table_step(struct unwind_state *st, struct sample *s
 	}
 	if (cfa <= st->sp)
 		return unwind_stop(st, s, STOP_NO_PROGRESS);
-	__u64 ra = 0;
-	if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8)))
+	/* [0]: the saved RBP when it is next to the return address (push %rbp first: CFA-16), [1]: RA */
+	__u64 pair[2] = {};
+	int adjacent = aux == RBP_SAVED && rbp_off == -16;
+	if (bpf_probe_read_user(adjacent ? &pair[0] : &pair[1], adjacent ? 16 : 8, (void *)(cfa - (adjacent ? 16 : 8))))
 		return unwind_stop(st, s, STOP_READ_FAILED);
-	if (ra == 0)
+	if (pair[1] == 0)
 		return unwind_stop(st, s, STOP_ZERO_RA);
+	__u64 ra = pair[1];
 	if (aux == RBP_SAVED) {
-		__u64 bp = 0;
-		if (bpf_probe_read_user(&bp, sizeof(bp), (void *)(cfa + (__s64)rbp_off)))
+		if (!adjacent && bpf_probe_read_user(&pair[0], 8, (void *)(cfa + (__s64)rbp_off)))
 			return unwind_stop(st, s, STOP_READ_FAILED);
-		st->bp = bp;
+		st->bp = pair[0];
 		st->bp_known = 1;
 	} else if (aux != RBP_UNCHANGED) {
 		st->bp_known = 0;
@@ -389,23 +409,26 @@ static __always_inline long table_step(struct unwind_state *st, struct sample *s
 }
 
 /* One frame: record pc, then find the caller by the mapping's table or by frame pointers. */
-static long unwind_step(__u32 i, struct unwind_state *st)
+static long unwind_step(__u32 i, void *unused)
 {
 	__u32 zero = 0;
 	struct sample *s = bpf_map_lookup_elem(&scratch, &zero);
-	if (!s)
+	struct unwind_state *st = bpf_map_lookup_elem(&unwind_scratch, &zero);
+	if (!s || !st)
 		return 1;
 	if (!push_frame(s, st, st->pc))
 		return 1;
 	if (!st->have_proc)
 		return fp_step(i, st, s);
 	__u64 lookup_pc = st->exact_pc ? st->pc : st->pc - 1; /* a return address: look inside the call */
-	struct exec_mapping *m = find_mapping(st, lookup_pc);
-	if (!m || m->kind == MAPPING_FP)
+	/* Unsigned: also a miss while the cache is empty. */
+	if (lookup_pc - st->m_start >= st->m_end - st->m_start && !load_mapping(st, lookup_pc))
+		return fp_step(i, st, s); /* in no mapping Java knows: frame pointers */
+	if (st->m_kind == MAPPING_FP)
 		return fp_step(i, st, s); /* JIT or anonymous code, Go: frame pointers */
-	if (m->kind == MAPPING_STOP)
-		return unwind_stop(st, s, m->table_id);
-	return table_step(st, s, m, lookup_pc);
+	if (st->m_kind == MAPPING_STOP)
+		return unwind_stop(st, s, st->m_table_id);
+	return table_step(st, s, lookup_pc);
 }
 
 SEC("perf_event")
@@ -459,44 +482,47 @@ int sample_cpu(struct perf_event_ctx *ctx)
 		nk = MAX_KERNEL_FRAMES;
 	s->kernel_frames = nk;
 
-	struct unwind_state st = {};
-	st.base = nk;
-	st.bp_known = 1;
-	st.exact_pc = 1;
+	struct unwind_state *st = bpf_map_lookup_elem(&unwind_scratch, &zero);
+	if (!st)
+		return 0;
+	__builtin_memset(st, 0, sizeof(*st));
+	st->base = nk;
+	st->bp_known = 1;
+	st->exact_pc = 1;
 	struct proc_unwind *pu = bpf_map_lookup_elem(&procs, &tgid);
 	if (pu && pu->start_ticks == s->start_boottime / NSEC_PER_TICK) {
-		st.have_proc = 1;
-		st.proc_first = pu->first;
-		st.proc_count = pu->count;
+		st->have_proc = 1;
+		st->proc_first = pu->first;
+		st->proc_count = pu->count;
 	} else if (!(task->flags & PF_KTHREAD)) {
-		st.flags |= SAMPLE_F_FP_FALLBACK;
+		st->flags |= SAMPLE_F_FP_FALLBACK;
 		count(STAT_FP_FALLBACK);
 	}
 	if (!(task->flags & PF_KTHREAD)) {
 		if (user_mode) {
-			st.pc = ctx->regs.ip;
-			st.sp = ctx->regs.sp;
-			st.bp = ctx->regs.bp;
+			st->pc = ctx->regs.ip;
+			st->sp = ctx->regs.sp;
+			st->bp = ctx->regs.bp;
 		} else {
 			/* In the kernel: the user registers saved at kernel entry. */
 			struct pt_regs *uregs = (struct pt_regs *)bpf_task_pt_regs(task);
-			st.pc = BPF_CORE_READ(uregs, ip);
-			st.sp = BPF_CORE_READ(uregs, sp);
-			st.bp = BPF_CORE_READ(uregs, bp);
+			st->pc = BPF_CORE_READ(uregs, ip);
+			st->sp = BPF_CORE_READ(uregs, sp);
+			st->bp = BPF_CORE_READ(uregs, bp);
 		}
-		if (st.pc)
-			bpf_loop(MAX_USER_FRAMES + 1, unwind_step, &st, 0);
+		if (st->pc)
+			bpf_loop(MAX_USER_FRAMES + 1, unwind_step, 0, 0);
 	}
-	if (st.flags & SAMPLE_F_USER_TRUNCATED)
+	if (st->flags & SAMPLE_F_USER_TRUNCATED)
 		count(STAT_USER_TRUNCATED);
-	if (st.flags & SAMPLE_F_USER_READ_ERROR)
+	if (st->flags & SAMPLE_F_USER_READ_ERROR)
 		count(STAT_USER_READ_ERRORS);
-	if (st.flags & SAMPLE_F_UNWIND_STOPPED)
+	if (st->flags & SAMPLE_F_UNWIND_STOPPED)
 		count(STAT_UNWIND_STOPPED);
-	add(STAT_TABLE_FRAMES, st.table_frames);
-	add(STAT_FP_FRAMES, st.fp_frames);
-	s->flags |= st.flags;
-	__u32 nu = st.n;
+	add(STAT_TABLE_FRAMES, st->table_frames);
+	add(STAT_FP_FRAMES, st->fp_frames);
+	s->flags |= st->flags;
+	__u32 nu = st->n;
 	if (nu > MAX_USER_FRAMES)
 		nu = MAX_USER_FRAMES;
 	s->user_frames = nu;
