@@ -16,14 +16,28 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * {@code ./loupe bench overhead [--rounds N] [--work ROUNDS] [--warmup SECONDS]}: a CPU-bound workload run
+ * {@code ./loupe bench overhead [--rounds N] [--work ROUNDS] [--warmup SECONDS] [--unwind-tables on|off]
+ * [--baseline-jar JAR]}: a CPU-bound workload run
  * without the agent, with it at 19 Hz and at 99 Hz, interleaved in random order within each round of the
  * same run. Prints the workload slowdown, the agent's CPU seconds per wall second in steady state (after
  * the warm-up: an always-on agent's start-up is paid once) and during start-up, its peak RSS, and the BPF
  * program's run_time_ns/run_cnt (kernel.bpf_stats_enabled is switched on for the run and restored).
+ * {@code --baseline-jar} adds the same two rates with another build of the agent (e.g. an earlier commit's
+ * {@code agent/target/loupe-agent.jar}, run with the same JVM options and no extra agent options),
+ * interleaved in the same rounds, so the two builds are compared in one run.
  */
 public final class OverheadBench {
-    enum Mode { NONE, HZ19, HZ99 }
+    enum Mode {
+        NONE(0, false), HZ19(19, false), HZ99(99, false), BASE19(19, true), BASE99(99, true);
+
+        final int hz;
+        final boolean baseline;
+
+        Mode(int hz, boolean baseline) {
+            this.hz = hz;
+            this.baseline = baseline;
+        }
+    }
 
     record Run(Mode mode, double workloadSeconds, double agentCpuPerWall, long agentPeakRssKb, long bpfRunNs,
                long bpfRunCount, double startupCpuSeconds) {}
@@ -31,6 +45,7 @@ public final class OverheadBench {
     private static final long CLK_TCK = 100; // USER_HZ on Linux x86-64
     /** Extra agent options: "--unwind-tables off" measures the frame-pointer-only agent. */
     private static String agentArgs = "";
+    private static Path baselineJar;
 
     public static void main(String[] args) throws Exception {
         int rounds = 5;
@@ -42,8 +57,10 @@ public final class OverheadBench {
                 case "--work" -> work = Long.parseLong(args[++i]);
                 case "--warmup" -> warmup = Integer.parseInt(args[++i]);
                 case "--unwind-tables" -> agentArgs = "--unwind-tables " + args[++i];
+                case "--baseline-jar" -> baselineJar = Path.of(args[++i]).toAbsolutePath();
                 default -> throw new IllegalArgumentException("unknown argument " + args[i]
-                        + " (usage: overhead [--rounds N] [--work ROUNDS] [--warmup SECONDS] [--unwind-tables on|off])");
+                        + " (usage: overhead [--rounds N] [--work ROUNDS] [--warmup SECONDS] [--unwind-tables on|off]"
+                        + " [--baseline-jar JAR])");
             }
         }
         Path tmp = Files.createTempDirectory("loupe-bench");
@@ -59,7 +76,7 @@ public final class OverheadBench {
             System.out.printf("warm-up: workload alone%n");
             runWorkload(workload, work);
             for (int r = 1; r <= rounds; r++) {
-                List<Mode> order = new ArrayList<>(List.of(Mode.values()));
+                List<Mode> order = new ArrayList<>(modes());
                 Collections.shuffle(order, rnd);
                 for (Mode m : order) {
                     Run run = runOnce(m, workload, work, tmp, warmup);
@@ -83,7 +100,7 @@ public final class OverheadBench {
         double base = median(by.get(Mode.NONE).stream().mapToDouble(Run::workloadSeconds).toArray());
         System.out.println();
         System.out.println("mode   workload_median_s  slowdown  agent_cpu_mean  agent_cpu_median  agent_startup_cpu_s  agent_peak_rss_MB  bpf_ns_per_run");
-        for (Mode m : Mode.values()) {
+        for (Mode m : modes()) {
             List<Run> rs = by.get(m);
             double med = median(rs.stream().mapToDouble(Run::workloadSeconds).toArray());
             if (m == Mode.NONE) {
@@ -107,16 +124,17 @@ public final class OverheadBench {
         if (mode == Mode.NONE) {
             return new Run(mode, runWorkload(workload, work), 0, 0, 0, 0, 0);
         }
-        int hz = mode == Mode.HZ19 ? 19 : 99;
+        int hz = mode.hz;
         Path out = Files.createTempDirectory(tmp, "out");
-        Path log = tmp.resolve("agent-" + hz + ".log");
+        Path log = tmp.resolve("agent-" + mode + ".log");
         List<String> cmd = new ArrayList<>();
         cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         String opts = System.getenv().getOrDefault("LOUPE_AGENT_JVM_OPTS", "--enable-native-access=ALL-UNNAMED");
         cmd.addAll(List.of(opts.trim().split("\\s+")));
-        cmd.addAll(List.of("-jar", System.getProperty("loupe.agent.jar"), "run", "--frequency", Integer.toString(hz),
+        String jar = mode.baseline ? baselineJar.toString() : System.getProperty("loupe.agent.jar");
+        cmd.addAll(List.of("-jar", jar, "run", "--frequency", Integer.toString(hz),
                 "--output", out.toString(), "--http", "off"));
-        if (!agentArgs.isBlank()) {
+        if (!agentArgs.isBlank() && !mode.baseline) {
             cmd.addAll(List.of(agentArgs.trim().split("\\s+")));
         }
         Process agent = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
@@ -152,6 +170,10 @@ public final class OverheadBench {
             agent.waitFor(30, TimeUnit.SECONDS);
             agent.destroyForcibly();
         }
+    }
+
+    private static List<Mode> modes() {
+        return java.util.Arrays.stream(Mode.values()).filter(m -> !m.baseline || baselineJar != null).toList();
     }
 
     private static double runWorkload(Path workload, long work) throws IOException, InterruptedException {
