@@ -62,6 +62,7 @@ enum stat {
 struct config {
 	__u32 filter_pids;  /* 1: only pids in pid_filter */
 	__u32 wakeup_bytes; /* wake user space once this much data is waiting */
+	__u32 fallback_wakeup; /* 1 (unwind tables on): a sample of a process without unwind state wakes user space */
 };
 
 /*

@@ -122,6 +122,12 @@ public final class Main {
                 config.pids().isEmpty() ? pid -> true : config.pids()::contains);
         if (config.unwindTables()) {
             agent.unwindTables(unwind);
+            try {
+                sampler.wakeOnUnwindFallback(true);
+            } catch (BpfException e) {
+                System.err.println("loupe: " + e.getMessage());
+                return 1;
+            }
             unwind.start();
         }
         if (!config.probes().isEmpty()) {

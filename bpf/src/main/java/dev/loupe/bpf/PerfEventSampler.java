@@ -32,6 +32,8 @@ public final class PerfEventSampler implements AutoCloseable {
     public record ProgramStats(long runTimeNs, long runCount) {}
 
     private final int frequencyHz;
+    private boolean filterPids;
+    private int wakeupBytes;
     private BpfObject object;
     private BpfMap stats;
     private BpfProgram program;
@@ -114,12 +116,10 @@ public final class PerfEventSampler implements AutoCloseable {
             for (int pid : pids) {
                 filter.update(pid, one, BpfMap.BPF_ANY);
             }
-            // Wake user space when a quarter is full; otherwise the poll timeout paces consumption.
-            MemorySegment cfg = a.allocate(KernelAbi.CONFIG);
-            cfg.set(JAVA_INT, KernelAbi.offset(KernelAbi.CONFIG, "filter_pids"), pids.isEmpty() ? 0 : 1);
-            cfg.set(JAVA_INT, KernelAbi.offset(KernelAbi.CONFIG, "wakeup_bytes"), ringBytes / 4);
-            object.map("config").update(0, cfg, BpfMap.BPF_ANY);
         }
+        filterPids = !pids.isEmpty();
+        wakeupBytes = ringBytes / 4;
+        writeConfig(false);
         ringBuffer = RingBuffer.open(object.map("samples"), this::onRecord);
         program = object.program("sample_cpu");
         for (int cpu : cpus) {
@@ -201,6 +201,27 @@ public final class PerfEventSampler implements AutoCloseable {
                 consumerErrorLogged = true;
                 LOG.log(System.Logger.Level.ERROR, "sample consumer failed (sample lost; logged once)", t);
             }
+        }
+    }
+
+    /**
+     * Whether a sample of a process without unwind state wakes user space at once (at most every 10 ms)
+     * rather than with the next batch: on when unwind tables are in use, since that sample is what gets the
+     * process's tables loaded; off (the default) when every process is walked with frame pointers anyway.
+     */
+    public void wakeOnUnwindFallback(boolean on) throws BpfException {
+        writeConfig(on);
+    }
+
+    // Not under the poll monitor: poll() holds it while it waits. A map update needs no lock of ours.
+    private void writeConfig(boolean fallbackWakeup) throws BpfException {
+        try (Arena a = Arena.ofConfined()) {
+            // Wake user space when a quarter is full; otherwise the poll timeout paces consumption.
+            MemorySegment cfg = a.allocate(KernelAbi.CONFIG);
+            cfg.set(JAVA_INT, KernelAbi.offset(KernelAbi.CONFIG, "filter_pids"), filterPids ? 1 : 0);
+            cfg.set(JAVA_INT, KernelAbi.offset(KernelAbi.CONFIG, "wakeup_bytes"), wakeupBytes);
+            cfg.set(JAVA_INT, KernelAbi.offset(KernelAbi.CONFIG, "fallback_wakeup"), fallbackWakeup ? 1 : 0);
+            object.map("config").update(0, cfg, BpfMap.BPF_ANY);
         }
     }
 
