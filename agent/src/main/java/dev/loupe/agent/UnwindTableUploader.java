@@ -589,7 +589,23 @@ final class UnwindTableUploader implements AutoCloseable {
         if (victim == null) {
             return false;
         }
+        // The processes that use it go back to frame pointers (marked) first: their mappings name this table id,
+        // which the next upload may reuse for another binary; walked with that one their stacks would be wrong.
+        boolean removed = false;
+        if (victim.refs > 0) {
+            for (var e : procs.entrySet()) {
+                ProcEntry p = e.getValue();
+                if (p.tables.contains(victim)) {
+                    target.removeProcess(e.getKey());
+                    p.stale = true; // registered again (re-uploading) on its next sample
+                    removed = true;
+                }
+            }
+        }
         target.clearTable(victim.id);
+        if (removed) {
+            Thread.sleep(1); // a walk already past the process lookup on another CPU ends within microseconds
+        }
         tableIds.release(victim.id, 1);
         pageSlots.release(victim.pageStart, victim.pages);
         rowSlots.release(victim.rowStart, victim.rows);
@@ -599,13 +615,6 @@ final class UnwindTableUploader implements AutoCloseable {
         rowsLoaded -= victim.rows;
         bytesLoaded -= victim.bytes();
         evictions.incrementAndGet();
-        if (victim.refs > 0) {
-            for (ProcEntry p : procs.values()) {
-                if (p.tables.contains(victim)) {
-                    p.stale = true; // registered again (re-uploading) on its next sample
-                }
-            }
-        }
         return true;
     }
 
@@ -639,7 +648,8 @@ final class UnwindTableUploader implements AutoCloseable {
         Map<String, Long> reasons = new HashMap<>();
         failuresByReason.forEach((k, v) -> reasons.put(k, v.get()));
         return new Stats(tablesBuilt.get(), tableFailures.get(), tablesLoaded, rowsLoaded, bytesLoaded, evictions.get(),
-                procs.size(), registrations.get(), registrationFailures.get(), reasons, delayHistogram());
+                procs.values().stream().filter(p -> !p.stale).count(), registrations.get(), registrationFailures.get(), reasons,
+                delayHistogram());
     }
 
     @Override

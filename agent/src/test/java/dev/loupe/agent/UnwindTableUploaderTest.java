@@ -201,6 +201,8 @@ class UnwindTableUploaderTest {
 
         // Process 101 lost its tables: its next sample re-registers it, re-uploading them.
         assertFalse(u.registered(101), "a process whose table was evicted is stale");
+        assertFalse(target.procs.containsKey(101), "and out of the kernel (frame pointers, marked) until registered again:"
+                + " its mappings name table ids that now serve other binaries");
         u.observe(101, 500 * UnwindTableUploader.NANOS_PER_TICK);
         u.scanNow(); // the uploader thread's work, synchronously
         assertTrue(u.registered(101));
