@@ -23,7 +23,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * The kernel memory bound for unwind tables, with real BPF: four frame-pointer-less processes, each running
- * its own copy of a binary whose table is ~70 k rows (12,000 functions at -O1: 11 s to compile), under the
+ * its own copy of deeprec (a 60-deep recursion) linked with 12,000 filler functions, so its table is ~70 k rows (12,000 functions at -O1: 11 s to compile), under the
  * smallest budget (1 MiB: 196,608 rows), so at most two of the four tables fit beside libc's. Tables are evicted and re-uploaded as the processes
  * take turns on the CPU; /metrics counts the evictions, and every sample unwound with a table still has
  * the exact call chain (the others are marked frame-pointer fallback, never silently wrong).
@@ -41,44 +41,33 @@ class UnwindBudgetTest {
         }
     }
 
-    /** deeprec's chain (main -> spin -> recurse x 20 -> leaf) plus FUNCTIONS functions whose CFI makes the table big. */
-    private static String source() {
-        StringBuilder c = new StringBuilder("""
-                #include <stdlib.h>
-                static volatile unsigned long sink;
-                __attribute__((noinline)) void leaf(void) {
-                    unsigned long x = sink;
-                    for (int i = 0; i < 2000000; i++) x = x * 6364136223846793005UL + 1442695040888963407UL;
-                    sink = x;
-                }
-                __attribute__((noinline)) unsigned long recurse(int n) {
-                    volatile unsigned long pad[4];
-                    pad[n & 3] = (unsigned long)n;
-                    if (n <= 1) { leaf(); return pad[n & 3]; }
-                    unsigned long r = recurse(n - 1);
-                    return r + pad[n & 3];
-                }
-                __attribute__((noinline)) void spin(void) { for (;;) sink += recurse(20); }
-                """);
+    /** FUNCTIONS functions whose CFI makes the table big, kept by a global table; linked with deeprec.c. */
+    private static String filler() {
+        StringBuilder c = new StringBuilder("unsigned long recurse(int n);\n");
         for (int i = 0; i < FUNCTIONS; i++) {
             // A frame of its own and a call: each gets several CFA rows.
             c.append("__attribute__((noinline)) unsigned long f").append(i)
                     .append("(unsigned long x) { volatile unsigned long pad[").append(i % 4 + 1)
                     .append("]; pad[0] = x; return pad[0] + (x ? 0 : recurse(1)); }\n");
         }
-        c.append("unsigned long (*const table[])(unsigned long) = {");
+        c.append("unsigned long (*const filler_table[])(unsigned long) = {");
         for (int i = 0; i < FUNCTIONS; i++) {
             c.append(i == 0 ? "" : ",").append('f').append(i);
         }
-        c.append("};\nint main(int argc, char **argv) { if (argc > 5) sink += table[argc](1); spin(); return 0; }\n");
-        return c.toString();
+        return c.append("};\n").toString();
     }
 
     @Test
     void smallBudgetEvictsAndReloadsAndStacksStayExact() throws Exception {
-        Path src = Files.writeString(dir.resolve("bigtable.c"), source());
+        // deeprec.c as FramePointerFreeStacksTest builds it, plus the filler (-O1: it compiles in ~10 s).
+        Path filler = Files.writeString(dir.resolve("filler.c"), filler());
+        Path deeprecObj = dir.resolve("deeprec.o");
+        Path fillerObj = dir.resolve("filler.o");
+        Commands.run(List.of("gcc", "-O2", "-fomit-frame-pointer", "-c", Targets.SOURCES.resolve("deeprec.c").toString(),
+                "-o", deeprecObj.toString()), 120).check();
+        Commands.run(List.of("gcc", "-O1", "-fomit-frame-pointer", "-c", filler.toString(), "-o", fillerObj.toString()), 600).check();
         Path bin = dir.resolve("bigtable-0");
-        Commands.run(List.of("gcc", "-O1", "-fomit-frame-pointer", src.toString(), "-o", bin.toString()), 600).check();
+        Commands.run(List.of("gcc", deeprecObj.toString(), fillerObj.toString(), "-o", bin.toString()), 120).check();
         List<Long> pids = new ArrayList<>();
         for (int i = 0; i < 4; i++) {
             Path copy = dir.resolve("bigtable-" + i); // a file of its own: a table of its own
@@ -118,8 +107,8 @@ class UnwindBudgetTest {
         assertEquals(1, files.size(), files.toString());
         Profiles.checked(files.get(0));
         List<String> chain = new ArrayList<>(List.of("leaf"));
-        chain.addAll(Collections.nCopies(20, "recurse"));
-        chain.addAll(List.of("spin", "main"));
+        chain.addAll(Collections.nCopies(60, "recurse"));
+        chain.addAll(List.of("spin_forever", "main"));
         long tableSamples = 0;
         for (long pid : pids) {
             long leaf = 0;
