@@ -81,7 +81,8 @@ final class SampleProcessor implements Consumer<RawSample> {
         labels.add(Label.num("tid", s.tid()));
         labels.add(Label.str("comm", s.comm()));
         labels.add(Label.str("thread_comm", s.threadComm()));
-        labels.addAll((s.flags() & RawSample.FP_FALLBACK) != 0 ? FP_FALLBACK : NO_EXTRA);
+        // Without tables (--unwind-tables off) frame pointers are the choice, not a fallback: no label.
+        labels.addAll(u != null && (s.flags() & RawSample.FP_FALLBACK) != 0 ? FP_FALLBACK : NO_EXTRA);
         for (ProfileWindow w : windows) {
             w.add(frames, labels);
         }

@@ -163,6 +163,23 @@ class AgentTest {
     }
 
     @Test
+    void withoutUnwindTablesFramePointerSamplesAreNotLabelledFallback() throws Exception {
+        ManualClock clock = new ManualClock();
+        FakeSource source = new FakeSource();
+        MemorySink sink = new MemorySink();
+        Agent agent = agent(19, Duration.ofSeconds(10), source, List.of(sink), clock);
+        agent.start();
+        source.queue.add(new RawSample(9, 9, 0, "proc9", "thr9", 0, 0, RawSample.FP_FALLBACK, new long[0], new long[] {0x1100}));
+        awaitTrue(() -> source.queue.isEmpty());
+        Thread.sleep(50);
+        agent.stop();
+        Profile p = sink.profiles.get(0);
+        assertEquals(1, p.getSampleCount());
+        List<String> keys = p.getSample(0).getLabelList().stream().map(l -> p.getStringTable((int) l.getKey())).toList();
+        assertEquals(List.of("pid", "tid", "comm", "thread_comm"), keys, "no unwind=frame_pointers when tables are off");
+    }
+
+    @Test
     void rotatesEveryIntervalAndFlushesPartialIntervalOnStop() throws Exception {
         ManualClock clock = new ManualClock();
         FakeSource source = new FakeSource();
