@@ -31,7 +31,10 @@ import java.util.Map;
  * <p>Not thread-safe: callers that feed one builder from several threads must synchronize.
  */
 public final class ProfileBuilder {
-    private final long periodNanos;
+    /** A pprof sample type by name, e.g. {@code ("calls", "count")}. */
+    public record SampleType(String type, String unit) {}
+
+    private final long period;
     private final long startEpochNanos;
 
     private final Map<String, Integer> stringIds = new HashMap<>();
@@ -48,8 +51,9 @@ public final class ProfileBuilder {
     private final List<List<dev.loupe.pprof.proto.Label>> labelSets = new ArrayList<>();
     private final Map<SampleKey, long[]> samples = new LinkedHashMap<>(); // insertion order = output order
     private final List<Long> comments = new ArrayList<>();
-    private final ValueType samplesCount;
-    private final ValueType cpuNanos;
+    private final List<ValueType> sampleTypes = new ArrayList<>();
+    private final int periodTypeIndex;
+    private final boolean cpu; // samples/count + cpu/nanoseconds, added by count
     private long totalCount;
 
     private record MappingKey(long start, long limit, long offset, String file, String buildId, boolean hasFunctions) {}
@@ -86,14 +90,36 @@ public final class ProfileBuilder {
      * @param startEpochNanos window start, wall clock nanoseconds since the epoch (becomes time_nanos)
      */
     public ProfileBuilder(long periodNanos, long startEpochNanos) {
-        if (periodNanos <= 0) {
-            throw new IllegalArgumentException("period must be positive: " + periodNanos);
+        this(startEpochNanos, List.of(new SampleType("samples", "count"), new SampleType("cpu", "nanoseconds")), 1,
+                periodNanos, true);
+    }
+
+    /**
+     * A profile with other sample types (e.g. latency: calls/count and latency/nanoseconds); samples are
+     * added with {@link #addSample(long[], long[], List)}, one value per type.
+     *
+     * @param periodTypeIndex which of {@code types} the period is counted in
+     * @param period          what one count of that type stands for, > 0
+     */
+    public ProfileBuilder(long startEpochNanos, List<SampleType> types, int periodTypeIndex, long period) {
+        this(startEpochNanos, types, periodTypeIndex, period, false);
+    }
+
+    private ProfileBuilder(long startEpochNanos, List<SampleType> types, int periodTypeIndex, long period, boolean cpu) {
+        if (period <= 0) {
+            throw new IllegalArgumentException("period must be positive: " + period);
         }
-        this.periodNanos = periodNanos;
+        if (types.isEmpty() || periodTypeIndex < 0 || periodTypeIndex >= types.size()) {
+            throw new IllegalArgumentException("period type " + periodTypeIndex + " of " + types.size() + " sample types");
+        }
+        this.period = period;
         this.startEpochNanos = startEpochNanos;
+        this.periodTypeIndex = periodTypeIndex;
+        this.cpu = cpu;
         intern(""); // pprof requires string_table[0] == ""
-        samplesCount = valueType("samples", "count");
-        cpuNanos = valueType("cpu", "nanoseconds");
+        for (SampleType t : types) {
+            sampleTypes.add(valueType(t.type(), t.unit()));
+        }
     }
 
     /**
@@ -175,6 +201,33 @@ public final class ProfileBuilder {
         if (count <= 0) {
             throw new IllegalArgumentException("count must be positive: " + count);
         }
+        if (!cpu) {
+            throw new IllegalStateException("addSample(count) is for CPU profiles; give one value per sample type");
+        }
+        long[] total = totals(locationIds, labels);
+        total[0] += count;
+        total[1] += count * period;
+        totalCount += count;
+    }
+
+    /**
+     * Adds one value per sample type to the sample of this stack and labels (summed with an identical one).
+     *
+     * @param values one per sample type, in the constructor's order
+     */
+    public void addSample(long[] locationIds, long[] values, List<Label> labels) {
+        if (values.length != sampleTypes.size()) {
+            throw new IllegalArgumentException(values.length + " values for " + sampleTypes.size() + " sample types");
+        }
+        long[] total = totals(locationIds, labels);
+        for (int i = 0; i < values.length; i++) {
+            total[i] += values[i];
+        }
+        totalCount += values[0];
+    }
+
+    /** The running values of the sample with this stack and labels (a new one at zero). */
+    private long[] totals(long[] locationIds, List<Label> labels) {
         int known = locations.size();
         for (long id : locationIds) {
             if (id < 1 || id > known) {
@@ -185,11 +238,10 @@ public final class ProfileBuilder {
         int hash = 31 * Arrays.hashCode(locationIds) + set;
         long[] total = samples.get(new SampleKey(locationIds, set, hash));
         if (total == null) {
-            total = new long[1];
+            total = new long[sampleTypes.size()];
             samples.put(new SampleKey(locationIds.clone(), set, hash), total); // copy only when new
         }
-        total[0] += count;
-        totalCount += count;
+        return total;
     }
 
     private int labelSet(List<Label> labels) {
@@ -229,7 +281,7 @@ public final class ProfileBuilder {
         return samples.size();
     }
 
-    /** Sum of all sample counts so far. */
+    /** Sum of all sample counts (the first sample type's values) so far. */
     public long totalCount() {
         return totalCount;
     }
@@ -242,19 +294,20 @@ public final class ProfileBuilder {
      */
     public Profile build(long endEpochNanos) {
         Profile.Builder p = Profile.newBuilder()
-                .addSampleType(samplesCount)
-                .addSampleType(cpuNanos)
-                .setPeriodType(cpuNanos)
-                .setPeriod(periodNanos)
+                .addAllSampleType(sampleTypes)
+                .setPeriodType(sampleTypes.get(periodTypeIndex))
+                .setPeriod(period)
                 .setTimeNanos(startEpochNanos)
                 .setDurationNanos(Math.max(1, endEpochNanos - startEpochNanos));
         for (Map.Entry<SampleKey, long[]> e : samples.entrySet()) {
-            long n = e.getValue()[0];
             Sample.Builder s = p.addSampleBuilder();
             for (long id : e.getKey().stack) {
                 s.addLocationId(id);
             }
-            s.addValue(n).addValue(n * periodNanos).addAllLabel(labelSets.get(e.getKey().labelSet));
+            for (long v : e.getValue()) {
+                s.addValue(v);
+            }
+            s.addAllLabel(labelSets.get(e.getKey().labelSet));
         }
         return p.addAllMapping(mappings)
                 .addAllLocation(locations)

@@ -41,6 +41,28 @@ class ProfileBuilderTest {
     }
 
     @Test
+    void otherSampleTypesTakeOneValuePerTypeAndSumThem() {
+        ProfileBuilder b = new ProfileBuilder(T0, List.of(new ProfileBuilder.SampleType("calls", "count"),
+                new ProfileBuilder.SampleType("latency", "nanoseconds")), 0, 1);
+        long m = b.mapping(0, 0x1000, 0, "/bin/app", null, true);
+        long f = b.location(m, 0x100, "work", null);
+        b.addSample(new long[] {f}, new long[] {3, 3_000}, List.of(Label.num("le_us", 4, "microseconds")));
+        b.addSample(new long[] {f}, new long[] {2, 7_000}, List.of(Label.num("le_us", 4, "microseconds")));
+        b.addSample(new long[] {f}, new long[] {1, 9_000}, List.of(Label.num("le_us", 16, "microseconds")));
+        assertThrows(IllegalArgumentException.class, () -> b.addSample(new long[] {f}, new long[] {1}, List.of()));
+        assertThrows(IllegalStateException.class, () -> b.addSample(new long[] {f}, 1, List.of()),
+                "the CPU form needs the CPU sample types");
+        Profile p = b.build(T0 + 5);
+        assertEquals(List.of("calls", "latency"), p.getSampleTypeList().stream().map(t -> s(p, t.getType())).toList());
+        assertEquals("calls", s(p, p.getPeriodType().getType()));
+        assertEquals(1, p.getPeriod());
+        assertEquals(2, p.getSampleCount());
+        assertEquals(List.of(5L, 10_000L), p.getSample(0).getValueList(), "identical stack and labels are summed");
+        assertEquals(List.of(1L, 9_000L), p.getSample(1).getValueList());
+        assertEquals(6, b.totalCount());
+    }
+
+    @Test
     void mappingsAreDeduplicatedOnEveryField() {
         ProfileBuilder b = new ProfileBuilder(PERIOD, T0);
         assertEquals(1, b.mapping(0x1000, 0x2000, 0, "/a", "b1", true));
