@@ -107,25 +107,27 @@ public final class Main {
         Symbolizer symbolizer = Symbolizer.create(Symbolizer.Options.defaults(), processes);
         Agent agent = new Agent(config.frequencyHz(), config.interval(), new KernelSampleSource(sampler), symbolizer,
                 List.copyOf(sinks), Clocks.system(), Agent.Options.defaults(Map.of("node", HostName.get())));
-        UnwindTableUploader unwind = new UnwindTableUploader(new KernelUnwindTarget(sampler.unwindMaps()),
-                new UnwindTableUploader.TableBuilder() {
-                    @Override
-                    public dev.loupe.unwinder.ehframe.UnwindTable build(java.nio.file.Path file) throws Exception {
-                        return dev.loupe.unwinder.ehframe.UnwindTableBuilder.build(file);
-                    }
-
-                    @Override
-                    public dev.loupe.unwinder.ehframe.UnwindTable build(String name, java.nio.ByteBuffer image) throws Exception {
-                        return dev.loupe.unwinder.ehframe.UnwindTableBuilder.build(name, image);
-                    }
-                }, processes, java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(500), System::nanoTime,
-                config.pids().isEmpty() ? pid -> true : config.pids()::contains);
         if (config.unwindTables()) {
+            // Only with tables: the uploader listens to the process registry and queues every new process.
+            UnwindTableUploader unwind = new UnwindTableUploader(new KernelUnwindTarget(sampler.unwindMaps()),
+                    new UnwindTableUploader.TableBuilder() {
+                        @Override
+                        public dev.loupe.unwinder.ehframe.UnwindTable build(java.nio.file.Path file) throws Exception {
+                            return dev.loupe.unwinder.ehframe.UnwindTableBuilder.build(file);
+                        }
+
+                        @Override
+                        public dev.loupe.unwinder.ehframe.UnwindTable build(String name, java.nio.ByteBuffer image) throws Exception {
+                            return dev.loupe.unwinder.ehframe.UnwindTableBuilder.build(name, image);
+                        }
+                    }, processes, java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(500), System::nanoTime,
+                    config.pids().isEmpty() ? pid -> true : config.pids()::contains);
             agent.unwindTables(unwind);
             try {
                 sampler.wakeOnUnwindFallback(true);
             } catch (BpfException e) {
                 System.err.println("loupe: " + e.getMessage());
+                sampler.close();
                 return 1;
             }
             unwind.start();
