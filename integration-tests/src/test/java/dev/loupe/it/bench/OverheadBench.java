@@ -11,7 +11,6 @@ import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
-import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -65,7 +64,7 @@ public final class OverheadBench {
         }
         Path tmp = Files.createTempDirectory("loupe-bench");
         Path workload = tmp.resolve("workload");
-        exec(List.of("gcc", "-O2", "-fno-omit-frame-pointer",
+        BenchAgent.exec(List.of("gcc", "-O2", "-fno-omit-frame-pointer",
                 Path.of(System.getProperty("loupe.c.sources")).resolve("workload.c").toString(), "-o", workload.toString()));
         Path statsFlag = Path.of("/proc/sys/kernel/bpf_stats_enabled");
         String statsBefore = readSysctl(statsFlag);
@@ -127,25 +126,13 @@ public final class OverheadBench {
         int hz = mode.hz;
         Path out = Files.createTempDirectory(tmp, "out");
         Path log = tmp.resolve("agent-" + mode + ".log");
-        List<String> cmd = new ArrayList<>();
-        cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        String opts = System.getenv().getOrDefault("LOUPE_AGENT_JVM_OPTS", "--enable-native-access=ALL-UNNAMED");
-        cmd.addAll(List.of(opts.trim().split("\\s+")));
-        String jar = mode.baseline ? baselineJar.toString() : System.getProperty("loupe.agent.jar");
-        cmd.addAll(List.of("-jar", jar, "run", "--frequency", Integer.toString(hz),
-                "--output", out.toString(), "--http", "off"));
+        List<String> args = new ArrayList<>(List.of("--frequency", Integer.toString(hz), "--output", out.toString(),
+                "--http", "off"));
         if (!agentArgs.isBlank() && !mode.baseline) {
-            cmd.addAll(List.of(agentArgs.trim().split("\\s+")));
+            args.addAll(List.of(agentArgs.trim().split("\\s+")));
         }
-        Process agent = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        Process agent = BenchAgent.start(mode.baseline ? baselineJar.toString() : BenchAgent.jar(), log, args);
         try {
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-            while (!Files.readString(log).contains("profiling at")) {
-                if (!agent.isAlive() || System.nanoTime() > deadline) {
-                    throw new IllegalStateException("agent did not start:\n" + Files.readString(log));
-                }
-                Thread.sleep(50);
-            }
             long startupTicks = cpuTicks(agent.pid());
             // Warm up with the workload running, so the agent's JIT and caches reach the state an always-on
             // agent lives in (at 19 Hz few samples arrive, and C1 reaches its thresholds slowly).
@@ -161,14 +148,12 @@ public final class OverheadBench {
             long t1 = System.nanoTime();
             long cpu1 = cpuTicks(agent.pid());
             long[] bpf1 = bpfStats();
-            long rss = peakRssKb(agent.pid());
+            long rss = BenchAgent.statusKb(agent.pid(), "VmHWM:");
             double cpuPerWall = (double) (cpu1 - cpu0) / CLK_TCK / ((t1 - t0) / 1e9);
             return new Run(mode, secs, cpuPerWall, rss, bpf1[0] - bpf0[0], bpf1[1] - bpf0[1],
                     (double) startupTicks / CLK_TCK);
         } finally {
-            agent.destroy();
-            agent.waitFor(30, TimeUnit.SECONDS);
-            agent.destroyForcibly();
+            BenchAgent.stop(agent);
         }
     }
 
@@ -177,7 +162,7 @@ public final class OverheadBench {
     }
 
     private static double runWorkload(Path workload, long work) throws IOException, InterruptedException {
-        return Double.parseDouble(exec(List.of(workload.toString(), Long.toString(work))).trim());
+        return Double.parseDouble(BenchAgent.exec(List.of(workload.toString(), Long.toString(work))).trim());
     }
 
     private static long cpuTicks(long pid) throws IOException {
@@ -186,19 +171,10 @@ public final class OverheadBench {
         return Long.parseLong(f[11]) + Long.parseLong(f[12]); // utime, stime (fields 14, 15)
     }
 
-    private static long peakRssKb(long pid) throws IOException {
-        for (String line : Files.readAllLines(Path.of("/proc", Long.toString(pid), "status"))) {
-            if (line.startsWith("VmHWM:")) {
-                return Long.parseLong(line.replaceAll("[^0-9]", ""));
-            }
-        }
-        return 0;
-    }
-
     /** run_time_ns and run_cnt of the sampler program, from bpftool (0, 0 if not loaded). */
     private static long[] bpfStats() throws IOException, InterruptedException {
         String bpftool = Files.isExecutable(Path.of("/usr/sbin/bpftool")) ? "/usr/sbin/bpftool" : "bpftool";
-        String json = exec(List.of(bpftool, "-j", "prog", "show", "name", "sample_cpu"));
+        String json = BenchAgent.exec(List.of(bpftool, "-j", "prog", "show", "name", "sample_cpu"));
         return new long[] {field(json, "run_time_ns"), field(json, "run_cnt")};
     }
 
@@ -217,15 +193,6 @@ public final class OverheadBench {
             int n = in.read(b);
             return new String(b, 0, Math.max(n, 0), StandardCharsets.US_ASCII).trim();
         }
-    }
-
-    private static String exec(List<String> cmd) throws IOException, InterruptedException {
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        if (p.waitFor() != 0) {
-            throw new IllegalStateException(cmd + " failed:\n" + out);
-        }
-        return out;
     }
 
     private static double median(double[] v) {

@@ -12,7 +12,6 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -42,35 +41,23 @@ public final class ProcessesBench {
         }
         Path tmp = Files.createTempDirectory("loupe-processes-bench");
         Path bin = tmp.resolve("churn");
-        exec(List.of("gcc", "-O2", "-fomit-frame-pointer", Path.of(System.getProperty("loupe.c.sources")).resolve("churn.c").toString(),
+        BenchAgent.exec(List.of("gcc", "-O2", "-fomit-frame-pointer", Path.of(System.getProperty("loupe.c.sources")).resolve("churn.c").toString(),
                 "-o", bin.toString()));
         int port;
         try (ServerSocket s = new ServerSocket(0)) {
             port = s.getLocalPort();
         }
         Path log = tmp.resolve("agent.log");
-        List<String> cmd = new ArrayList<>();
-        cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        String opts = System.getenv().getOrDefault("LOUPE_AGENT_JVM_OPTS", "--enable-native-access=ALL-UNNAMED");
-        cmd.addAll(List.of(opts.trim().split("\\s+")));
-        cmd.addAll(List.of("-jar", System.getProperty("loupe.agent.jar"), "run", "--frequency", "99",
-                "--interval", "10s", "--output", tmp.resolve("out").toString(), "--http", "127.0.0.1:" + port));
-        Process agent = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        Process agent = BenchAgent.start(BenchAgent.jar(), log, List.of("--frequency", "99", "--interval", "10s",
+                "--output", tmp.resolve("out").toString(), "--http", "127.0.0.1:" + port));
         List<Process> started = new ArrayList<>();
         try {
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
-            while (!Files.readString(log).contains("profiling at")) {
-                if (!agent.isAlive() || System.nanoTime() > deadline) {
-                    throw new IllegalStateException("agent did not start:\n" + Files.readString(log));
-                }
-                Thread.sleep(50);
-            }
             // One process first: its binary's table is built, so the rest are "new process, known binary".
             started.add(new ProcessBuilder(bin.toString(), "120", "2000", "1").start());
             Thread.sleep(20_000);
             String url = "http://127.0.0.1:" + port + "/metrics";
             Map<String, Double> m0 = metrics(url);
-            long rss0 = statusKb(agent.pid(), "VmRSS:");
+            long rss0 = BenchAgent.statusKb(agent.pid(), "VmRSS:");
             double registered0 = m0.getOrDefault("loupe_unwind_processes", 0.0);
             for (int i = 1; i < processes; i++) {
                 started.add(new ProcessBuilder(bin.toString(), "180", "300", "1").start());
@@ -78,11 +65,11 @@ public final class ProcessesBench {
             }
             Thread.sleep(20_000);
             Map<String, Double> m1 = metrics(url);
-            long rss20 = statusKb(agent.pid(), "VmRSS:");
+            long rss20 = BenchAgent.statusKb(agent.pid(), "VmRSS:");
             // Steady state: the heap a burst of table builds grew is given back within a minute (HeapTrimmer).
             Thread.sleep(60_000);
-            long rss1 = statusKb(agent.pid(), "VmRSS:");
-            long hwm = statusKb(agent.pid(), "VmHWM:");
+            long rss1 = BenchAgent.statusKb(agent.pid(), "VmRSS:");
+            long hwm = BenchAgent.statusKb(agent.pid(), "VmHWM:");
             double registered1 = metrics(url).getOrDefault("loupe_unwind_processes", 0.0);
             double count = m1.getOrDefault("loupe_unwind_registration_delay_seconds_count", 0.0)
                     - m0.getOrDefault("loupe_unwind_registration_delay_seconds_count", 0.0);
@@ -108,9 +95,7 @@ public final class ProcessesBench {
             for (Process p : started) {
                 p.destroyForcibly();
             }
-            agent.destroy();
-            agent.waitFor(30, TimeUnit.SECONDS);
-            agent.destroyForcibly();
+            BenchAgent.stop(agent);
         }
     }
 
@@ -131,21 +116,4 @@ public final class ProcessesBench {
         return out;
     }
 
-    private static long statusKb(long pid, String field) throws IOException {
-        for (String line : Files.readAllLines(Path.of("/proc/" + pid + "/status"))) {
-            if (line.startsWith(field)) {
-                return Long.parseLong(line.replaceAll("\\D", ""));
-            }
-        }
-        throw new IOException(field + " not in /proc/" + pid + "/status");
-    }
-
-    private static String exec(List<String> cmd) throws IOException, InterruptedException {
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes());
-        if (p.waitFor() != 0) {
-            throw new IOException(String.join(" ", cmd) + " failed:\n" + out);
-        }
-        return out;
-    }
 }

@@ -1,7 +1,6 @@
 package dev.loupe.it.bench;
 
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -42,7 +41,7 @@ public final class UnwindBench {
             List<String> cmd = new ArrayList<>(List.of("gcc", "-O2"));
             cmd.addAll(List.of(m.gccFlags()));
             cmd.addAll(List.of(src.toString(), "-o", out.toString()));
-            exec(cmd);
+            BenchAgent.exec(cmd);
             bins.add(out);
         }
         Path flag = Path.of("/proc/sys/kernel/bpf_stats_enabled");
@@ -91,19 +90,11 @@ public final class UnwindBench {
         Process target = new ProcessBuilder(bin.toString()).redirectErrorStream(true)
                 .redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
         Path log = tmp.resolve("agent.log");
-        List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "--enable-native-access=ALL-UNNAMED", "-jar", System.getProperty("loupe.agent.jar"), "run",
-                "--pid", Long.toString(target.pid()), "--frequency", "99", "--duration", (seconds + 6) + "s",
-                "--http", "off", "--output", tmp.resolve("out").toString(), "--unwind-tables", mode.tables()));
-        Process agent = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        Process agent = null;
         try {
-            long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-            while (!Files.readString(log).contains("profiling at")) {
-                if (System.nanoTime() > end || !agent.isAlive()) {
-                    throw new IllegalStateException("agent did not start:\n" + Files.readString(log));
-                }
-                Thread.sleep(100);
-            }
+            agent = BenchAgent.start(BenchAgent.jar(), log, List.of("--pid", Long.toString(target.pid()), "--frequency", "99",
+                    "--duration", (seconds + 6) + "s", "--http", "off", "--output", tmp.resolve("out").toString(),
+                    "--unwind-tables", mode.tables()));
             Thread.sleep(3000); // registration and JIT settle
             long progId = programOf(agent.pid());
             long statsMap = statsMapOf(progId);
@@ -123,7 +114,9 @@ public final class UnwindBench {
                     (double) (cb[STAT_TABLE_FRAMES] - ca[STAT_TABLE_FRAMES]) / samples,
                     (double) (cb[STAT_FP_FRAMES] - ca[STAT_FP_FRAMES]) / samples);
         } finally {
-            agent.destroyForcibly();
+            if (agent != null) {
+                agent.destroyForcibly();
+            }
             target.destroyForcibly();
             target.waitFor();
         }
@@ -150,7 +143,7 @@ public final class UnwindBench {
                 Matcher m = progId.matcher(info);
                 if (m.find()) {
                     long id = Long.parseLong(m.group(1));
-                    if (exec(List.of(bpftool(), "-j", "prog", "show", "id", Long.toString(id))).contains("\"name\":\"sample_cpu\"")) {
+                    if (BenchAgent.exec(List.of(bpftool(), "-j", "prog", "show", "id", Long.toString(id))).contains("\"name\":\"sample_cpu\"")) {
                         return id;
                     }
                 }
@@ -165,10 +158,10 @@ public final class UnwindBench {
     private static final int STAT_FP_FRAMES = 10;
 
     private static long statsMapOf(long progId) throws Exception {
-        Matcher ids = Pattern.compile("\"map_ids\":\\[([0-9,]*)\\]").matcher(exec(List.of(bpftool(), "-j", "prog", "show", "id", Long.toString(progId))));
+        Matcher ids = Pattern.compile("\"map_ids\":\\[([0-9,]*)\\]").matcher(BenchAgent.exec(List.of(bpftool(), "-j", "prog", "show", "id", Long.toString(progId))));
         if (ids.find()) {
             for (String id : ids.group(1).split(",")) {
-                if (exec(List.of(bpftool(), "-j", "map", "show", "id", id)).contains("\"name\":\"stats\"")) {
+                if (BenchAgent.exec(List.of(bpftool(), "-j", "map", "show", "id", id)).contains("\"name\":\"stats\"")) {
                     return Long.parseLong(id);
                 }
             }
@@ -178,7 +171,7 @@ public final class UnwindBench {
 
     /** The stats map's counters, summed over CPUs (bpftool's BTF-formatted dump). */
     private static long[] counters(long mapId) throws Exception {
-        String json = exec(List.of(bpftool(), "-j", "map", "dump", "id", Long.toString(mapId)));
+        String json = BenchAgent.exec(List.of(bpftool(), "-j", "map", "dump", "id", Long.toString(mapId)));
         long[] sums = new long[32];
         Matcher entry = Pattern.compile("\"formatted\":\\{\"key\":(\\d+),\"values\":\\[([^\\]]*)\\]").matcher(json);
         while (entry.find()) {
@@ -192,7 +185,7 @@ public final class UnwindBench {
     }
 
     private static long[] stats(long progId) throws Exception {
-        String json = exec(List.of(bpftool(), "-j", "prog", "show", "id", Long.toString(progId)));
+        String json = BenchAgent.exec(List.of(bpftool(), "-j", "prog", "show", "id", Long.toString(progId)));
         return new long[] {field(json, "run_time_ns"), field(json, "run_cnt")};
     }
 
@@ -207,12 +200,4 @@ public final class UnwindBench {
         return s.length % 2 == 1 ? s[s.length / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
     }
 
-    private static String exec(List<String> cmd) throws IOException, InterruptedException {
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        if (p.waitFor() != 0) {
-            throw new IOException(cmd + " failed:\n" + out);
-        }
-        return out;
-    }
 }

@@ -1,0 +1,70 @@
+package dev.loupe.it.bench;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/** What the benchmarks share: the packaged agent as a process, /proc figures, commands. */
+final class BenchAgent {
+    private BenchAgent() {}
+
+    /** The agent jar under test ({@code -Dloupe.agent.jar}, set by the integration-tests pom). */
+    static String jar() {
+        return System.getProperty("loupe.agent.jar");
+    }
+
+    /**
+     * Starts {@code java <LOUPE_AGENT_JVM_OPTS> -jar JAR run ARGS} with its output in {@code log}, and
+     * returns once it says it is sampling.
+     */
+    static Process start(String jar, Path log, List<String> runArgs) throws IOException, InterruptedException {
+        List<String> cmd = new ArrayList<>();
+        cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        String opts = System.getenv().getOrDefault("LOUPE_AGENT_JVM_OPTS", "--enable-native-access=ALL-UNNAMED");
+        cmd.addAll(List.of(opts.trim().split("\\s+")));
+        cmd.addAll(List.of("-jar", jar, "run"));
+        cmd.addAll(runArgs);
+        Process agent = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
+        while (!Files.readString(log).contains("profiling at")) {
+            if (!agent.isAlive() || System.nanoTime() > deadline) {
+                agent.destroyForcibly();
+                throw new IllegalStateException("agent did not start:\n" + Files.readString(log));
+            }
+            Thread.sleep(50);
+        }
+        return agent;
+    }
+
+    /** SIGTERM, then SIGKILL if it has not stopped within 30 s. */
+    static void stop(Process agent) throws InterruptedException {
+        agent.destroy();
+        if (!agent.waitFor(30, TimeUnit.SECONDS)) {
+            agent.destroyForcibly();
+        }
+    }
+
+    /** A {@code /proc/PID/status} field in kB, e.g. {@code "VmHWM:"}. */
+    static long statusKb(long pid, String field) throws IOException {
+        for (String line : Files.readAllLines(Path.of("/proc", Long.toString(pid), "status"))) {
+            if (line.startsWith(field)) {
+                return Long.parseLong(line.replaceAll("\\D", ""));
+            }
+        }
+        throw new IOException(field + " not in /proc/" + pid + "/status");
+    }
+
+    /** Runs a command (no shell) and returns its output; fails on a non-zero exit. */
+    static String exec(List<String> cmd) throws IOException, InterruptedException {
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        if (p.waitFor() != 0) {
+            throw new IOException(String.join(" ", cmd) + " failed:\n" + out);
+        }
+        return out;
+    }
+}
