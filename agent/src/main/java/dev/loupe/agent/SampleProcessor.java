@@ -22,8 +22,8 @@ import java.util.function.Consumer;
  * Runs on the sampling thread.
  */
 final class SampleProcessor implements Consumer<RawSample> {
-    private static final List<Label> NO_EXTRA = List.of();
-    private static final List<Label> FP_FALLBACK = List.of(Label.str("unwind", "frame_pointers"));
+    private static final Label FP_FALLBACK = Label.str("unwind", "frame_pointers");
+    private static final int MAX_CACHED_THREADS = 8192;
 
     private final Symbolizer symbolizer;
     private final List<ProfileWindow> windows = new CopyOnWriteArrayList<>();
@@ -33,6 +33,11 @@ final class SampleProcessor implements Consumer<RawSample> {
     private volatile UnwindTableUploader unwind;
     // Synthetic frames get addresses of their own (windows cache locations by mapping and address).
     private final java.util.Map<String, Frame> synthetic = new java.util.HashMap<>();
+    // A thread's label list, reused while it stays the same: one list per sample would be built and hashed
+    // again (with the strings decoded afresh) by every window.
+    private record ThreadLabels(int pid, String comm, String threadComm, boolean fallback, List<Label> labels) {}
+
+    private final java.util.Map<Integer, ThreadLabels> labelsByTid = new java.util.HashMap<>();
 
     SampleProcessor(Symbolizer symbolizer) {
         this.symbolizer = symbolizer;
@@ -76,17 +81,34 @@ final class SampleProcessor implements Consumer<RawSample> {
             empty.incrementAndGet();
             return;
         }
+        // Without tables (--unwind-tables off) frame pointers are the choice, not a fallback: no label.
+        List<Label> labels = labels(s, u != null && (s.flags() & RawSample.FP_FALLBACK) != 0);
+        for (ProfileWindow w : windows) {
+            w.add(frames, labels);
+        }
+        processed.incrementAndGet();
+    }
+
+    private List<Label> labels(RawSample s, boolean fallback) {
+        ThreadLabels c = labelsByTid.get(s.tid());
+        if (c != null && c.pid() == s.pid() && c.fallback() == fallback && java.util.Objects.equals(c.comm(), s.comm())
+                && java.util.Objects.equals(c.threadComm(), s.threadComm())) {
+            return c.labels();
+        }
         List<Label> labels = new ArrayList<>(5);
         labels.add(Label.num("pid", s.pid()));
         labels.add(Label.num("tid", s.tid()));
         labels.add(Label.str("comm", s.comm()));
         labels.add(Label.str("thread_comm", s.threadComm()));
-        // Without tables (--unwind-tables off) frame pointers are the choice, not a fallback: no label.
-        labels.addAll(u != null && (s.flags() & RawSample.FP_FALLBACK) != 0 ? FP_FALLBACK : NO_EXTRA);
-        for (ProfileWindow w : windows) {
-            w.add(frames, labels);
+        if (fallback) {
+            labels.add(FP_FALLBACK);
         }
-        processed.incrementAndGet();
+        labels = List.copyOf(labels);
+        if (labelsByTid.size() >= MAX_CACHED_THREADS) {
+            labelsByTid.clear(); // threads come and go; a full clear is simpler than aging and rare
+        }
+        labelsByTid.put(s.tid(), new ThreadLabels(s.pid(), s.comm(), s.threadComm(), fallback, labels));
+        return labels;
     }
 
     /** The synthetic frame for a stop reason; its name also carries the binary the walk stopped in. */

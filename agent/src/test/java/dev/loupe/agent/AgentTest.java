@@ -163,6 +163,31 @@ class AgentTest {
     }
 
     @Test
+    void aThreadThatRenamesItselfGetsItsNewNameInTheLabels() throws Exception {
+        ManualClock clock = new ManualClock();
+        FakeSource source = new FakeSource();
+        MemorySink sink = new MemorySink();
+        Agent agent = agent(19, Duration.ofSeconds(10), source, List.of(sink), clock);
+        agent.start();
+        source.queue.add(new RawSample(5, 6, 0, "app", "worker", 0, 0, 0, new long[0], new long[] {0x1100}));
+        source.queue.add(new RawSample(5, 6, 0, "app", "worker", 0, 0, 0, new long[0], new long[] {0x1100}));
+        source.queue.add(new RawSample(5, 6, 0, "app", "renamed", 0, 0, 0, new long[0], new long[] {0x1100}));
+        awaitTrue(() -> source.queue.isEmpty());
+        Thread.sleep(50);
+        agent.stop();
+        Profile p = sink.profiles.get(0);
+        Map<String, Long> byThreadName = new java.util.TreeMap<>();
+        for (var sample : p.getSampleList()) {
+            for (var l : sample.getLabelList()) {
+                if (p.getStringTable((int) l.getKey()).equals("thread_comm")) {
+                    byThreadName.merge(p.getStringTable((int) l.getStr()), sample.getValue(0), Long::sum);
+                }
+            }
+        }
+        assertEquals(Map.of("renamed", 1L, "worker", 2L), byThreadName);
+    }
+
+    @Test
     void withoutUnwindTablesFramePointerSamplesAreNotLabelledFallback() throws Exception {
         ManualClock clock = new ManualClock();
         FakeSource source = new FakeSource();
