@@ -7,6 +7,7 @@ import org.junit.jupiter.api.io.TempDir;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -42,7 +43,14 @@ class HostWideProfileTest {
         long mine = stacks.stream().filter(s -> s.pid() == targetPid && s.startsWith("hot_a", "middle", "outer", "main"))
                 .mapToLong(Profiles.Stack::count).sum();
         assertTrue(mine > 60, "exited process's hot_a samples: " + mine);
-        assertTrue(stacks.stream().filter(s -> s.pid() == targetPid).allMatch(s -> "shortlived".equals(s.labels().get("comm"))));
+        // The JDK starts a process through jspawnhelper, which then execs the target under the same pid: a
+        // sample can land in those first milliseconds, correctly named jspawnhelper. Any other name is wrong.
+        assertTrue(stacks.stream().filter(s -> s.pid() == targetPid)
+                        .allMatch(s -> Set.of("shortlived", "jspawnhelper").contains(s.labels().get("comm"))),
+                () -> "comm of pid " + targetPid + ": " + stacks.stream().filter(s -> s.pid() == targetPid)
+                        .map(s -> s.labels().get("comm")).distinct().toList());
+        assertTrue(stacks.stream().filter(s -> s.pid() == targetPid && s.startsWith("hot_a"))
+                .allMatch(s -> "shortlived".equals(s.labels().get("comm"))), "the target's own code is named shortlived");
         assertEquals(List.of(), ParcaRules.violations(Profiles.checked(files.get(0))));
 
         String file = files.get(0).toString();
