@@ -162,20 +162,26 @@ class AgentTest {
         }
     }
 
-    @Test
-    void aThreadThatRenamesItselfGetsItsNewNameInTheLabels() throws Exception {
-        ManualClock clock = new ManualClock();
+    /** The profile an agent (no unwind tables) writes from these samples, in one interval. */
+    private Profile profileOf(RawSample... samples) throws Exception {
         FakeSource source = new FakeSource();
         MemorySink sink = new MemorySink();
-        Agent agent = agent(19, Duration.ofSeconds(10), source, List.of(sink), clock);
+        Agent agent = agent(19, Duration.ofSeconds(10), source, List.of(sink), new ManualClock());
         agent.start();
-        source.queue.add(new RawSample(5, 6, 0, "app", "worker", 0, 0, 0, new long[0], new long[] {0x1100}));
-        source.queue.add(new RawSample(5, 6, 0, "app", "worker", 0, 0, 0, new long[0], new long[] {0x1100}));
-        source.queue.add(new RawSample(5, 6, 0, "app", "renamed", 0, 0, 0, new long[0], new long[] {0x1100}));
+        source.queue.addAll(List.of(samples));
         awaitTrue(() -> source.queue.isEmpty());
         Thread.sleep(50);
         agent.stop();
-        Profile p = sink.profiles.get(0);
+        assertEquals(1, sink.profiles.size());
+        return sink.profiles.get(0);
+    }
+
+    @Test
+    void aThreadThatRenamesItselfGetsItsNewNameInTheLabels() throws Exception {
+        Profile p = profileOf(
+                new RawSample(5, 6, 0, "app", "worker", 0, 0, 0, new long[0], new long[] {0x1100}),
+                new RawSample(5, 6, 0, "app", "worker", 0, 0, 0, new long[0], new long[] {0x1100}),
+                new RawSample(5, 6, 0, "app", "renamed", 0, 0, 0, new long[0], new long[] {0x1100}));
         Map<String, Long> byThreadName = new java.util.TreeMap<>();
         for (var sample : p.getSampleList()) {
             for (var l : sample.getLabelList()) {
@@ -189,16 +195,7 @@ class AgentTest {
 
     @Test
     void withoutUnwindTablesFramePointerSamplesAreNotLabelledFallback() throws Exception {
-        ManualClock clock = new ManualClock();
-        FakeSource source = new FakeSource();
-        MemorySink sink = new MemorySink();
-        Agent agent = agent(19, Duration.ofSeconds(10), source, List.of(sink), clock);
-        agent.start();
-        source.queue.add(new RawSample(9, 9, 0, "proc9", "thr9", 0, 0, RawSample.FP_FALLBACK, new long[0], new long[] {0x1100}));
-        awaitTrue(() -> source.queue.isEmpty());
-        Thread.sleep(50);
-        agent.stop();
-        Profile p = sink.profiles.get(0);
+        Profile p = profileOf(new RawSample(9, 9, 0, "proc9", "thr9", 0, 0, RawSample.FP_FALLBACK, new long[0], new long[] {0x1100}));
         assertEquals(1, p.getSampleCount());
         List<String> keys = p.getSample(0).getLabelList().stream().map(l -> p.getStringTable((int) l.getKey())).toList();
         assertEquals(List.of("pid", "tid", "comm", "thread_comm"), keys, "no unwind=frame_pointers when tables are off");
