@@ -87,6 +87,14 @@ final class LibBpf {
             }
         }
 
+        /** The bound handle, for exact invocation of calls without errno capture or strings. */
+        MethodHandle exact() {
+            if (handle == null) {
+                throw new IllegalStateException("libbpf function " + name + " is not available: " + LibBpf.loadError());
+            }
+            return handle;
+        }
+
         private Object invoke(Arena arena, MemorySegment state, Object[] args) {
             if (handle == null) {
                 throw new IllegalStateException("libbpf function " + name + " is not available: " + LibBpf.loadError());
@@ -205,6 +213,31 @@ final class LibBpf {
             return "libbpf too old: libbpf.so.1 has no " + MISSING.get(0) + " (need libbpf >= 1.0)";
         }
         return null;
+    }
+
+    /**
+     * {@code ring_buffer__poll} and {@code ring_buffer__consume} run on every poll of the sampling loop, so
+     * they are invoked exactly: {@link Fn#raw} spreads an argument array through invokeWithArguments and
+     * opens an arena per call, which in C1-compiled code cost more than the call itself.
+     */
+    static int ringBufferPoll(MemorySegment rb, int timeoutMs) {
+        try {
+            return (int) RING_BUFFER_POLL.exact().invokeExact(rb, timeoutMs);
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException("libbpf downcall ring_buffer__poll failed", t);
+        }
+    }
+
+    static int ringBufferConsume(MemorySegment rb) {
+        try {
+            return (int) RING_BUFFER_CONSUME.exact().invokeExact(rb);
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException("libbpf downcall ring_buffer__consume failed", t);
+        }
     }
 
     static int numPossibleCpus() throws BpfException {

@@ -71,13 +71,13 @@ public final class RingBuffer implements AutoCloseable {
 
     /** Waits up to {@code timeout} for records and consumes those that woke it; returns how many. EINTR counts as 0. */
     public int poll(Duration timeout) throws BpfException {
-        return result(LibBpf.RING_BUFFER_POLL, (int) LibBpf.RING_BUFFER_POLL.raw(ringBuffer(),
+        return result(LibBpf.RING_BUFFER_POLL, LibBpf.ringBufferPoll(ringBuffer(),
                 (int) Math.min(Integer.MAX_VALUE, timeout.toMillis())));
     }
 
     /** Consumes every record available now, without waiting; returns how many. */
     public int consume() throws BpfException {
-        return result(LibBpf.RING_BUFFER_CONSUME, (int) LibBpf.RING_BUFFER_CONSUME.raw(ringBuffer()));
+        return result(LibBpf.RING_BUFFER_CONSUME, LibBpf.ringBufferConsume(ringBuffer()));
     }
 
     /** Records lost because the handler threw. */

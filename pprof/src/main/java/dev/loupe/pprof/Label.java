@@ -44,4 +44,20 @@ public record Label(String key, String str, long num, String unit) {
     public boolean isEncodable() {
         return isNumeric() ? num != 0 || unit != null : !str.isEmpty();
     }
+
+    // Written out: every sample's label list is hashed and compared, and the records' generated versions
+    // (invokedynamic through ObjectMethods) are not inlined by C1, which the agent runs with.
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof Label l && num == l.num && key.equals(l.key) && java.util.Objects.equals(str, l.str)
+                && java.util.Objects.equals(unit, l.unit);
+    }
+
+    @Override
+    public int hashCode() {
+        int h = key.hashCode();
+        h = 31 * h + (str == null ? 0 : str.hashCode());
+        h = 31 * h + Long.hashCode(num);
+        return 31 * h + (unit == null ? 0 : unit.hashCode());
+    }
 }

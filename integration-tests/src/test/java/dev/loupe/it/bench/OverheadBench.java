@@ -45,6 +45,7 @@ public final class OverheadBench {
     /** Extra agent options: "--unwind-tables off" measures the frame-pointer-only agent. */
     private static String agentArgs = "";
     private static Path baselineJar;
+    private static String meterSource = "-";
 
     public static void main(String[] args) throws Exception {
         int rounds = 5;
@@ -116,7 +117,8 @@ public final class OverheadBench {
                     cpu * 100, cpuMedian * 100, startup, rss / 1024, cnt > 0 ? Long.toString(ns / cnt) : "n/a");
         }
         System.out.println("targets: agent <= 0.5% of one core at 19 Hz; slowdown <= 1% at 99 Hz; RSS <= 128 MB");
-        System.out.println("agent CPU is read in 10 ms ticks over one workload run: longer runs (--work) give finer figures");
+        System.out.println("agent CPU over each measured workload run from " + meterSource
+                + "; start-up CPU from /proc/PID/stat (10 ms ticks)");
     }
 
     private static Run runOnce(Mode mode, Path workload, long work, Path tmp, int warmup) throws Exception {
@@ -132,6 +134,8 @@ public final class OverheadBench {
             args.addAll(List.of(agentArgs.trim().split("\\s+")));
         }
         Process agent = BenchAgent.start(mode.baseline ? baselineJar.toString() : BenchAgent.jar(), log, args);
+        CpuMeter meter = CpuMeter.of(agent.pid());
+        meterSource = meter.source();
         try {
             long startupTicks = cpuTicks(agent.pid());
             // Warm up with the workload running, so the agent's JIT and caches reach the state an always-on
@@ -142,18 +146,19 @@ public final class OverheadBench {
             warm.destroyForcibly();
             warm.waitFor();
             long[] bpf0 = bpfStats();
-            long cpu0 = cpuTicks(agent.pid());
+            long cpu0 = meter.nanos();
             long t0 = System.nanoTime();
             double secs = runWorkload(workload, work);
             long t1 = System.nanoTime();
-            long cpu1 = cpuTicks(agent.pid());
+            long cpu1 = meter.nanos();
             long[] bpf1 = bpfStats();
             long rss = BenchAgent.statusKb(agent.pid(), "VmHWM:");
-            double cpuPerWall = (double) (cpu1 - cpu0) / CLK_TCK / ((t1 - t0) / 1e9);
+            double cpuPerWall = (double) (cpu1 - cpu0) / (t1 - t0);
             return new Run(mode, secs, cpuPerWall, rss, bpf1[0] - bpf0[0], bpf1[1] - bpf0[1],
                     (double) startupTicks / CLK_TCK);
         } finally {
             BenchAgent.stop(agent);
+            meter.close();
         }
     }
 

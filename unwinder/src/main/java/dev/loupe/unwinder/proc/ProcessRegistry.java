@@ -123,12 +123,18 @@ public final class ProcessRegistry {
         if (close < 0 || close + 2 > stat.length()) {
             throw new IOException("malformed /proc/" + pid + "/stat");
         }
-        String[] f = stat.substring(close + 2).trim().split(" ");
-        if (f.length < 20) {
+        // Skip 19 space-separated fields after "comm) " without splitting the whole line (read twice per refresh).
+        int i = close + 2;
+        for (int field = 0; field < 19 && i >= 0; field++) {
+            i = stat.indexOf(' ', i);
+            i = i < 0 ? -1 : i + 1;
+        }
+        int end = i < 0 ? -1 : stat.indexOf(' ', i);
+        if (i < 0 || end < 0) {
             throw new IOException("malformed /proc/" + pid + "/stat");
         }
         try {
-            return Long.parseLong(f[19]); // fields after comm start at 3 (state): 22 - 3 = 19
+            return Long.parseLong(stat, i, end, 10); // fields after comm start at 3 (state): 22 - 3 = 19
         } catch (NumberFormatException e) {
             throw new IOException("malformed /proc/" + pid + "/stat: " + e.getMessage());
         }

@@ -52,6 +52,8 @@ final class ProcSymbolizer implements Symbolizer {
     /** Maps are re-read this often anyway (dlopen, exec). */
     static final long REFRESH_NANOS = Duration.ofSeconds(15).toNanos();
     static final Duration PROCESS_IDLE_EXPIRY = Duration.ofSeconds(60);
+    private static final long PROCESS_IDLE_NANOS = PROCESS_IDLE_EXPIRY.toNanos();
+    private static final long SWEEP_NANOS = Duration.ofSeconds(10).toNanos();
     /** /proc/PID/stat counts start time in clock ticks (USER_HZ = 100 on every x86-64 kernel). */
     static final long NANOS_PER_TICK = 10_000_000L;
     private static final long KALLSYMS_RELOAD_NANOS = Duration.ofMinutes(2).toNanos();
@@ -103,6 +105,8 @@ final class ProcSymbolizer implements Symbolizer {
         final Binary[] binaries;
         final MappingRef[] refs;
         long readAtNanos;
+        /** Last lookup (racy writes from several threads are fine: any recent time keeps it alive). */
+        volatile long accessedAtNanos;
         long lastMissReadNanos;
         /** The one early re-read on a miss (QUICK_REREAD_NANOS after the read) is still available. */
         boolean quickRereadLeft = true;
@@ -170,10 +174,18 @@ final class ProcSymbolizer implements Symbolizer {
     private final LongSupplier nanoTime;
     private final ProcessRegistry registry;
     private final long maxCacheBytes;
-    private final Cache<Integer, ProcessState> processes;
+    /*
+     * Process states by pid, dropped after PROCESS_IDLE_EXPIRY without a lookup. A plain map with our own
+     * idle sweep, not a Caffeine cache: the sampling thread looks a process up for every sample, and
+     * Caffeine's per-read bookkeeping (ticker, read buffer, maintenance) was ~30 % of that thread's CPU in
+     * the C1-compiled agent, for an expiry policy this simple.
+     */
+    private final java.util.concurrent.ConcurrentHashMap<Integer, ProcessState> processes =
+            new java.util.concurrent.ConcurrentHashMap<>();
+    private volatile long lastSweepNanos;
     private final Cache<FileKey, Binary> binaries;
     /** Files already warned about: a bad file is logged once even if its cache entry is evicted. */
-    private final Cache<FileKey, Boolean> warnedFiles = Caffeine.newBuilder().maximumSize(4096).build();
+    private final Cache<FileKey, Boolean> warnedFiles = Caffeine.newBuilder().executor(Runnable::run).maximumSize(4096).build();
     private final AtomicLong frames = new AtomicLong();
     private final AtomicLong unresolved = new AtomicLong();
     private final AtomicLong binaryFailures = new AtomicLong();
@@ -196,8 +208,10 @@ final class ProcSymbolizer implements Symbolizer {
         this.registry = registry;
         this.maxCacheBytes = o.maxCacheBytes();
         Ticker ticker = this::nowNanos;
-        this.processes = Caffeine.newBuilder().ticker(ticker).expireAfterAccess(PROCESS_IDLE_EXPIRY).build();
-        this.binaries = Caffeine.newBuilder().ticker(ticker).maximumWeight(o.maxCacheBytes())
+        // Maintenance (expiry, eviction) runs on the calling thread: it is small, and with the default
+        // executor every few hundred reads woke a ForkJoinPool worker, ~10 % of the agent's idle CPU.
+        this.lastSweepNanos = nowNanos();
+        this.binaries = Caffeine.newBuilder().executor(Runnable::run).ticker(ticker).maximumWeight(o.maxCacheBytes())
                 .weigher((FileKey k, Binary b) -> (int) Math.min(Integer.MAX_VALUE, b.weight()))
                 .expireAfterAccess(Duration.ofMinutes(10)).build();
     }
@@ -273,7 +287,7 @@ final class ProcSymbolizer implements Symbolizer {
      */
     private ProcessState process(int pid, long startTicks) {
         long now = nowNanos();
-        ProcessState p = processes.getIfPresent(pid);
+        ProcessState p = cachedProcess(pid, now);
         if (p != null) {
             boolean reused = p.readable && startTicks >= 0 && p.startTime != startTicks;
             if (p.readable && !reused && now - p.readAtNanos < REFRESH_NANOS) {
@@ -292,14 +306,14 @@ final class ProcSymbolizer implements Symbolizer {
                 pidReuses.incrementAndGet();
                 LOG.log(System.Logger.Level.DEBUG, () -> "pid " + pid + " now belongs to a new process");
             }
-            processes.put(pid, fresh);
+            putProcess(pid, fresh, now);
             p = fresh;
         } else if (p != null && p.readable) {
             p.readAtNanos = now; // gone: keep what we knew so late samples still resolve
         } else {
             ProcessState gone = new ProcessState(now);
             gone.failureLogged = true; // readProcess logged it (once per pid)
-            processes.put(pid, gone);
+            putProcess(pid, gone, now);
             return null;
         }
         if (startTicks >= 0 && p.startTime != startTicks) {
@@ -307,6 +321,29 @@ final class ProcSymbolizer implements Symbolizer {
             return null;
         }
         return p;
+    }
+
+    /** The state of {@code pid}, or null; a state idle for PROCESS_IDLE_EXPIRY is gone. Sweeps every 10 s. */
+    private ProcessState cachedProcess(int pid, long now) {
+        ProcessState p = processes.get(pid);
+        if (p != null) {
+            if (now - p.accessedAtNanos >= PROCESS_IDLE_NANOS) {
+                processes.remove(pid, p);
+                p = null;
+            } else {
+                p.accessedAtNanos = now;
+            }
+        }
+        if (now - lastSweepNanos >= SWEEP_NANOS) {
+            lastSweepNanos = now;
+            processes.values().removeIf(s -> now - s.accessedAtNanos >= PROCESS_IDLE_NANOS);
+        }
+        return p;
+    }
+
+    private void putProcess(int pid, ProcessState p, long now) {
+        p.accessedAtNanos = now;
+        processes.put(pid, p);
     }
 
     /** An address outside every known mapping: dlopen, exec, or a new process with a reused pid. */
@@ -323,7 +360,7 @@ final class ProcSymbolizer implements Symbolizer {
             return p;
         }
         fresh.quickRereadLeft = false; // one quick re-read per read from scratch, not a chain of them
-        processes.put(pid, fresh);
+        putProcess(pid, fresh, now);
         if (fresh.startTime != p.startTime) {
             pidReuses.incrementAndGet();
             LOG.log(System.Logger.Level.DEBUG, () -> "pid " + pid + " was reused by a new process");
@@ -586,14 +623,14 @@ final class ProcSymbolizer implements Symbolizer {
     public Stats stats() {
         KernelSymbols k = kernel;
         long weight = binaries.policy().eviction().map(e -> e.weightedSize().orElse(0)).orElse(0L);
-        return new Stats(processes.estimatedSize(), binaries.estimatedSize(), binaryFailures.get(), unresolved.get(),
+        return new Stats(processes.size(), binaries.estimatedSize(), binaryFailures.get(), unresolved.get(),
                 mapsReads.get(), mapsReadFailures.get(), k == null ? 0 : k.table.size(), frames.get(), weight,
                 unreadableBinaries.get(), malformedMapsLines.get(), pidReuses.get(), debugFiles.get());
     }
 
     @Override
     public void close() {
-        processes.invalidateAll();
+        processes.clear();
         binaries.invalidateAll();
     }
 }

@@ -371,6 +371,32 @@ class ProcSymbolizerTest {
     }
 
     @Test
+    void idleProcessesAreDroppedAndBusyOnesKept() throws Exception {
+        Path bin = TestPrograms.compile(dir, "idle", TestPrograms.LOOPER, "-fno-pie", "-no-pie");
+        long spin = TestPrograms.nmAddress(bin, "spin_here");
+        Path proc = dir.resolve("proc");
+        for (int pid : new int[] {50, 51}) {
+            Files.createDirectories(proc.resolve(pid + "/root/opt"));
+            Files.copy(bin, proc.resolve(pid + "/root/opt/app"));
+            fakeProcess(proc, pid, 1000, "401000-402000 r-xp 00001000 08:01 777 /opt/app");
+        }
+        Clock clock = new Clock();
+        try (Symbolizer s = Symbolizer.create(new Symbolizer.Options(proc, dir.resolve("none"), 8 << 20, clock))) {
+            assertEquals("spin_here", symbolize(s, 50, 1000, spin));
+            assertEquals("spin_here", symbolize(s, 51, 1000, spin));
+            assertEquals(2, s.stats().processes());
+            // 51 is sampled every 10 s for 70 s, 50 not at all: the sweep drops 50 and keeps 51.
+            for (int i = 0; i < 7; i++) {
+                clock.advance(Duration.ofSeconds(10));
+                assertEquals("spin_here", symbolize(s, 51, 1000, spin));
+            }
+            assertEquals(1, s.stats().processes(), "the idle process is gone, the busy one kept");
+            assertEquals("spin_here", symbolize(s, 50, 1000, spin), "a dropped process resolves when it shows up again");
+            assertEquals(2, s.stats().processes());
+        }
+    }
+
+    @Test
     void processReadBeforeItsExecResolvesWithinItsFirstMoments() throws Exception {
         Path bin = TestPrograms.compile(dir, "execd", TestPrograms.LOOPER, "-fno-pie", "-no-pie");
         long spin = TestPrograms.nmAddress(bin, "spin_here");
