@@ -246,7 +246,9 @@ final class UnwindTableUploader implements AutoCloseable {
                     lastScan = now;
                     scan();
                 }
-                Integer pid = queue.poll(50, TimeUnit.MILLISECONDS);
+                // Wake for queued work at once, otherwise at the next scan (at most 1 s: the heap trimmer's tick).
+                long untilScan = lastScan + scanIntervalNanos - nanoTime.getAsLong();
+                Integer pid = queue.poll(Math.clamp(untilScan, 1_000_000L, 1_000_000_000L), TimeUnit.NANOSECONDS);
                 if (pid != null) {
                     pending.remove(pid);
                     registerQuietly(pid);

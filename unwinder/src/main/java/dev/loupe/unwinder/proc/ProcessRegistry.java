@@ -8,7 +8,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
-import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicLong;
@@ -145,7 +144,7 @@ public final class ProcessRegistry {
      * are only listed (a consumer reads those it wants).
      */
     public Set<Integer> scan() throws IOException {
-        Set<Integer> alive = new TreeSet<>();
+        Set<Integer> alive = new java.util.HashSet<>();
         try (DirectoryStream<Path> d = Files.newDirectoryStream(procRoot)) {
             for (Path p : d) {
                 String n = p.getFileName().toString();
