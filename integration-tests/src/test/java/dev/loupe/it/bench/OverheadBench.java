@@ -20,7 +20,7 @@ import java.util.regex.Pattern;
  * without the agent, with it at 19 Hz and at 99 Hz, interleaved in random order within each round of the
  * same run. Prints the workload slowdown, the agent's CPU seconds per wall second in steady state (after
  * the warm-up: an always-on agent's start-up is paid once) and during start-up, its peak RSS, and the BPF
- * program's run_time_ns/run_cnt (kernel.bpf_stats_enabled is switched on for the run and restored).
+ * program's run time per non-idle sample (kernel.bpf_stats_enabled is switched on for the run and restored).
  * {@code --baseline-jar} adds the same two rates with another build of the agent (e.g. an earlier commit's
  * {@code agent/target/loupe-agent.jar}, run with the same JVM options and no extra agent options),
  * interleaved in the same rounds, so the two builds are compared in one run.
@@ -83,7 +83,7 @@ public final class OverheadBench {
                     runs.add(run);
                     System.out.printf("round %d %-5s workload %.3f s  agent cpu %.4f s/s (start-up %.2f s)  rss %d MB  bpf %s%n",
                             r, m, run.workloadSeconds(), run.agentCpuPerWall(), run.startupCpuSeconds(), run.agentPeakRssKb() / 1024,
-                            run.bpfRunCount() > 0 ? (run.bpfRunNs() / run.bpfRunCount()) + " ns/run x " + run.bpfRunCount() : "-");
+                            run.bpfRunCount() > 0 ? (run.bpfRunNs() / run.bpfRunCount()) + " ns/sample x " + run.bpfRunCount() : "-");
                 }
             }
         } finally {
@@ -99,7 +99,7 @@ public final class OverheadBench {
         }
         double base = median(by.get(Mode.NONE).stream().mapToDouble(Run::workloadSeconds).toArray());
         System.out.println();
-        System.out.println("mode   workload_median_s  slowdown  agent_cpu_mean  agent_cpu_median  agent_startup_cpu_s  agent_peak_rss_MB  bpf_ns_per_run");
+        System.out.println("mode   workload_median_s  slowdown  agent_cpu_mean  agent_cpu_median  agent_startup_cpu_s  agent_peak_rss_MB  bpf_ns_per_sample");
         for (Mode m : modes()) {
             List<Run> rs = by.get(m);
             double med = median(rs.stream().mapToDouble(Run::workloadSeconds).toArray());
@@ -176,11 +176,26 @@ public final class OverheadBench {
         return Long.parseLong(f[11]) + Long.parseLong(f[12]); // utime, stime (fields 14, 15)
     }
 
-    /** run_time_ns and run_cnt of the sampler program, from bpftool (0, 0 if not loaded). */
+    /**
+     * run_time_ns of the sampler program and its runs on a busy CPU (run_cnt less the runs on the idle task,
+     * from the program's own {@code stats} map, key 1 = STAT_IDLE in both builds). Whether an idle CPU's
+     * clock event fires at all varies from run to run, and those runs return at once: counted in, they
+     * halved the per-run figure of some runs and not of others. (0, 0 if not loaded.)
+     */
     private static long[] bpfStats() throws IOException, InterruptedException {
         String bpftool = Files.isExecutable(Path.of("/usr/sbin/bpftool")) ? "/usr/sbin/bpftool" : "bpftool";
         String json = BenchAgent.exec(List.of(bpftool, "-j", "prog", "show", "name", "sample_cpu"));
-        return new long[] {field(json, "run_time_ns"), field(json, "run_cnt")};
+        long runs = field(json, "run_cnt");
+        long idle = 0;
+        if (runs > 0) {
+            String stat = BenchAgent.exec(List.of(bpftool, "-j", "map", "lookup", "name", "stats", "key", "1", "0", "0", "0"));
+            int formatted = stat.indexOf("\"formatted\"");
+            if (formatted < 0) {
+                throw new IllegalStateException("bpftool printed no formatted value (no BTF?): " + stat);
+            }
+            idle = field(stat.substring(formatted), "value");
+        }
+        return new long[] {field(json, "run_time_ns"), runs - idle};
     }
 
     private static long field(String json, String name) {
