@@ -489,14 +489,16 @@ int sample_cpu(struct perf_event_ctx *ctx)
 	st->base = nk;
 	st->bp_known = 1;
 	st->exact_pc = 1;
-	struct proc_unwind *pu = bpf_map_lookup_elem(&procs, &tgid);
-	if (pu && pu->start_ticks == s->start_boottime / NSEC_PER_TICK) {
-		st->have_proc = 1;
-		st->proc_first = pu->first;
-		st->proc_count = pu->count;
-	} else if (!(task->flags & PF_KTHREAD)) {
-		st->flags |= SAMPLE_F_FP_FALLBACK;
-		count(STAT_FP_FALLBACK);
+	if (cfg->unwind_tables) {
+		struct proc_unwind *pu = bpf_map_lookup_elem(&procs, &tgid);
+		if (pu && pu->start_ticks == s->start_boottime / NSEC_PER_TICK) {
+			st->have_proc = 1;
+			st->proc_first = pu->first;
+			st->proc_count = pu->count;
+		} else if (!(task->flags & PF_KTHREAD)) {
+			st->flags |= SAMPLE_F_FP_FALLBACK;
+			count(STAT_FP_FALLBACK);
+		}
 	}
 	if (!(task->flags & PF_KTHREAD)) {
 		if (user_mode) {

@@ -138,6 +138,14 @@ public final class Main {
                 return 1;
             }
             unwind.start();
+        } else {
+            try {
+                sampler.unwindTables(false); // no lookup of unwind state per sample, no "fallback" counted
+            } catch (BpfException e) {
+                System.err.println("loupe: " + e.getMessage());
+                sampler.close();
+                return 1;
+            }
         }
         if (!config.probes().isEmpty()) {
             // Caller stacks (stacks: true) are symbolized by a symbolizer of their own (one thread each) over the shared registry.

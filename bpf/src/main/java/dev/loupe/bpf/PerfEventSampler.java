@@ -34,6 +34,9 @@ public final class PerfEventSampler implements AutoCloseable {
     private final int frequencyHz;
     private boolean filterPids;
     private int wakeupBytes;
+    // Config flags (writeConfig writes all of them); set by the methods of the same names.
+    private volatile boolean fallbackWakeup;
+    private volatile boolean unwindTables = true;
     private BpfObject object;
     private BpfMap stats;
     private BpfProgram program;
@@ -119,7 +122,7 @@ public final class PerfEventSampler implements AutoCloseable {
         }
         filterPids = !pids.isEmpty();
         wakeupBytes = ringBytes / 4;
-        writeConfig(false);
+        writeConfig();
         ringBuffer = RingBuffer.open(object.map("samples"), this::onRecord);
         program = object.program("sample_cpu");
         for (int cpu : cpus) {
@@ -210,17 +213,29 @@ public final class PerfEventSampler implements AutoCloseable {
      * process's tables loaded; off (the default) when every process is walked with frame pointers anyway.
      */
     public void wakeOnUnwindFallback(boolean on) throws BpfException {
-        writeConfig(on);
+        fallbackWakeup = on;
+        writeConfig();
+    }
+
+    /**
+     * On (the default) the program looks every sample's process up in the unwind maps Java fills. Off
+     * ({@code --unwind-tables off}) it skips that lookup and walks frame pointers without calling them a
+     * fallback: no {@link RawSample#FP_FALLBACK} flag and no fallback count.
+     */
+    public void unwindTables(boolean on) throws BpfException {
+        unwindTables = on;
+        writeConfig();
     }
 
     // Not under the poll monitor: poll() holds it while it waits. A map update needs no lock of ours.
-    private void writeConfig(boolean fallbackWakeup) throws BpfException {
+    private void writeConfig() throws BpfException {
         try (Arena a = Arena.ofConfined()) {
             // Wake user space when a quarter is full; otherwise the poll timeout paces consumption.
             MemorySegment cfg = a.allocate(KernelAbi.CONFIG);
             cfg.set(JAVA_INT, KernelAbi.offset(KernelAbi.CONFIG, "filter_pids"), filterPids ? 1 : 0);
             cfg.set(JAVA_INT, KernelAbi.offset(KernelAbi.CONFIG, "wakeup_bytes"), wakeupBytes);
             cfg.set(JAVA_INT, KernelAbi.offset(KernelAbi.CONFIG, "fallback_wakeup"), fallbackWakeup ? 1 : 0);
+            cfg.set(JAVA_INT, KernelAbi.offset(KernelAbi.CONFIG, "unwind_tables"), unwindTables ? 1 : 0);
             object.map("config").update(0, cfg, BpfMap.BPF_ANY);
         }
     }

@@ -100,6 +100,31 @@ class PerfEventSamplerTest {
     }
 
     @Test
+    void withUnwindTablesOffFramePointerSamplesAreNotFallbacks() throws Exception {
+        availableOrFail();
+        Process spin = spawn("/bin/sh", "-c", "while :; do :; done");
+        int pid = (int) spin.pid();
+        try (PerfEventSampler s = PerfEventSampler.open(99, Set.of(pid))) {
+            // Default (tables on): an unregistered process is walked with frame pointers and flagged.
+            List<RawSample> on = collect(s, Duration.ofSeconds(1));
+            assertTrue(!on.isEmpty() && on.stream().allMatch(r -> (r.flags() & RawSample.FP_FALLBACK) != 0),
+                    "every sample of an unregistered process is a fallback: " + on.size());
+            assertTrue(s.stats().fpFallback() >= on.size());
+
+            s.unwindTables(false);
+            collect(s, Duration.ofMillis(50)); // what was sampled before the switch
+            long fallbackBefore = s.stats().fpFallback();
+            List<RawSample> off = collect(s, Duration.ofSeconds(1));
+            assertTrue(off.size() > 20, "still sampled: " + off.size());
+            for (RawSample r : off) {
+                assertEquals(0, r.flags() & RawSample.FP_FALLBACK, "no fallback flag with tables off");
+                assertTrue(r.userStack().length >= 1 && r.userStack()[0] > 0, "user stack still walked");
+            }
+            assertEquals(fallbackBefore, s.stats().fpFallback(), "no fallback counted with tables off");
+        }
+    }
+
+    @Test
     void kernelStacksForSyscallHeavyProcess() throws Exception {
         availableOrFail();
         Process dd = spawn("dd", "if=/dev/zero", "of=/dev/null", "bs=1M", "count=100000000");
