@@ -37,6 +37,11 @@ class PerfEventSamplerTest {
         return out;
     }
 
+    /** A shell spinning in a busy loop (killed after the test); its pid. */
+    private int spinningShell() throws Exception {
+        return (int) spawn("/bin/sh", "-c", "while :; do :; done").pid();
+    }
+
     /** stats() reads maps by fd: it must not wait for the monitor a long poll holds. */
     @Test
     void statsDoNotWaitForAPollInProgress() throws Exception {
@@ -74,8 +79,7 @@ class PerfEventSamplerTest {
     @Test
     void samplesOnlyTheFilteredBusyProcessWithUserStacks() throws Exception {
         availableOrFail();
-        Process spin = spawn("/bin/sh", "-c", "while :; do :; done");
-        int pid = (int) spin.pid();
+        int pid = spinningShell();
         try (PerfEventSampler s = PerfEventSampler.open(99, Set.of(pid))) {
             long cpuBefore = cpuTicks(pid);
             List<RawSample> samples = collect(s, Duration.ofSeconds(2));
@@ -102,8 +106,7 @@ class PerfEventSamplerTest {
     @Test
     void withUnwindTablesOffFramePointerSamplesAreNotFallbacks() throws Exception {
         availableOrFail();
-        Process spin = spawn("/bin/sh", "-c", "while :; do :; done");
-        int pid = (int) spin.pid();
+        int pid = spinningShell();
         try (PerfEventSampler s = PerfEventSampler.open(99, Set.of(pid))) {
             // Default (tables on): an unregistered process is walked with frame pointers and flagged.
             List<RawSample> on = collect(s, Duration.ofSeconds(1));
