@@ -536,7 +536,7 @@ int sample_cpu(struct perf_event_ctx *ctx)
 		? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 	/* A process without unwind state yet: wake user space now (at most every 10 ms), since this sample
 	 * is what gets its tables loaded; batching it would delay that by up to the poll timeout. */
-	if (wake == BPF_RB_NO_WAKEUP && cfg->fallback_wakeup && (s->flags & SAMPLE_F_FP_FALLBACK)) {
+	if (wake == BPF_RB_NO_WAKEUP && (s->flags & SAMPLE_F_FP_FALLBACK)) {
 		__u64 now = bpf_ktime_get_ns();
 		if (now - last_fallback_wakeup_ns >= 10 * 1000 * 1000) {
 			last_fallback_wakeup_ns = now;

@@ -45,7 +45,6 @@ public final class KernelAbi {
     static final StructLayout CONFIG = MemoryLayout.structLayout(
             JAVA_INT.withName("filter_pids"),
             JAVA_INT.withName("wakeup_bytes"),
-            JAVA_INT.withName("fallback_wakeup"),
             JAVA_INT.withName("unwind_tables")
     ).withName("config");
 

@@ -34,9 +34,7 @@ public final class PerfEventSampler implements AutoCloseable {
     private final int frequencyHz;
     private boolean filterPids;
     private int wakeupBytes;
-    // Config flags (writeConfig writes all of them); set by the methods of the same names.
-    private volatile boolean fallbackWakeup;
-    private volatile boolean unwindTables = true;
+    private volatile boolean unwindTables = true; // config.unwind_tables, see unwindTables(boolean)
     private BpfObject object;
     private BpfMap stats;
     private BpfProgram program;
@@ -208,19 +206,11 @@ public final class PerfEventSampler implements AutoCloseable {
     }
 
     /**
-     * Whether a sample of a process without unwind state wakes user space at once (at most every 10 ms)
-     * rather than with the next batch: on when unwind tables are in use, since that sample is what gets the
-     * process's tables loaded; off (the default) when every process is walked with frame pointers anyway.
-     */
-    public void wakeOnUnwindFallback(boolean on) throws BpfException {
-        fallbackWakeup = on;
-        writeConfig();
-    }
-
-    /**
-     * On (the default) the program looks every sample's process up in the unwind maps Java fills. Off
-     * ({@code --unwind-tables off}) it skips that lookup and walks frame pointers without calling them a
-     * fallback: no {@link RawSample#FP_FALLBACK} flag and no fallback count.
+     * On (the default) the program looks every sample's process up in the unwind maps Java fills; a process
+     * without unwind state is walked with frame pointers, flagged {@link RawSample#FP_FALLBACK}, counted, and
+     * its sample wakes user space at once (at most every 10 ms) rather than with the next batch, since that
+     * sample is what gets its tables loaded. Off ({@code --unwind-tables off}) nothing is looked up, and
+     * frame pointers are the choice, not a fallback: no flag, no count, no early wakeup.
      */
     public void unwindTables(boolean on) throws BpfException {
         unwindTables = on;
@@ -234,7 +224,6 @@ public final class PerfEventSampler implements AutoCloseable {
             MemorySegment cfg = a.allocate(KernelAbi.CONFIG);
             cfg.set(JAVA_INT, KernelAbi.offset(KernelAbi.CONFIG, "filter_pids"), filterPids ? 1 : 0);
             cfg.set(JAVA_INT, KernelAbi.offset(KernelAbi.CONFIG, "wakeup_bytes"), wakeupBytes);
-            cfg.set(JAVA_INT, KernelAbi.offset(KernelAbi.CONFIG, "fallback_wakeup"), fallbackWakeup ? 1 : 0);
             cfg.set(JAVA_INT, KernelAbi.offset(KernelAbi.CONFIG, "unwind_tables"), unwindTables ? 1 : 0);
             object.map("config").update(0, cfg, BpfMap.BPF_ANY);
         }
