@@ -56,9 +56,7 @@ final class CpuMeter implements AutoCloseable {
     long nanos() {
         try {
             if (group == null) {
-                String stat = Files.readString(Path.of("/proc", Long.toString(pid), "stat"));
-                String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-                return (Long.parseLong(f[11]) + Long.parseLong(f[12])) * NANOS_PER_TICK; // utime, stime
+                return sinceStartNanos(pid);
             }
             if (v1) {
                 return Long.parseLong(Files.readString(group.resolve("cpuacct.usage")).trim());
@@ -72,6 +70,13 @@ final class CpuMeter implements AutoCloseable {
         } catch (IOException e) {
             throw new IllegalStateException("cannot read the CPU time of " + pid + ": " + e.getMessage(), e);
         }
+    }
+
+    /** All the CPU time {@code pid} used since it started: utime + stime from /proc/PID/stat, in 10 ms ticks. */
+    static long sinceStartNanos(long pid) throws IOException {
+        String stat = Files.readString(Path.of("/proc", Long.toString(pid), "stat"));
+        String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+        return (Long.parseLong(f[11]) + Long.parseLong(f[12])) * NANOS_PER_TICK; // fields 14 and 15
     }
 
     /** What the figures come from, for the report. */

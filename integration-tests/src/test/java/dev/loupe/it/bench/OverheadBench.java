@@ -41,7 +41,6 @@ public final class OverheadBench {
     record Run(Mode mode, double workloadSeconds, double agentCpuPerWall, long agentPeakRssKb, long bpfRunNs,
                long bpfRunCount, double startupCpuSeconds) {}
 
-    private static final long CLK_TCK = 100; // USER_HZ on Linux x86-64
     /** Extra agent options: "--unwind-tables off" measures the frame-pointer-only agent. */
     private static String agentArgs = "";
     private static Path baselineJar;
@@ -137,7 +136,7 @@ public final class OverheadBench {
         CpuMeter meter = CpuMeter.of(agent.pid());
         meterSource = meter.source();
         try {
-            long startupTicks = cpuTicks(agent.pid());
+            long startupNanos = CpuMeter.sinceStartNanos(agent.pid());
             // Warm up with the workload running, so the agent's JIT and caches reach the state an always-on
             // agent lives in (at 19 Hz few samples arrive, and C1 reaches its thresholds slowly).
             Process warm = new ProcessBuilder(workload.toString(), Long.toString(1L << 40))
@@ -155,7 +154,7 @@ public final class OverheadBench {
             long rss = BenchAgent.statusKb(agent.pid(), "VmHWM:");
             double cpuPerWall = (double) (cpu1 - cpu0) / (t1 - t0);
             return new Run(mode, secs, cpuPerWall, rss, bpf1[0] - bpf0[0], bpf1[1] - bpf0[1],
-                    (double) startupTicks / CLK_TCK);
+                    startupNanos / 1e9);
         } finally {
             BenchAgent.stop(agent);
             meter.close();
@@ -168,12 +167,6 @@ public final class OverheadBench {
 
     private static double runWorkload(Path workload, long work) throws IOException, InterruptedException {
         return Double.parseDouble(BenchAgent.exec(List.of(workload.toString(), Long.toString(work))).trim());
-    }
-
-    private static long cpuTicks(long pid) throws IOException {
-        String stat = Files.readString(Path.of("/proc", Long.toString(pid), "stat"));
-        String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-        return Long.parseLong(f[11]) + Long.parseLong(f[12]); // utime, stime (fields 14, 15)
     }
 
     /**
