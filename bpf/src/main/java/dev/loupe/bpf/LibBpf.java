@@ -87,7 +87,7 @@ final class LibBpf {
             }
         }
 
-        /** The bound handle, for exact invocation of calls without errno capture or strings. */
+        /** The bound handle (for exact invocation of calls without errno capture or strings); throws if unavailable. */
         MethodHandle exact() {
             if (handle == null) {
                 throw new IllegalStateException("libbpf function " + name + " is not available: " + LibBpf.loadError());
@@ -96,9 +96,7 @@ final class LibBpf {
         }
 
         private Object invoke(Arena arena, MemorySegment state, Object[] args) {
-            if (handle == null) {
-                throw new IllegalStateException("libbpf function " + name + " is not available: " + LibBpf.loadError());
-            }
+            MethodHandle handle = exact(); // throws if unavailable
             Object[] a = new Object[args.length + (state != null ? 1 : 0)];
             int k = 0;
             if (state != null) {

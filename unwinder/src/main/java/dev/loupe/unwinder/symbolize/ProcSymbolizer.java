@@ -208,8 +208,8 @@ final class ProcSymbolizer implements Symbolizer {
         this.registry = registry;
         this.maxCacheBytes = o.maxCacheBytes();
         Ticker ticker = this::nowNanos;
-        // Maintenance (expiry, eviction) runs on the calling thread: it is small, and with the default
-        // executor every few hundred reads woke a ForkJoinPool worker, ~10 % of the agent's idle CPU.
+        // Maintenance (expiry, eviction) runs on the calling thread: it is small, and the default executor
+        // wakes a ForkJoinPool worker for it.
         this.lastSweepNanos = nowNanos();
         this.binaries = Caffeine.newBuilder().executor(Runnable::run).ticker(ticker).maximumWeight(o.maxCacheBytes())
                 .weigher((FileKey k, Binary b) -> (int) Math.min(Integer.MAX_VALUE, b.weight()))
