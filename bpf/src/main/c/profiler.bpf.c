@@ -139,22 +139,27 @@ static __always_inline void count(__u32 which)
 	add(which, 1);
 }
 
-/* Registers the unwinder carries from frame to frame. */
-struct unwind_state {
+/* What every walk carries from frame to frame (frame pointers need nothing else). */
+struct walk {
 	__u64 pc;
 	__u64 sp;
 	__u64 bp;
 	__u32 base; /* index of the first user frame in sample.frames */
 	__u32 n;    /* user frames written so far */
 	__u32 flags;
-	__u32 proc_first; /* the process's slice of mappings (have_proc) */
-	__u32 proc_count;
-	__u8 have_proc;
+	__u32 fp_frames;
 	__u8 bp_known;  /* RBP holds this frame's value (unknown after an undescribed restore) */
 	__u8 exact_pc;  /* pc is exact (leaf, or interrupted by a signal), not a return address */
-	__u8 pad;
+	__u8 pad[6];
+};
+
+/* A walk that may use unwind tables: the registers plus the process's mappings and a one-mapping cache. */
+struct unwind_state {
+	struct walk w;
+	__u32 proc_first; /* the process's slice of mappings */
+	__u32 proc_count;
 	__u32 table_frames;
-	__u32 fp_frames;
+	__u32 pad;
 	/*
 	 * The last mapping found and its table's header, copied here (most frames of a stack are in one
 	 * binary): a frame whose pc is in [m_start, m_end) skips the mapping search and the table lookup.
@@ -197,7 +202,7 @@ static __always_inline int is_return_address(__u64 addr)
 	return code[3] == 0xe8 || (code[2] == 0xff && code[3] == 0x15);
 }
 
-static __always_inline int push_frame(struct sample *s, struct unwind_state *st, __u64 pc)
+static __always_inline int push_frame(struct sample *s, struct walk *st, __u64 pc)
 {
 	if (st->n >= MAX_USER_FRAMES) {
 		st->flags |= SAMPLE_F_USER_TRUNCATED;
@@ -220,7 +225,7 @@ static __always_inline int push_frame(struct sample *s, struct unwind_state *st,
  * syscall wrappers) leaves bp pointing at its caller's frame, so the chain would skip the direct
  * caller. If [sp] is a return address, it is that caller.
  */
-static __always_inline long fp_step(__u32 i, struct unwind_state *st, struct sample *s)
+static __always_inline long fp_step(__u32 i, struct walk *st, struct sample *s)
 {
 	__u64 frame[2] = {};
 	int have_frame = st->bp_known && st->bp != 0 && !bpf_probe_read_user(frame, sizeof(frame), (void *)st->bp);
@@ -249,7 +254,7 @@ static __always_inline long fp_step(__u32 i, struct unwind_state *st, struct sam
 }
 
 /* Ends the walk with a marker frame naming why (not for a normal end of stack). */
-static __always_inline long unwind_stop(struct unwind_state *st, struct sample *s, __u32 reason)
+static __always_inline long unwind_stop(struct walk *st, struct sample *s, __u32 reason)
 {
 	if (reason != STOP_END_OF_STACK && reason != STOP_ZERO_RA) {
 		if (push_frame(s, st, UNWIND_MARKER | reason))
@@ -345,7 +350,7 @@ static __always_inline long table_step(struct unwind_state *st, struct sample *s
 {
 	__u64 rule = table_rule(st, lookup_pc - st->m_bias);
 	if (rule == RULE_NOT_COVERED)
-		return unwind_stop(st, s, STOP_NO_TABLE);
+		return unwind_stop(&st->w, s, STOP_NO_TABLE);
 	__u32 kind = rule & 0xff;
 	__u32 aux = (rule >> 8) & 0xff;
 	__s16 rbp_off = (__s16)(rule >> 16);
@@ -354,61 +359,62 @@ static __always_inline long table_step(struct unwind_state *st, struct sample *s
 	st->table_frames++;
 	switch (kind) {
 	case RULE_CFA_RSP:
-		cfa = st->sp + (__s64)cfa_off;
+		cfa = st->w.sp + (__s64)cfa_off;
 		break;
 	case RULE_CFA_RBP:
-		if (!st->bp_known)
-			return unwind_stop(st, s, STOP_RBP_UNKNOWN);
-		cfa = st->bp + (__s64)cfa_off;
+		if (!st->w.bp_known)
+			return unwind_stop(&st->w, s, STOP_RBP_UNKNOWN);
+		cfa = st->w.bp + (__s64)cfa_off;
 		break;
 	case RULE_PLT:
-		cfa = st->sp + 8 + ((st->pc & 15) >= (__u64)cfa_off ? 8 : 0);
+		cfa = st->w.sp + 8 + ((st->w.pc & 15) >= (__u64)cfa_off ? 8 : 0);
 		break;
 	case RULE_SIGNAL: {
 		__u64 regs[3] = {};
-		if (bpf_probe_read_user(&regs[0], 8, (void *)(st->sp + SIGNAL_RIP_OFFSET)) ||
-		    bpf_probe_read_user(&regs[1], 8, (void *)(st->sp + SIGNAL_RSP_OFFSET)) ||
-		    bpf_probe_read_user(&regs[2], 8, (void *)(st->sp + SIGNAL_RBP_OFFSET)))
-			return unwind_stop(st, s, STOP_READ_FAILED);
+		if (bpf_probe_read_user(&regs[0], 8, (void *)(st->w.sp + SIGNAL_RIP_OFFSET)) ||
+		    bpf_probe_read_user(&regs[1], 8, (void *)(st->w.sp + SIGNAL_RSP_OFFSET)) ||
+		    bpf_probe_read_user(&regs[2], 8, (void *)(st->w.sp + SIGNAL_RBP_OFFSET)))
+			return unwind_stop(&st->w, s, STOP_READ_FAILED);
 		if (regs[0] == 0)
-			return unwind_stop(st, s, STOP_ZERO_RA);
-		st->pc = regs[0];
-		st->sp = regs[1];
-		st->bp = regs[2];
-		st->bp_known = 1;
-		st->exact_pc = 1; /* the interrupted instruction itself */
+			return unwind_stop(&st->w, s, STOP_ZERO_RA);
+		st->w.pc = regs[0];
+		st->w.sp = regs[1];
+		st->w.bp = regs[2];
+		st->w.bp_known = 1;
+		st->w.exact_pc = 1; /* the interrupted instruction itself */
 		return 0;
 	}
 	case RULE_STOP:
-		return unwind_stop(st, s, aux);
+		return unwind_stop(&st->w, s, aux);
 	default:
-		return unwind_stop(st, s, STOP_MALFORMED);
+		return unwind_stop(&st->w, s, STOP_MALFORMED);
 	}
-	if (cfa <= st->sp)
-		return unwind_stop(st, s, STOP_NO_PROGRESS);
+	if (cfa <= st->w.sp)
+		return unwind_stop(&st->w, s, STOP_NO_PROGRESS);
 	/* [0]: the saved RBP when it is next to the return address (push %rbp first: CFA-16), [1]: RA */
 	__u64 pair[2] = {};
 	int adjacent = aux == RBP_SAVED && rbp_off == -16;
 	if (bpf_probe_read_user(adjacent ? &pair[0] : &pair[1], adjacent ? 16 : 8, (void *)(cfa - (adjacent ? 16 : 8))))
-		return unwind_stop(st, s, STOP_READ_FAILED);
+		return unwind_stop(&st->w, s, STOP_READ_FAILED);
 	if (pair[1] == 0)
-		return unwind_stop(st, s, STOP_ZERO_RA);
+		return unwind_stop(&st->w, s, STOP_ZERO_RA);
 	__u64 ra = pair[1];
 	if (aux == RBP_SAVED) {
 		if (!adjacent && bpf_probe_read_user(&pair[0], 8, (void *)(cfa + (__s64)rbp_off)))
-			return unwind_stop(st, s, STOP_READ_FAILED);
-		st->bp = pair[0];
-		st->bp_known = 1;
+			return unwind_stop(&st->w, s, STOP_READ_FAILED);
+		st->w.bp = pair[0];
+		st->w.bp_known = 1;
 	} else if (aux != RBP_UNCHANGED) {
-		st->bp_known = 0;
+		st->w.bp_known = 0;
 	}
-	st->sp = cfa;
-	st->pc = ra;
-	st->exact_pc = 0;
+	st->w.sp = cfa;
+	st->w.pc = ra;
+	st->w.exact_pc = 0;
 	return 0;
 }
 
-/* One frame: record pc, then find the caller by the mapping's table or by frame pointers. */
+/* One frame of a process with unwind state: record pc, then find the caller by the mapping's table or by
+ * frame pointers. */
 static long unwind_step(__u32 i, void *unused)
 {
 	__u32 zero = 0;
@@ -416,19 +422,31 @@ static long unwind_step(__u32 i, void *unused)
 	struct unwind_state *st = bpf_map_lookup_elem(&unwind_scratch, &zero);
 	if (!s || !st)
 		return 1;
-	if (!push_frame(s, st, st->pc))
+	if (!push_frame(s, &st->w, st->w.pc))
 		return 1;
-	if (!st->have_proc)
-		return fp_step(i, st, s);
-	__u64 lookup_pc = st->exact_pc ? st->pc : st->pc - 1; /* a return address: look inside the call */
+	__u64 lookup_pc = st->w.exact_pc ? st->w.pc : st->w.pc - 1; /* a return address: look inside the call */
 	/* Unsigned: also a miss while the cache is empty. */
 	if (lookup_pc - st->m_start >= st->m_end - st->m_start && !load_mapping(st, lookup_pc))
-		return fp_step(i, st, s); /* in no mapping Java knows: frame pointers */
+		return fp_step(i, &st->w, s); /* in no mapping Java knows: frame pointers */
 	if (st->m_kind == MAPPING_FP)
-		return fp_step(i, st, s); /* JIT or anonymous code, Go: frame pointers */
+		return fp_step(i, &st->w, s); /* JIT or anonymous code, Go: frame pointers */
 	if (st->m_kind == MAPPING_STOP)
-		return unwind_stop(st, s, st->m_table_id);
+		return unwind_stop(&st->w, s, st->m_table_id);
 	return table_step(st, s, lookup_pc);
+}
+
+/*
+ * One frame of a frame-pointer-only walk (tables off, or a process Java has not registered): the state
+ * stays on the caller's stack and nothing but the sample is looked up, since this is most samples' path
+ * when tables are off and it costs per frame.
+ */
+static long fp_only_step(__u32 i, struct walk *w)
+{
+	__u32 zero = 0;
+	struct sample *s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!s || !push_frame(s, w, w->pc))
+		return 1;
+	return fp_step(i, w, s);
 }
 
 SEC("perf_event")
@@ -482,49 +500,56 @@ int sample_cpu(struct perf_event_ctx *ctx)
 		nk = MAX_KERNEL_FRAMES;
 	s->kernel_frames = nk;
 
-	struct unwind_state *st = bpf_map_lookup_elem(&unwind_scratch, &zero);
-	if (!st)
-		return 0;
-	__builtin_memset(st, 0, sizeof(*st));
-	st->base = nk;
-	st->bp_known = 1;
-	st->exact_pc = 1;
+	struct walk w = {};
+	w.base = nk;
+	w.bp_known = 1;
+	w.exact_pc = 1;
+	struct proc_unwind *pu = 0;
 	if (cfg->unwind_tables) {
-		struct proc_unwind *pu = bpf_map_lookup_elem(&procs, &tgid);
-		if (pu && pu->start_ticks == s->start_boottime / NSEC_PER_TICK) {
-			st->have_proc = 1;
-			st->proc_first = pu->first;
-			st->proc_count = pu->count;
-		} else if (!(task->flags & PF_KTHREAD)) {
-			st->flags |= SAMPLE_F_FP_FALLBACK;
+		pu = bpf_map_lookup_elem(&procs, &tgid);
+		if (pu && pu->start_ticks != s->start_boottime / NSEC_PER_TICK)
+			pu = 0;
+		if (!pu && !(task->flags & PF_KTHREAD)) {
+			w.flags |= SAMPLE_F_FP_FALLBACK;
 			count(STAT_FP_FALLBACK);
 		}
 	}
 	if (!(task->flags & PF_KTHREAD)) {
 		if (user_mode) {
-			st->pc = ctx->regs.ip;
-			st->sp = ctx->regs.sp;
-			st->bp = ctx->regs.bp;
+			w.pc = ctx->regs.ip;
+			w.sp = ctx->regs.sp;
+			w.bp = ctx->regs.bp;
 		} else {
 			/* In the kernel: the user registers saved at kernel entry. */
 			struct pt_regs *uregs = (struct pt_regs *)bpf_task_pt_regs(task);
-			st->pc = BPF_CORE_READ(uregs, ip);
-			st->sp = BPF_CORE_READ(uregs, sp);
-			st->bp = BPF_CORE_READ(uregs, bp);
+			w.pc = BPF_CORE_READ(uregs, ip);
+			w.sp = BPF_CORE_READ(uregs, sp);
+			w.bp = BPF_CORE_READ(uregs, bp);
 		}
-		if (st->pc)
-			bpf_loop(MAX_USER_FRAMES + 1, unwind_step, 0, 0);
 	}
-	if (st->flags & SAMPLE_F_USER_TRUNCATED)
+	if (w.pc && pu) {
+		struct unwind_state *st = bpf_map_lookup_elem(&unwind_scratch, &zero);
+		if (!st)
+			return 0;
+		__builtin_memset(st, 0, sizeof(*st));
+		st->w = w;
+		st->proc_first = pu->first;
+		st->proc_count = pu->count;
+		bpf_loop(MAX_USER_FRAMES + 1, unwind_step, 0, 0);
+		w = st->w;
+		add(STAT_TABLE_FRAMES, st->table_frames);
+	} else if (w.pc) {
+		bpf_loop(MAX_USER_FRAMES + 1, fp_only_step, &w, 0);
+	}
+	if (w.flags & SAMPLE_F_USER_TRUNCATED)
 		count(STAT_USER_TRUNCATED);
-	if (st->flags & SAMPLE_F_USER_READ_ERROR)
+	if (w.flags & SAMPLE_F_USER_READ_ERROR)
 		count(STAT_USER_READ_ERRORS);
-	if (st->flags & SAMPLE_F_UNWIND_STOPPED)
+	if (w.flags & SAMPLE_F_UNWIND_STOPPED)
 		count(STAT_UNWIND_STOPPED);
-	add(STAT_TABLE_FRAMES, st->table_frames);
-	add(STAT_FP_FRAMES, st->fp_frames);
-	s->flags |= st->flags;
-	__u32 nu = st->n;
+	add(STAT_FP_FRAMES, w.fp_frames);
+	s->flags |= w.flags;
+	__u32 nu = w.n;
 	if (nu > MAX_USER_FRAMES)
 		nu = MAX_USER_FRAMES;
 	s->user_frames = nu;
