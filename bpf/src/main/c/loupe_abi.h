@@ -62,10 +62,6 @@ enum stat {
 struct config {
 	__u32 filter_pids;  /* 1: only pids in pid_filter */
 	__u32 wakeup_bytes; /* wake user space once this much data is waiting */
-	/* 1: Java registers processes' unwind tables. A process without unwind state is then a fallback
-	 * (flagged, counted, and its sample wakes user space so its tables get loaded). 0 (--unwind-tables
-	 * off): nothing is looked up, and frame pointers are the choice, not a fallback. */
-	__u32 unwind_tables;
 };
 
 /*

@@ -5,9 +5,11 @@
  * buffer; Java symbolizes and aggregates. Streaming (rather than in-kernel aggregation) lets
  * user space see every process while it is still alive, so short-lived processes resolve.
  *
- * The user stack walk is a bpf_loop over one per-frame step (unwind_step). Per mapping it uses the
- * binary's unwind table (compiled from .eh_frame in Java, shipped in the unwind_* maps) or frame
- * pointers (JIT/anonymous code, Go, and processes Java has not registered yet).
+ * Two programs, one of which Java loads. In sample_cpu the user stack walk is a bpf_loop over one
+ * per-frame step (unwind_step): per mapping it uses the binary's unwind table (compiled from .eh_frame in
+ * Java, shipped in the unwind_* maps) or frame pointers (JIT/anonymous code, Go), and a process Java has
+ * not registered yet is walked with frame pointers alone (fp_only_step). sample_cpu_fp
+ * (--unwind-tables off) always walks with frame pointers alone.
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -449,8 +451,12 @@ static long fp_only_step(__u32 i, struct walk *w)
 	return fp_step(i, w, s);
 }
 
-SEC("perf_event")
-int sample_cpu(struct perf_event_ctx *ctx)
+/*
+ * One sample. Compiled twice with tables a constant: sample_cpu walks with unwind tables, sample_cpu_fp with
+ * frame pointers only. Java loads one of them (--unwind-tables), so the frame-pointer-only agent neither
+ * pays the verifier for the table walk at start nor looks anything up per sample.
+ */
+static __always_inline int sample(struct perf_event_ctx *ctx, const int tables)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32;
@@ -505,7 +511,7 @@ int sample_cpu(struct perf_event_ctx *ctx)
 	w.bp_known = 1;
 	w.exact_pc = 1;
 	struct proc_unwind *pu = 0;
-	if (cfg->unwind_tables) {
+	if (tables) {
 		pu = bpf_map_lookup_elem(&procs, &tgid);
 		if (pu && pu->start_ticks != s->start_boottime / NSEC_PER_TICK)
 			pu = 0;
@@ -527,7 +533,7 @@ int sample_cpu(struct perf_event_ctx *ctx)
 			w.bp = BPF_CORE_READ(uregs, bp);
 		}
 	}
-	if (w.pc && pu) {
+	if (tables && w.pc && pu) {
 		struct unwind_state *st = bpf_map_lookup_elem(&unwind_scratch, &zero);
 		if (!st)
 			return 0;
@@ -561,7 +567,7 @@ int sample_cpu(struct perf_event_ctx *ctx)
 		? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 	/* A process without unwind state yet: wake user space now (at most every 10 ms), since this sample
 	 * is what gets its tables loaded; batching it would delay that by up to the poll timeout. */
-	if (wake == BPF_RB_NO_WAKEUP && (s->flags & SAMPLE_F_FP_FALLBACK)) {
+	if (tables && wake == BPF_RB_NO_WAKEUP && (s->flags & SAMPLE_F_FP_FALLBACK)) {
 		__u64 now = bpf_ktime_get_ns();
 		if (now - last_fallback_wakeup_ns >= 10 * 1000 * 1000) {
 			last_fallback_wakeup_ns = now;
@@ -571,6 +577,18 @@ int sample_cpu(struct perf_event_ctx *ctx)
 	if (bpf_ringbuf_output(&samples, s, size, wake))
 		count(STAT_RINGBUF_DROPS);
 	return 0;
+}
+
+SEC("perf_event")
+int sample_cpu(struct perf_event_ctx *ctx)
+{
+	return sample(ctx, 1);
+}
+
+SEC("perf_event")
+int sample_cpu_fp(struct perf_event_ctx *ctx)
+{
+	return sample(ctx, 0);
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

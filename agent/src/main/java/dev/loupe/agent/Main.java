@@ -103,8 +103,10 @@ public final class Main {
         }
         PerfEventSampler sampler;
         try {
-            sampler = PerfEventSampler.open(config.frequencyHz(), config.pids(),
-                    dev.loupe.bpf.UnwindMaps.Capacity.forBudget(config.unwindTableBudget()));
+            sampler = config.unwindTables()
+                    ? PerfEventSampler.open(config.frequencyHz(), config.pids(),
+                            dev.loupe.bpf.UnwindMaps.Capacity.forBudget(config.unwindTableBudget()))
+                    : PerfEventSampler.openWithoutUnwindTables(config.frequencyHz(), config.pids());
         } catch (BpfException e) {
             System.err.println("loupe: " + e.getMessage());
             return 1;
@@ -114,13 +116,6 @@ public final class Main {
         Symbolizer symbolizer = Symbolizer.create(Symbolizer.Options.defaults(), processes);
         Agent agent = new Agent(config.frequencyHz(), config.interval(), new KernelSampleSource(sampler), symbolizer,
                 List.copyOf(sinks), Clocks.system(), Agent.Options.defaults(Map.of("node", HostName.get())));
-        try {
-            sampler.unwindTables(config.unwindTables());
-        } catch (BpfException e) {
-            System.err.println("loupe: " + e.getMessage());
-            sampler.close();
-            return 1;
-        }
         if (config.unwindTables()) {
             // Only with tables: the uploader listens to the process registry and queues every new process.
             UnwindTableUploader unwind = new UnwindTableUploader(new KernelUnwindTarget(sampler.unwindMaps()),

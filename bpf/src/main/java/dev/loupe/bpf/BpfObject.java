@@ -77,13 +77,23 @@ public final class BpfObject implements AutoCloseable {
         LibBpf.MAP_SET_MAX_ENTRIES.status(mapName + ", " + maxEntries, mapHandle(mapName), maxEntries);
     }
 
+    /** Whether {@link #load()} verifies and loads this program (all do by default); only before load. */
+    public void autoload(String programName, boolean autoload) throws BpfException {
+        checkOpen();
+        if (loaded) {
+            throw new IllegalStateException("program " + programName + " can only be chosen before load");
+        }
+        MemorySegment h = LibBpf.FIND_PROGRAM.pointer(programName, object, programName);
+        LibBpf.PROGRAM_SET_AUTOLOAD.status(programName + ", " + autoload, h, autoload);
+    }
+
     /** The object's own BTF (its types as compiled), for ABI checks; valid until close. */
     Btf btf() throws BpfException {
         checkOpen();
         return new Btf(LibBpf.OBJECT_BTF.pointer(name, object), name, false);
     }
 
-    /** Verifies and loads every program and creates every map. */
+    /** Verifies and loads every program (see {@link #autoload}) and creates every map. */
     public void load() throws BpfException {
         checkOpen();
         LibBpf.OBJECT_LOAD.status(name, object);

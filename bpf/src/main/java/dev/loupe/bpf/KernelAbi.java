@@ -44,8 +44,7 @@ public final class KernelAbi {
     /** struct config: written once before sampling. */
     static final StructLayout CONFIG = MemoryLayout.structLayout(
             JAVA_INT.withName("filter_pids"),
-            JAVA_INT.withName("wakeup_bytes"),
-            JAVA_INT.withName("unwind_tables")
+            JAVA_INT.withName("wakeup_bytes")
     ).withName("config");
 
     /** enum stat, in order; the last is the count. */

@@ -10,6 +10,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_BOOLEAN;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
@@ -150,6 +151,7 @@ final class LibBpf {
     static final Fn FIND_PROGRAM = fn("bpf_object__find_program_by_name", ptr(ADDRESS, ADDRESS), true);
     static final Fn FIND_MAP = fn("bpf_object__find_map_by_name", ptr(ADDRESS, ADDRESS), true);
     static final Fn PROGRAM_FD = fn("bpf_program__fd", i32(ADDRESS), false);
+    static final Fn PROGRAM_SET_AUTOLOAD = fn("bpf_program__set_autoload", i32(ADDRESS, JAVA_BOOLEAN), false);
     // maps (object level)
     static final Fn MAP_FD = fn("bpf_map__fd", i32(ADDRESS), false);
     static final Fn MAP_SET_MAX_ENTRIES = fn("bpf_map__set_max_entries", i32(ADDRESS, JAVA_INT), false);

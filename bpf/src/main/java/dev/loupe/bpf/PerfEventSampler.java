@@ -34,7 +34,6 @@ public final class PerfEventSampler implements AutoCloseable {
     private final int frequencyHz;
     private boolean filterPids;
     private int wakeupBytes;
-    private volatile boolean unwindTables = true; // config.unwind_tables, see unwindTables(boolean)
     private BpfObject object;
     private BpfMap stats;
     private BpfProgram program;
@@ -70,6 +69,22 @@ public final class PerfEventSampler implements AutoCloseable {
      * process in {@link #unwindMaps()}, its stacks are walked with frame pointers (and marked so).
      */
     public static PerfEventSampler open(int frequencyHz, Set<Integer> pids, UnwindMaps.Capacity unwind) throws BpfException {
+        return open(frequencyHz, pids, java.util.Objects.requireNonNull(unwind, "unwind"), true);
+    }
+
+    /**
+     * As {@link #open(int, Set)} without unwind tables ({@code --unwind-tables off}): every user stack is
+     * walked with frame pointers, as the choice rather than a fallback (no flag, no count, no early wakeup),
+     * by a program that looks nothing up per sample. The unwind maps are created with one entry each.
+     */
+    public static PerfEventSampler openWithoutUnwindTables(int frequencyHz, Set<Integer> pids) throws BpfException {
+        return open(frequencyHz, pids, NO_TABLES, false);
+    }
+
+    private static final UnwindMaps.Capacity NO_TABLES = new UnwindMaps.Capacity(1, 1, 1, 1, 1, 1);
+
+    private static PerfEventSampler open(int frequencyHz, Set<Integer> pids, UnwindMaps.Capacity unwind, boolean tables)
+            throws BpfException {
         var reason = BpfAvailability.unavailabilityReason();
         if (reason.isPresent()) {
             throw new BpfException("BPF unavailable: " + reason.get(), 0);
@@ -81,7 +96,7 @@ public final class PerfEventSampler implements AutoCloseable {
         }
         PerfEventSampler s = new PerfEventSampler(frequencyHz);
         try {
-            s.start(pids, unwind);
+            s.start(pids, unwind, tables);
             return s;
         } catch (BpfException | RuntimeException e) {
             s.close();
@@ -101,14 +116,16 @@ public final class PerfEventSampler implements AutoCloseable {
         return o;
     }
 
-    private void start(Set<Integer> pids, UnwindMaps.Capacity unwind) throws BpfException {
+    private void start(Set<Integer> pids, UnwindMaps.Capacity unwind, boolean tables) throws BpfException {
         object = openObject();
+        String programName = tables ? "sample_cpu" : "sample_cpu_fp";
+        object.autoload(tables ? "sample_cpu_fp" : "sample_cpu", false);
         List<Integer> cpus = onlineCpus();
         int ringBytes = ringBufferBytes(cpus.size(), frequencyHz);
         object.resizeMap("samples", ringBytes);
         UnwindMaps.resize(object, unwind);
         object.load();
-        unwindMaps = new UnwindMaps(object, unwind);
+        unwindMaps = tables ? new UnwindMaps(object, unwind) : null;
 
         stats = object.map("stats");
         BpfMap filter = object.map("pid_filter");
@@ -122,7 +139,7 @@ public final class PerfEventSampler implements AutoCloseable {
         wakeupBytes = ringBytes / 4;
         writeConfig();
         ringBuffer = RingBuffer.open(object.map("samples"), this::onRecord);
-        program = object.program("sample_cpu");
+        program = object.program(programName);
         for (int cpu : cpus) {
             int fd = LibC.perfEventOpenCpuClock(cpu, frequencyHz);
             try {
@@ -134,7 +151,8 @@ public final class PerfEventSampler implements AutoCloseable {
         }
         LOG.log(System.Logger.Level.INFO, "sampling " + cpus.size() + " CPUs at " + frequencyHz + " Hz"
                 + (pids.isEmpty() ? ", all processes" : ", pids " + new TreeSet<>(pids))
-                + ", ring buffer " + (ringBytes >> 10) + " KiB");
+                + ", ring buffer " + (ringBytes >> 10) + " KiB"
+                + (tables ? ", unwind tables up to " + (unwind.bytes() >> 20) + " MiB" : ", frame pointers only"));
     }
 
     /** Half a second of samples from every CPU at ~1 KiB each, as a power of two between 1 and 64 MiB. */
@@ -205,18 +223,6 @@ public final class PerfEventSampler implements AutoCloseable {
         }
     }
 
-    /**
-     * On (the default) the program looks every sample's process up in the unwind maps Java fills; a process
-     * without unwind state is walked with frame pointers, flagged {@link RawSample#FP_FALLBACK}, counted, and
-     * its sample wakes user space at once (at most every 10 ms) rather than with the next batch, since that
-     * sample is what gets its tables loaded. Off ({@code --unwind-tables off}) nothing is looked up, and
-     * frame pointers are the choice, not a fallback: no flag, no count, no early wakeup.
-     */
-    public void unwindTables(boolean on) throws BpfException {
-        unwindTables = on;
-        writeConfig();
-    }
-
     // Not under the poll monitor: poll() holds it while it waits. A map update needs no lock of ours.
     private void writeConfig() throws BpfException {
         try (Arena a = Arena.ofConfined()) {
@@ -224,7 +230,6 @@ public final class PerfEventSampler implements AutoCloseable {
             MemorySegment cfg = a.allocate(KernelAbi.CONFIG);
             cfg.set(JAVA_INT, KernelAbi.offset(KernelAbi.CONFIG, "filter_pids"), filterPids ? 1 : 0);
             cfg.set(JAVA_INT, KernelAbi.offset(KernelAbi.CONFIG, "wakeup_bytes"), wakeupBytes);
-            cfg.set(JAVA_INT, KernelAbi.offset(KernelAbi.CONFIG, "unwind_tables"), unwindTables ? 1 : 0);
             object.map("config").update(0, cfg, BpfMap.BPF_ANY);
         }
     }
@@ -274,6 +279,9 @@ public final class PerfEventSampler implements AutoCloseable {
 
     /** Where Java registers unwind tables and processes for the kernel's walker. */
     public UnwindMaps unwindMaps() {
+        if (unwindMaps == null) {
+            throw new IllegalStateException("opened without unwind tables");
+        }
         return unwindMaps;
     }
 

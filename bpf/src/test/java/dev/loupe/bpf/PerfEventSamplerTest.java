@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.Set;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
@@ -114,16 +115,18 @@ class PerfEventSamplerTest {
                     "every sample of an unregistered process is a fallback: " + on.size());
             assertTrue(s.stats().fpFallback() >= on.size());
 
-            s.unwindTables(false);
-            collect(s, Duration.ofMillis(50)); // what was sampled before the switch
-            long fallbackBefore = s.stats().fpFallback();
+        }
+        try (PerfEventSampler s = PerfEventSampler.openWithoutUnwindTables(99, Set.of(pid))) {
             List<RawSample> off = collect(s, Duration.ofSeconds(1));
             assertTrue(off.size() > 20, "still sampled: " + off.size());
             for (RawSample r : off) {
                 assertEquals(0, r.flags() & RawSample.FP_FALLBACK, "no fallback flag with tables off");
                 assertTrue(r.userStack().length >= 1 && r.userStack()[0] > 0, "user stack still walked");
             }
-            assertEquals(fallbackBefore, s.stats().fpFallback(), "no fallback counted with tables off");
+            assertEquals(0, s.stats().fpFallback(), "no fallback counted with tables off");
+            assertEquals(0, s.stats().tableFrames(), "no table frames with tables off");
+            assertTrue(s.stats().fpFrames() >= off.size(), "frame-pointer frames counted: " + s.stats());
+            assertThrows(IllegalStateException.class, s::unwindMaps, "no unwind maps to fill");
         }
     }
 

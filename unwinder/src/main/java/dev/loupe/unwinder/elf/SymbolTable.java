@@ -109,13 +109,28 @@ public final class SymbolTable {
         public static final int WEAK = 1;
         public static final int LOCAL = 2;
 
-        private long[] starts = new long[256];
-        private long[] sizes = new long[256];
-        private int[] nameOff = new int[256];
-        private int[] nameLen = new int[256];
-        private byte[] rank = new byte[256];
-        private byte[] blob = new byte[4096];
-        private int blobSize;
+        /*
+         * Collected in fixed-size chunks rather than arrays that double: /proc/kallsyms has ~120k text
+         * symbols and ~3 MB of names, and doubling kept the old and new copies alive together and made
+         * arrays larger than the agent's young generation, which went straight to the old generation and
+         * raised the agent's peak RSS at every start. Entry i is at chunk i >>> SHIFT, slot i & MASK.
+         */
+        private static final int SHIFT = 12;
+        private static final int CHUNK = 1 << SHIFT;
+        private static final int MASK = CHUNK - 1;
+        /** Names are packed into blocks of this size; a name never spans two (a longer one gets its own). */
+        private static final int BLOCK = 1 << 16;
+
+        private long[][] starts = new long[4][];
+        private long[][] sizes = new long[4][];
+        private int[][] nameBlock = new int[4][];
+        private int[][] nameOff = new int[4][];
+        private int[][] nameLen = new int[4][];
+        private byte[][] rank = new byte[4][];
+        private byte[][] blocks = new byte[4][];
+        private int blockCount;
+        private int blockUsed;
+        private long blobSize;
         private int n;
 
         /** Adds a symbol; a name's bytes are kept as UTF-8. */
@@ -126,29 +141,65 @@ public final class SymbolTable {
 
         /** Adds a symbol whose name is {@code len} bytes of {@code src} at {@code off}. */
         public void add(long start, long size, int bindingRank, byte[] src, int off, int len) {
-            if (n == starts.length) {
-                int cap = n * 2;
-                starts = Arrays.copyOf(starts, cap);
-                sizes = Arrays.copyOf(sizes, cap);
-                nameOff = Arrays.copyOf(nameOff, cap);
-                nameLen = Arrays.copyOf(nameLen, cap);
-                rank = Arrays.copyOf(rank, cap);
+            if (blobSize + len > Integer.MAX_VALUE - 16) {
+                throw new IllegalStateException("symbol names exceed 2 GiB"); // callers cap well below
             }
-            if (blob.length - blobSize < len) {
-                long cap = Math.max((long) blob.length * 2, (long) blobSize + len);
-                if (cap > Integer.MAX_VALUE - 16) {
-                    throw new IllegalStateException("symbol names exceed 2 GiB"); // callers cap well below
+            int c = n >>> SHIFT;
+            if ((n & MASK) == 0) {
+                if (c == starts.length) {
+                    int cap = c * 2;
+                    starts = Arrays.copyOf(starts, cap);
+                    sizes = Arrays.copyOf(sizes, cap);
+                    nameBlock = Arrays.copyOf(nameBlock, cap);
+                    nameOff = Arrays.copyOf(nameOff, cap);
+                    nameLen = Arrays.copyOf(nameLen, cap);
+                    rank = Arrays.copyOf(rank, cap);
                 }
-                blob = Arrays.copyOf(blob, (int) cap);
+                starts[c] = new long[CHUNK];
+                sizes[c] = new long[CHUNK];
+                nameBlock[c] = new int[CHUNK];
+                nameOff[c] = new int[CHUNK];
+                nameLen[c] = new int[CHUNK];
+                rank[c] = new byte[CHUNK];
             }
-            System.arraycopy(src, off, blob, blobSize, len);
-            starts[n] = start;
-            sizes[n] = size;
-            nameOff[n] = blobSize;
-            nameLen[n] = len;
-            rank[n] = (byte) bindingRank;
+            int slot = n & MASK;
+            if (blockCount == 0 || BLOCK - blockUsed < len) {
+                if (blockCount == blocks.length) {
+                    blocks = Arrays.copyOf(blocks, blockCount * 2);
+                }
+                blocks[blockCount++] = new byte[Math.max(BLOCK, len)];
+                blockUsed = 0;
+            }
+            System.arraycopy(src, off, blocks[blockCount - 1], blockUsed, len);
+            starts[c][slot] = start;
+            sizes[c][slot] = size;
+            nameBlock[c][slot] = blockCount - 1;
+            nameOff[c][slot] = blockUsed;
+            nameLen[c][slot] = len;
+            rank[c][slot] = (byte) bindingRank;
+            blockUsed += len;
             blobSize += len;
             n++;
+        }
+
+        private long start(int i) {
+            return starts[i >>> SHIFT][i & MASK];
+        }
+
+        private long size(int i) {
+            return sizes[i >>> SHIFT][i & MASK];
+        }
+
+        private int len(int i) {
+            return nameLen[i >>> SHIFT][i & MASK];
+        }
+
+        private byte[] block(int i) {
+            return blocks[nameBlock[i >>> SHIFT][i & MASK]];
+        }
+
+        private int off(int i) {
+            return nameOff[i >>> SHIFT][i & MASK];
         }
 
         public int count() {
@@ -157,7 +208,7 @@ public final class SymbolTable {
 
         /** Bytes held so far (names and per-symbol arrays), to enforce a memory budget while adding. */
         long bytesHeld() {
-            return (long) blobSize + 33L * n;
+            return blobSize + 33L * n;
         }
 
         public SymbolTable build() {
@@ -167,20 +218,21 @@ public final class SymbolTable {
             int k = 0;
             for (int a = 0; a < n; ) {
                 int b = a + 1;
-                while (b < n && starts[order[b]] == starts[order[a]]) {
+                long start = start(order[a]);
+                while (b < n && start(order[b]) == start) {
                     b++;
                 }
                 int best = order[a];
-                long knownSize = sizes[best];
+                long knownSize = size(best);
                 for (int c = a + 1; c < b; c++) {
                     int cand = order[c];
-                    knownSize = Math.max(knownSize, sizes[cand]);
+                    knownSize = Math.max(knownSize, size(cand));
                     if (better(cand, best)) {
                         best = cand;
                     }
                 }
-                if (sizes[best] == 0 && knownSize > 0) {
-                    sizes[best] = knownSize; // an alias without size borrows its twin's size
+                if (size(best) == 0 && knownSize > 0) {
+                    sizes[best >>> SHIFT][best & MASK] = knownSize; // an alias without size borrows its twin's size
                 }
                 keep[k++] = best;
                 a = b;
@@ -190,17 +242,17 @@ public final class SymbolTable {
             int[] offs = new int[k + 1];
             int total = 0;
             for (int i = 0; i < k; i++) {
-                total += nameLen[keep[i]];
+                total += len(keep[i]);
             }
             byte[] nm = new byte[total];
             int pos = 0;
             for (int i = 0; i < k; i++) {
                 int j = keep[i];
-                s[i] = starts[j];
-                z[i] = (int) Math.min(Integer.MAX_VALUE, Math.max(0, sizes[j]));
+                s[i] = start(j);
+                z[i] = (int) Math.min(Integer.MAX_VALUE, Math.max(0, size(j)));
                 offs[i] = pos;
-                System.arraycopy(blob, nameOff[j], nm, pos, nameLen[j]);
-                pos += nameLen[j];
+                System.arraycopy(block(j), off(j), nm, pos, len(j));
+                pos += len(j);
             }
             offs[k] = pos;
             return new SymbolTable(s, z, offs, nm, covers(s, z));
@@ -229,23 +281,28 @@ public final class SymbolTable {
         }
 
         private boolean better(int a, int b) {
-            if ((sizes[a] > 0) != (sizes[b] > 0)) {
-                return sizes[a] > 0;
+            if ((size(a) > 0) != (size(b) > 0)) {
+                return size(a) > 0;
             }
             int ua = underscores(a);
             int ub = underscores(b);
             if (ua != ub) {
                 return ua < ub;
             }
-            if (rank[a] != rank[b]) {
-                return rank[a] < rank[b];
+            byte ra = rank[a >>> SHIFT][a & MASK];
+            byte rb = rank[b >>> SHIFT][b & MASK];
+            if (ra != rb) {
+                return ra < rb;
             }
             return a < b;
         }
 
         private int underscores(int i) {
+            byte[] blk = block(i);
+            int off = off(i);
+            int len = len(i);
             int u = 0;
-            while (u < nameLen[i] && blob[nameOff[i] + u] == '_') {
+            while (u < len && blk[off + u] == '_') {
                 u++;
             }
             return u;
@@ -257,7 +314,7 @@ public final class SymbolTable {
             boolean sorted = true;
             for (int i = 0; i < n; i++) {
                 a[i] = i;
-                if (i > 0 && Long.compareUnsigned(starts[i - 1], starts[i]) > 0) {
+                if (i > 0 && Long.compareUnsigned(start(i - 1), start(i)) > 0) {
                     sorted = false;
                 }
             }
@@ -273,7 +330,7 @@ public final class SymbolTable {
                     int j = mid;
                     int o = lo;
                     while (i < mid && j < hi) {
-                        tmp[o++] = Long.compareUnsigned(starts[a[j]], starts[a[i]]) < 0 ? a[j++] : a[i++];
+                        tmp[o++] = Long.compareUnsigned(start(a[j]), start(a[i])) < 0 ? a[j++] : a[i++];
                     }
                     while (i < mid) {
                         tmp[o++] = a[i++];

@@ -424,4 +424,25 @@ class ElfFileTest {
         assertEquals(0, SymbolTable.EMPTY.size());
         assertNull(SymbolTable.EMPTY.lookup(5));
     }
+
+    /** Far more symbols and name bytes than one of the builder's chunks or name blocks, added out of order. */
+    @Test
+    void symbolTableOfManySymbolsAndLongNames() {
+        SymbolTable.Builder b = new SymbolTable.Builder();
+        b.add(0x10, 0, SymbolTable.Builder.GLOBAL, new byte[0], 0, 0); // an empty name first
+        String huge = "h".repeat(200_000); // longer than a name block
+        int count = 50_000;
+        for (int i = count - 1; i >= 0; i--) {
+            b.add(0x1000L + 16L * i, 16, i == 777 ? huge : "fn_" + i + "_" + "x".repeat(i % 50));
+        }
+        SymbolTable t = b.build();
+        assertEquals(count + 1, t.size());
+        assertEquals("", t.lookup(0x10));
+        for (int i = 0; i < count; i += 997) {
+            assertEquals("fn_" + i + "_" + "x".repeat(i % 50), t.lookup(0x1000L + 16L * i + 5), "symbol " + i);
+        }
+        assertEquals(huge, t.lookup(0x1000L + 16L * 777));
+        assertEquals("fn_778_" + "x".repeat(28), t.lookup(0x1000L + 16L * 778), "the name after a block-sized one");
+        assertNull(t.lookup(0x1000L + 16L * count));
+    }
 }
