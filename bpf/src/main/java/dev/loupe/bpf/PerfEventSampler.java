@@ -152,7 +152,7 @@ public final class PerfEventSampler implements AutoCloseable {
         LOG.log(System.Logger.Level.INFO, "sampling " + cpus.size() + " CPUs at " + frequencyHz + " Hz"
                 + (pids.isEmpty() ? ", all processes" : ", pids " + new TreeSet<>(pids))
                 + ", ring buffer " + (ringBytes >> 10) + " KiB"
-                + (tables ? ", unwind tables up to " + (unwind.bytes() >> 20) + " MiB" : ", frame pointers only"));
+                + (tables ? ", unwind maps " + (unwind.bytes() >> 20) + " MiB" : ", frame pointers only"));
     }
 
     /** Half a second of samples from every CPU at ~1 KiB each, as a power of two between 1 and 64 MiB. */

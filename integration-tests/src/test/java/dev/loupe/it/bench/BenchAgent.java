@@ -18,7 +18,7 @@ final class BenchAgent {
     }
 
     /**
-     * Starts {@code java <LOUPE_AGENT_JVM_OPTS> -jar JAR run ARGS} with its output in {@code log}, and
+     * Starts {@code java <LOUPE_AGENT_JVM_OPTS> [-XX:AOTCache=..] -jar JAR run ARGS} with its output in {@code log}, and
      * returns once it says it is sampling.
      */
     static Process start(String jar, Path log, List<String> runArgs) throws IOException, InterruptedException {
@@ -26,6 +26,12 @@ final class BenchAgent {
         cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         String opts = System.getenv().getOrDefault("LOUPE_AGENT_JVM_OPTS", "--enable-native-access=ALL-UNNAMED");
         cmd.addAll(List.of(opts.trim().split("\\s+")));
+        // The JVM's AOT cache `loupe run` makes for this build's jar (LOUPE_AGENT_AOT_CACHE, set by
+        // `loupe bench overhead`); another jar, e.g. a baseline, starts without one.
+        String aot = System.getenv("LOUPE_AGENT_AOT_CACHE");
+        if (aot != null && !aot.isBlank() && jar.equals(jar())) {
+            cmd.add("-XX:AOTCache=" + aot);
+        }
         cmd.addAll(List.of("-jar", jar, "run"));
         cmd.addAll(runArgs);
         Process agent = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();

@@ -118,6 +118,9 @@ public final class OverheadBench {
         System.out.println("targets: agent <= 0.5% of one core at 19 Hz; slowdown <= 1% at 99 Hz; RSS <= 128 MB");
         System.out.println("agent CPU over each measured workload run from " + meterSource
                 + "; start-up CPU from /proc/PID/stat (10 ms ticks)");
+        String aot = System.getenv("LOUPE_AGENT_AOT_CACHE");
+        System.out.println("agent under test started " + (aot == null || aot.isBlank() ? "without an AOT cache"
+                : "with the AOT cache " + aot) + (baselineJar == null ? "" : "; baseline without"));
     }
 
     private static Run runOnce(Mode mode, Path workload, long work, Path tmp, int warmup) throws Exception {
@@ -177,8 +180,16 @@ public final class OverheadBench {
      */
     private static long[] bpfStats() throws IOException, InterruptedException {
         String bpftool = Files.isExecutable(Path.of("/usr/sbin/bpftool")) ? "/usr/sbin/bpftool" : "bpftool";
-        String json = BenchAgent.exec(List.of(bpftool, "-j", "prog", "show", "name", "sample_cpu"));
-        long runs = field(json, "run_cnt");
+        // sample_cpu walks with unwind tables; sample_cpu_fp (--unwind-tables off) with frame pointers only.
+        StringBuilder json = new StringBuilder();
+        for (String name : List.of("sample_cpu", "sample_cpu_fp")) {
+            try {
+                json.append(BenchAgent.exec(List.of(bpftool, "-j", "prog", "show", "name", name)));
+            } catch (IOException e) {
+                // not loaded (bpftool exits 255 for a name it does not find)
+            }
+        }
+        long runs = field(json.toString(), "run_cnt");
         long idle = 0;
         if (runs > 0) {
             String stat = BenchAgent.exec(List.of(bpftool, "-j", "map", "lookup", "name", "stats", "key", "1", "0", "0", "0"));
@@ -188,7 +199,7 @@ public final class OverheadBench {
             }
             idle = field(stat.substring(formatted), "value");
         }
-        return new long[] {field(json, "run_time_ns"), runs - idle};
+        return new long[] {field(json.toString(), "run_time_ns"), runs - idle};
     }
 
     private static long field(String json, String name) {

@@ -127,7 +127,7 @@ public final class UnwindBench {
     }
 
     /**
-     * The id of the sample_cpu program this agent loaded, from its file descriptors' fdinfo (other
+     * The id of the sample_cpu (or, tables off, sample_cpu_fp) program this agent loaded, from its file descriptors' fdinfo (other
      * profilers, e.g. a test suite running at the same time, may have their own sample_cpu loaded).
      */
     private static long programOf(long agentPid) throws Exception {
@@ -143,7 +143,7 @@ public final class UnwindBench {
                 Matcher m = progId.matcher(info);
                 if (m.find()) {
                     long id = Long.parseLong(m.group(1));
-                    if (BenchAgent.exec(List.of(bpftool(), "-j", "prog", "show", "id", Long.toString(id))).contains("\"name\":\"sample_cpu\"")) {
+                    if (BenchAgent.exec(List.of(bpftool(), "-j", "prog", "show", "id", Long.toString(id))).matches("(?s).*\"name\":\"sample_cpu(_fp)?\".*")) {
                         return id;
                     }
                 }
