@@ -7,6 +7,8 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /** What the benchmarks share: the packaged agent as a process, /proc figures, commands. */
 final class BenchAgent {
@@ -72,5 +74,34 @@ final class BenchAgent {
             throw new IOException(String.join(" ", cmd) + " failed:\n" + out);
         }
         return out;
+    }
+    static String bpftool() {
+        return Files.isExecutable(Path.of("/usr/sbin/bpftool")) ? "/usr/sbin/bpftool" : "bpftool";
+    }
+
+    /**
+     * The id of the sample_cpu (or, tables off, sample_cpu_fp) program this agent loaded, from its file descriptors' fdinfo (other
+     * profilers, e.g. a test suite running at the same time, may have their own sample_cpu loaded).
+     */
+    static long samplerProgramId(long agentPid) throws Exception {
+        Pattern progId = Pattern.compile("(?m)^prog_id:\\s*(\\d+)");
+        try (var fds = Files.list(Path.of("/proc", Long.toString(agentPid), "fdinfo"))) {
+            for (Path fd : fds.toList()) {
+                String info;
+                try {
+                    info = Files.readString(fd);
+                } catch (IOException e) {
+                    continue; // closed meanwhile
+                }
+                Matcher m = progId.matcher(info);
+                if (m.find()) {
+                    long id = Long.parseLong(m.group(1));
+                    if (BenchAgent.exec(List.of(bpftool(), "-j", "prog", "show", "id", Long.toString(id))).matches("(?s).*\"name\":\"sample_cpu(_fp)?\".*")) {
+                        return id;
+                    }
+                }
+            }
+        }
+        throw new IllegalStateException("agent " + agentPid + " holds no sample_cpu program");
     }
 }

@@ -16,14 +16,16 @@ import java.util.regex.Pattern;
 
 /**
  * {@code ./loupe bench overhead [--rounds N] [--work ROUNDS] [--warmup SECONDS] [--unwind-tables on|off]
- * [--baseline-jar JAR]}: a CPU-bound workload run
+ * [--baseline-jar JAR [--side-by-side SECONDS]]}: a CPU-bound workload run
  * without the agent, with it at 19 Hz and at 99 Hz, interleaved in random order within each round of the
  * same run. Prints the workload slowdown, the agent's CPU seconds per wall second in steady state (after
  * the warm-up: an always-on agent's start-up is paid once) and during start-up, its peak RSS, and the BPF
  * program's run time per non-idle sample (kernel.bpf_stats_enabled is switched on for the run and restored).
  * {@code --baseline-jar} adds the same two rates with another build of the agent (e.g. an earlier commit's
  * {@code agent/target/loupe-agent.jar}, run with the same JVM options and no extra agent options),
- * interleaved in the same rounds, so the two builds are compared in one run.
+ * interleaved in the same rounds, so the two builds are compared in one run. {@code --side-by-side SECONDS}
+ * instead runs both builds at once at each rate, every CPU busy, and compares their BPF time per run and
+ * their CPU over the same SECONDS (after {@code --warmup}).
  */
 public final class OverheadBench {
     enum Mode {
@@ -45,6 +47,7 @@ public final class OverheadBench {
     private static String agentArgs = "";
     private static Path baselineJar;
     private static String meterSource = "-";
+    private static int sideBySide;
 
     public static void main(String[] args) throws Exception {
         int rounds = 5;
@@ -57,9 +60,10 @@ public final class OverheadBench {
                 case "--warmup" -> warmup = Integer.parseInt(args[++i]);
                 case "--unwind-tables" -> agentArgs = "--unwind-tables " + args[++i];
                 case "--baseline-jar" -> baselineJar = Path.of(args[++i]).toAbsolutePath();
+                case "--side-by-side" -> sideBySide = Integer.parseInt(args[++i]);
                 default -> throw new IllegalArgumentException("unknown argument " + args[i]
                         + " (usage: overhead [--rounds N] [--work ROUNDS] [--warmup SECONDS] [--unwind-tables on|off]"
-                        + " [--baseline-jar JAR])");
+                        + " [--baseline-jar JAR [--side-by-side SECONDS]])");
             }
         }
         Path tmp = Files.createTempDirectory("loupe-bench");
@@ -69,6 +73,19 @@ public final class OverheadBench {
         Path statsFlag = Path.of("/proc/sys/kernel/bpf_stats_enabled");
         String statsBefore = readSysctl(statsFlag);
         Files.writeString(statsFlag, "1");
+        if (sideBySide > 0) {
+            if (baselineJar == null) {
+                throw new IllegalArgumentException("--side-by-side compares with --baseline-jar");
+            }
+            try {
+                for (int hz : new int[] {99, 19}) {
+                    sideBySide(hz, workload, tmp, warmup, sideBySide);
+                }
+            } finally {
+                Files.writeString(statsFlag, statsBefore);
+            }
+            return;
+        }
         List<Run> runs = new ArrayList<>();
         Random rnd = new Random(42);
         try {
@@ -162,6 +179,80 @@ public final class OverheadBench {
             BenchAgent.stop(agent);
             meter.close();
         }
+    }
+
+    /**
+     * Both agents at once, every CPU kept busy by a workload process: their programs sample the same
+     * seconds of the same load, so the per-run BPF time compares without the run-to-run spread of the
+     * sequential rounds (±40 % on this VM), and no run is an idle-task one to subtract.
+     */
+    private static void sideBySide(int hz, Path workload, Path tmp, int warmup, int seconds) throws Exception {
+        List<Process> load = new ArrayList<>();
+        Process base = null;
+        Process cur = null;
+        CpuMeter baseMeter = null;
+        CpuMeter curMeter = null;
+        try {
+            base = BenchAgent.start(baselineJar.toString(), tmp.resolve("side-baseline-" + hz + ".log"),
+                    List.of("--frequency", Integer.toString(hz), "--output", Files.createTempDirectory(tmp, "out").toString(),
+                            "--http", "off"));
+            List<String> args = new ArrayList<>(List.of("--frequency", Integer.toString(hz), "--output",
+                    Files.createTempDirectory(tmp, "out").toString(), "--http", "off"));
+            if (!agentArgs.isBlank()) {
+                args.addAll(List.of(agentArgs.trim().split("\\s+")));
+            }
+            cur = BenchAgent.start(BenchAgent.jar(), tmp.resolve("side-current-" + hz + ".log"), args);
+            long baseProg = BenchAgent.samplerProgramId(base.pid());
+            long curProg = BenchAgent.samplerProgramId(cur.pid());
+            baseMeter = CpuMeter.of(base.pid());
+            curMeter = CpuMeter.of(cur.pid());
+            for (int i = 0; i < Runtime.getRuntime().availableProcessors(); i++) {
+                load.add(new ProcessBuilder(workload.toString(), Long.toString(1L << 40))
+                        .redirectOutput(ProcessBuilder.Redirect.DISCARD).start());
+            }
+            Thread.sleep(warmup * 1000L);
+            long[] b0 = programStats(baseProg);
+            long[] c0 = programStats(curProg);
+            long bc0 = baseMeter.nanos();
+            long cc0 = curMeter.nanos();
+            Thread.sleep(seconds * 1000L);
+            long[] b1 = programStats(baseProg);
+            long[] c1 = programStats(curProg);
+            long bc1 = baseMeter.nanos();
+            long cc1 = curMeter.nanos();
+            long bNs = (b1[0] - b0[0]) / Math.max(1, b1[1] - b0[1]);
+            long cNs = (c1[0] - c0[0]) / Math.max(1, c1[1] - c0[1]);
+            System.out.printf("side by side %d Hz, %d s, every CPU busy%s:%n", hz, seconds,
+                    agentArgs.isBlank() ? "" : " (" + agentArgs.trim() + ")");
+            System.out.printf("  BPF ns per run   current %,d (x %d)  baseline %,d (x %d)  ratio %.2f%n",
+                    cNs, c1[1] - c0[1], bNs, b1[1] - b0[1], (double) cNs / bNs);
+            System.out.printf("  agent CPU ms     current %d  baseline %d  ratio %.2f   (%s)%n",
+                    (cc1 - cc0) / 1_000_000, (bc1 - bc0) / 1_000_000, (double) (cc1 - cc0) / (bc1 - bc0),
+                    curMeter.source());
+        } finally {
+            for (Process p : load) {
+                p.destroyForcibly();
+                p.waitFor();
+            }
+            if (cur != null) {
+                BenchAgent.stop(cur);
+            }
+            if (base != null) {
+                BenchAgent.stop(base);
+            }
+            if (curMeter != null) {
+                curMeter.close();
+            }
+            if (baseMeter != null) {
+                baseMeter.close();
+            }
+        }
+    }
+
+    /** {run_time_ns, run_cnt} of one program. */
+    private static long[] programStats(long progId) throws IOException, InterruptedException {
+        String json = BenchAgent.exec(List.of(BenchAgent.bpftool(), "-j", "prog", "show", "id", Long.toString(progId)));
+        return new long[] {field(json, "run_time_ns"), field(json, "run_cnt")};
     }
 
     private static List<Mode> modes() {

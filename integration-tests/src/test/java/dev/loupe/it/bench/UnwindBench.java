@@ -96,7 +96,7 @@ public final class UnwindBench {
                     "--duration", (seconds + 6) + "s", "--http", "off", "--output", tmp.resolve("out").toString(),
                     "--unwind-tables", mode.tables()));
             Thread.sleep(3000); // registration and JIT settle
-            long progId = programOf(agent.pid());
+            long progId = BenchAgent.samplerProgramId(agent.pid());
             long statsMap = statsMapOf(progId);
             long[] a = stats(progId);
             long[] ca = counters(statsMap);
@@ -122,46 +122,16 @@ public final class UnwindBench {
         }
     }
 
-    private static String bpftool() {
-        return Files.isExecutable(Path.of("/usr/sbin/bpftool")) ? "/usr/sbin/bpftool" : "bpftool";
-    }
-
-    /**
-     * The id of the sample_cpu (or, tables off, sample_cpu_fp) program this agent loaded, from its file descriptors' fdinfo (other
-     * profilers, e.g. a test suite running at the same time, may have their own sample_cpu loaded).
-     */
-    private static long programOf(long agentPid) throws Exception {
-        Pattern progId = Pattern.compile("(?m)^prog_id:\\s*(\\d+)");
-        try (var fds = Files.list(Path.of("/proc", Long.toString(agentPid), "fdinfo"))) {
-            for (Path fd : fds.toList()) {
-                String info;
-                try {
-                    info = Files.readString(fd);
-                } catch (IOException e) {
-                    continue; // closed meanwhile
-                }
-                Matcher m = progId.matcher(info);
-                if (m.find()) {
-                    long id = Long.parseLong(m.group(1));
-                    if (BenchAgent.exec(List.of(bpftool(), "-j", "prog", "show", "id", Long.toString(id))).matches("(?s).*\"name\":\"sample_cpu(_fp)?\".*")) {
-                        return id;
-                    }
-                }
-            }
-        }
-        throw new IllegalStateException("agent " + agentPid + " holds no sample_cpu program");
-    }
-
     // enum stat in loupe_abi.h
     private static final int STAT_SAMPLES = 0;
     private static final int STAT_TABLE_FRAMES = 9;
     private static final int STAT_FP_FRAMES = 10;
 
     private static long statsMapOf(long progId) throws Exception {
-        Matcher ids = Pattern.compile("\"map_ids\":\\[([0-9,]*)\\]").matcher(BenchAgent.exec(List.of(bpftool(), "-j", "prog", "show", "id", Long.toString(progId))));
+        Matcher ids = Pattern.compile("\"map_ids\":\\[([0-9,]*)\\]").matcher(BenchAgent.exec(List.of(BenchAgent.bpftool(), "-j", "prog", "show", "id", Long.toString(progId))));
         if (ids.find()) {
             for (String id : ids.group(1).split(",")) {
-                if (BenchAgent.exec(List.of(bpftool(), "-j", "map", "show", "id", id)).contains("\"name\":\"stats\"")) {
+                if (BenchAgent.exec(List.of(BenchAgent.bpftool(), "-j", "map", "show", "id", id)).contains("\"name\":\"stats\"")) {
                     return Long.parseLong(id);
                 }
             }
@@ -171,7 +141,7 @@ public final class UnwindBench {
 
     /** The stats map's counters, summed over CPUs (bpftool's BTF-formatted dump). */
     private static long[] counters(long mapId) throws Exception {
-        String json = BenchAgent.exec(List.of(bpftool(), "-j", "map", "dump", "id", Long.toString(mapId)));
+        String json = BenchAgent.exec(List.of(BenchAgent.bpftool(), "-j", "map", "dump", "id", Long.toString(mapId)));
         long[] sums = new long[32];
         Matcher entry = Pattern.compile("\"formatted\":\\{\"key\":(\\d+),\"values\":\\[([^\\]]*)\\]").matcher(json);
         while (entry.find()) {
@@ -185,7 +155,7 @@ public final class UnwindBench {
     }
 
     private static long[] stats(long progId) throws Exception {
-        String json = BenchAgent.exec(List.of(bpftool(), "-j", "prog", "show", "id", Long.toString(progId)));
+        String json = BenchAgent.exec(List.of(BenchAgent.bpftool(), "-j", "prog", "show", "id", Long.toString(progId)));
         return new long[] {field(json, "run_time_ns"), field(json, "run_cnt")};
     }
 
