@@ -104,4 +104,49 @@ final class BenchAgent {
         }
         throw new IllegalStateException("agent " + agentPid + " holds no sample_cpu program");
     }
+
+    // enum stat in loupe_abi.h (the same keys in the pre-#8 agent)
+    static final int STAT_SAMPLES = 0;
+    static final int STAT_IDLE = 1;
+    static final int STAT_TABLE_FRAMES = 9;
+    static final int STAT_FP_FRAMES = 10;
+
+    /** {run_time_ns, run_cnt} of one BPF program (with kernel.bpf_stats_enabled on). */
+    static long[] programRunStats(long progId) throws IOException, InterruptedException {
+        String json = exec(List.of(bpftool(), "-j", "prog", "show", "id", Long.toString(progId)));
+        return new long[] {jsonLong(json, "run_time_ns"), jsonLong(json, "run_cnt")};
+    }
+
+    /** The id of the {@code stats} map the program uses (found through the program, not by name: another agent may run). */
+    static long statsMapOf(long progId) throws IOException, InterruptedException {
+        Matcher ids = Pattern.compile("\"map_ids\":\\[([0-9,]*)\\]").matcher(exec(List.of(bpftool(), "-j", "prog", "show", "id", Long.toString(progId))));
+        if (ids.find()) {
+            for (String id : ids.group(1).split(",")) {
+                if (exec(List.of(bpftool(), "-j", "map", "show", "id", id)).contains("\"name\":\"stats\"")) {
+                    return Long.parseLong(id);
+                }
+            }
+        }
+        throw new IllegalStateException("program " + progId + " has no stats map");
+    }
+
+    /** The stats map's counters, summed over CPUs, indexed by enum stat. */
+    static long[] statCounters(long mapId) throws IOException, InterruptedException {
+        String json = exec(List.of(bpftool(), "-j", "map", "dump", "id", Long.toString(mapId)));
+        long[] sums = new long[32];
+        Matcher entry = Pattern.compile("\"formatted\":\\{\"key\":(\\d+),\"values\":\\[([^\\]]*)\\]").matcher(json);
+        while (entry.find()) {
+            int key = Integer.parseInt(entry.group(1));
+            Matcher v = Pattern.compile("\"value\":(\\d+)").matcher(entry.group(2));
+            while (v.find() && key < sums.length) {
+                sums[key] += Long.parseLong(v.group(1));
+            }
+        }
+        return sums;
+    }
+
+    private static long jsonLong(String json, String name) {
+        Matcher m = Pattern.compile("\"" + name + "\":(\\d+)").matcher(json);
+        return m.find() ? Long.parseLong(m.group(1)) : 0;
+    }
 }

@@ -11,8 +11,6 @@ import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 /**
  * {@code ./loupe bench overhead [--rounds N] [--work ROUNDS] [--warmup SECONDS] [--unwind-tables on|off]
@@ -164,13 +162,15 @@ public final class OverheadBench {
             Thread.sleep(warmup * 1000L);
             warm.destroyForcibly();
             warm.waitFor();
-            long[] bpf0 = bpfStats();
+            long progId = BenchAgent.samplerProgramId(agent.pid());
+            long statsMap = BenchAgent.statsMapOf(progId);
+            long[] bpf0 = bpfStats(progId, statsMap);
             long cpu0 = meter.nanos();
             long t0 = System.nanoTime();
             double secs = runWorkload(workload, work);
             long t1 = System.nanoTime();
             long cpu1 = meter.nanos();
-            long[] bpf1 = bpfStats();
+            long[] bpf1 = bpfStats(progId, statsMap);
             long rss = BenchAgent.statusKb(agent.pid(), "VmHWM:");
             double cpuPerWall = (double) (cpu1 - cpu0) / (t1 - t0);
             return new Run(mode, secs, cpuPerWall, rss, bpf1[0] - bpf0[0], bpf1[1] - bpf0[1],
@@ -211,13 +211,13 @@ public final class OverheadBench {
                         .redirectOutput(ProcessBuilder.Redirect.DISCARD).start());
             }
             Thread.sleep(warmup * 1000L);
-            long[] b0 = programStats(baseProg);
-            long[] c0 = programStats(curProg);
+            long[] b0 = BenchAgent.programRunStats(baseProg);
+            long[] c0 = BenchAgent.programRunStats(curProg);
             long bc0 = baseMeter.nanos();
             long cc0 = curMeter.nanos();
             Thread.sleep(seconds * 1000L);
-            long[] b1 = programStats(baseProg);
-            long[] c1 = programStats(curProg);
+            long[] b1 = BenchAgent.programRunStats(baseProg);
+            long[] c1 = BenchAgent.programRunStats(curProg);
             long bc1 = baseMeter.nanos();
             long cc1 = curMeter.nanos();
             long bNs = (b1[0] - b0[0]) / Math.max(1, b1[1] - b0[1]);
@@ -249,12 +249,6 @@ public final class OverheadBench {
         }
     }
 
-    /** {run_time_ns, run_cnt} of one program. */
-    private static long[] programStats(long progId) throws IOException, InterruptedException {
-        String json = BenchAgent.exec(List.of(BenchAgent.bpftool(), "-j", "prog", "show", "id", Long.toString(progId)));
-        return new long[] {field(json, "run_time_ns"), field(json, "run_cnt")};
-    }
-
     private static List<Mode> modes() {
         return java.util.Arrays.stream(Mode.values()).filter(m -> !m.baseline || baselineJar != null).toList();
     }
@@ -264,42 +258,14 @@ public final class OverheadBench {
     }
 
     /**
-     * run_time_ns of the sampler program and its runs on a busy CPU (run_cnt less the runs on the idle task,
-     * from the program's own {@code stats} map, key 1 = STAT_IDLE in both builds). Whether an idle CPU's
-     * clock event fires at all varies from run to run, and those runs return at once: counted in, they
-     * halved the per-run figure of some runs and not of others. (0, 0 if not loaded.)
+     * run_time_ns of the agent's sampler program and its runs on a busy CPU: run_cnt less the runs on the
+     * idle task, from the program's own {@code stats} map (STAT_IDLE, the same key in both builds). Whether
+     * an idle CPU's clock event fires at all varies from run to run, and those runs return at once: counted
+     * in, they halved the per-run figure of some runs and not of others.
      */
-    private static long[] bpfStats() throws IOException, InterruptedException {
-        String bpftool = Files.isExecutable(Path.of("/usr/sbin/bpftool")) ? "/usr/sbin/bpftool" : "bpftool";
-        // sample_cpu walks with unwind tables; sample_cpu_fp (--unwind-tables off) with frame pointers only.
-        StringBuilder json = new StringBuilder();
-        for (String name : List.of("sample_cpu", "sample_cpu_fp")) {
-            try {
-                json.append(BenchAgent.exec(List.of(bpftool, "-j", "prog", "show", "name", name)));
-            } catch (IOException e) {
-                // not loaded (bpftool exits 255 for a name it does not find)
-            }
-        }
-        long runs = field(json.toString(), "run_cnt");
-        long idle = 0;
-        if (runs > 0) {
-            String stat = BenchAgent.exec(List.of(bpftool, "-j", "map", "lookup", "name", "stats", "key", "1", "0", "0", "0"));
-            int formatted = stat.indexOf("\"formatted\"");
-            if (formatted < 0) {
-                throw new IllegalStateException("bpftool printed no formatted value (no BTF?): " + stat);
-            }
-            idle = field(stat.substring(formatted), "value");
-        }
-        return new long[] {field(json.toString(), "run_time_ns"), runs - idle};
-    }
-
-    private static long field(String json, String name) {
-        Matcher m = Pattern.compile("\"" + name + "\":(\\d+)").matcher(json);
-        long sum = 0;
-        while (m.find()) {
-            sum += Long.parseLong(m.group(1));
-        }
-        return sum;
+    private static long[] bpfStats(long progId, long statsMap) throws IOException, InterruptedException {
+        long[] run = BenchAgent.programRunStats(progId);
+        return new long[] {run[0], run[1] - BenchAgent.statCounters(statsMap)[BenchAgent.STAT_IDLE]};
     }
 
     private static String readSysctl(Path p) throws IOException {

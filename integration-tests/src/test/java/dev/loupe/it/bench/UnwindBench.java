@@ -6,8 +6,6 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 /**
  * {@code ./loupe bench unwind [--rounds N] [--seconds S]}: the BPF program's cost per sample (bpf_stats
@@ -97,22 +95,22 @@ public final class UnwindBench {
                     "--unwind-tables", mode.tables()));
             Thread.sleep(3000); // registration and JIT settle
             long progId = BenchAgent.samplerProgramId(agent.pid());
-            long statsMap = statsMapOf(progId);
-            long[] a = stats(progId);
-            long[] ca = counters(statsMap);
+            long statsMap = BenchAgent.statsMapOf(progId);
+            long[] a = BenchAgent.programRunStats(progId);
+            long[] ca = BenchAgent.statCounters(statsMap);
             Thread.sleep(seconds * 1000L);
-            long[] b = stats(progId);
-            long[] cb = counters(statsMap);
+            long[] b = BenchAgent.programRunStats(progId);
+            long[] cb = BenchAgent.statCounters(statsMap);
             agent.waitFor(60, TimeUnit.SECONDS);
             long runs = b[1] - a[1];
-            long samples = cb[STAT_SAMPLES] - ca[STAT_SAMPLES];
+            long samples = cb[BenchAgent.STAT_SAMPLES] - ca[BenchAgent.STAT_SAMPLES];
             if (runs <= 0 || samples <= 0) {
                 throw new IllegalStateException("no runs or samples counted (bpf_stats?)");
             }
             long ns = b[0] - a[0];
             return new Result((double) ns / samples, (double) ns / runs,
-                    (double) (cb[STAT_TABLE_FRAMES] - ca[STAT_TABLE_FRAMES]) / samples,
-                    (double) (cb[STAT_FP_FRAMES] - ca[STAT_FP_FRAMES]) / samples);
+                    (double) (cb[BenchAgent.STAT_TABLE_FRAMES] - ca[BenchAgent.STAT_TABLE_FRAMES]) / samples,
+                    (double) (cb[BenchAgent.STAT_FP_FRAMES] - ca[BenchAgent.STAT_FP_FRAMES]) / samples);
         } finally {
             if (agent != null) {
                 agent.destroyForcibly();
@@ -120,48 +118,6 @@ public final class UnwindBench {
             target.destroyForcibly();
             target.waitFor();
         }
-    }
-
-    // enum stat in loupe_abi.h
-    private static final int STAT_SAMPLES = 0;
-    private static final int STAT_TABLE_FRAMES = 9;
-    private static final int STAT_FP_FRAMES = 10;
-
-    private static long statsMapOf(long progId) throws Exception {
-        Matcher ids = Pattern.compile("\"map_ids\":\\[([0-9,]*)\\]").matcher(BenchAgent.exec(List.of(BenchAgent.bpftool(), "-j", "prog", "show", "id", Long.toString(progId))));
-        if (ids.find()) {
-            for (String id : ids.group(1).split(",")) {
-                if (BenchAgent.exec(List.of(BenchAgent.bpftool(), "-j", "map", "show", "id", id)).contains("\"name\":\"stats\"")) {
-                    return Long.parseLong(id);
-                }
-            }
-        }
-        throw new IllegalStateException("program " + progId + " has no stats map");
-    }
-
-    /** The stats map's counters, summed over CPUs (bpftool's BTF-formatted dump). */
-    private static long[] counters(long mapId) throws Exception {
-        String json = BenchAgent.exec(List.of(BenchAgent.bpftool(), "-j", "map", "dump", "id", Long.toString(mapId)));
-        long[] sums = new long[32];
-        Matcher entry = Pattern.compile("\"formatted\":\\{\"key\":(\\d+),\"values\":\\[([^\\]]*)\\]").matcher(json);
-        while (entry.find()) {
-            int key = Integer.parseInt(entry.group(1));
-            Matcher v = Pattern.compile("\"value\":(\\d+)").matcher(entry.group(2));
-            while (v.find() && key < sums.length) {
-                sums[key] += Long.parseLong(v.group(1));
-            }
-        }
-        return sums;
-    }
-
-    private static long[] stats(long progId) throws Exception {
-        String json = BenchAgent.exec(List.of(BenchAgent.bpftool(), "-j", "prog", "show", "id", Long.toString(progId)));
-        return new long[] {field(json, "run_time_ns"), field(json, "run_cnt")};
-    }
-
-    private static long field(String json, String name) {
-        Matcher m = Pattern.compile("\"" + name + "\":(\\d+)").matcher(json);
-        return m.find() ? Long.parseLong(m.group(1)) : 0;
     }
 
     private static double median(double[] v) {
