@@ -510,17 +510,18 @@ static __always_inline int sample(struct perf_event_ctx *ctx, const int tables)
 	w.base = nk;
 	w.bp_known = 1;
 	w.exact_pc = 1;
+	int kthread = task->flags & PF_KTHREAD; /* no user stack */
 	struct proc_unwind *pu = 0;
-	if (tables) {
+	if (tables && !kthread) {
 		pu = bpf_map_lookup_elem(&procs, &tgid);
 		if (pu && pu->start_ticks != s->start_boottime / NSEC_PER_TICK)
 			pu = 0;
-		if (!pu && !(task->flags & PF_KTHREAD)) {
+		if (!pu) {
 			w.flags |= SAMPLE_F_FP_FALLBACK;
 			count(STAT_FP_FALLBACK);
 		}
 	}
-	if (!(task->flags & PF_KTHREAD)) {
+	if (!kthread) {
 		if (user_mode) {
 			w.pc = ctx->regs.ip;
 			w.sp = ctx->regs.sp;
