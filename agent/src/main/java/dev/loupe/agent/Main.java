@@ -1,5 +1,13 @@
 package dev.loupe.agent;
 
+import dev.loupe.agent.http.DebugHttpServer;
+import dev.loupe.agent.logging.LogFormat;
+import dev.loupe.agent.sampling.Agent;
+import dev.loupe.agent.sampling.Clocks;
+import dev.loupe.agent.sampling.KernelSampleSource;
+import dev.loupe.agent.sink.ProfileSink;
+import dev.loupe.agent.unwind.KernelUnwindTarget;
+import dev.loupe.agent.unwind.UnwindTableUploader;
 import dev.loupe.bpf.BpfAvailability;
 import dev.loupe.bpf.BpfException;
 import dev.loupe.bpf.PerfEventSampler;
@@ -34,7 +42,7 @@ public final class Main {
     public static void main(String[] args) {
         LogFormat.install();
         if (args.length > 0 && args[0].equals("relay")) {
-            System.exit(dev.loupe.agent.ship.kafka.RelayCommand.run(Arrays.copyOfRange(args, 1, args.length)));
+            System.exit(dev.loupe.agent.relay.RelayCommand.run(Arrays.copyOfRange(args, 1, args.length)));
             return;
         }
         String[] rest = args.length > 0 && args[0].equals("run") ? Arrays.copyOfRange(args, 1, args.length) : args;
@@ -54,52 +62,18 @@ public final class Main {
         System.exit(run(parsed.config()));
     }
 
-    private static void closeAll(List<ProfileSink> sinks) {
-        for (ProfileSink s : sinks) {
-            try {
-                s.close();
-            } catch (Exception e) {
-                // best effort on a failed start
-            }
-        }
-    }
-
     static int run(LoupeConfig config) {
         Optional<String> unavailable = BpfAvailability.unavailabilityReason();
         if (unavailable.isPresent()) {
             System.err.println("loupe: BPF unavailable: " + unavailable.get());
             return 3;
         }
-        List<ProfileSink> sinks = new java.util.ArrayList<>();
-        LocalFileSink files = null;
-        if (config.localFiles()) {
-            try {
-                files = new LocalFileSink(config.outputDir());
-                sinks.add(files);
-            } catch (IOException e) {
-                System.err.println("loupe: cannot create output directory " + config.outputDir() + ": " + e);
-                return 1;
-            }
-        }
-        if (config.kafka().isPresent()) {
-            try {
-                sinks.add(dev.loupe.agent.ship.RemoteSinks.kafka(config.kafka().get(), config.spoolDir(),
-                        config.spoolMaxBytes(), config.externalLabels()));
-            } catch (IOException | RuntimeException e) {
-                System.err.println("loupe: kafka " + config.kafka().get().bootstrapServers() + ": " + e.getMessage());
-                closeAll(sinks);
-                return 1;
-            }
-        }
-        if (config.remoteStore().isPresent()) {
-            try {
-                sinks.add(dev.loupe.agent.ship.RemoteSinks.parca(config.remoteStore().get(), config.spoolDir(),
-                        config.spoolMaxBytes(), config.externalLabels()));
-            } catch (IOException | RuntimeException e) {
-                System.err.println("loupe: remote store " + config.remoteStore().get().address() + ": " + e.getMessage());
-                closeAll(sinks);
-                return 1;
-            }
+        List<ProfileSink> sinks;
+        try {
+            sinks = Sinks.open(config);
+        } catch (Sinks.StartFailure e) {
+            System.err.println("loupe: " + e.getMessage());
+            return 1;
         }
         PerfEventSampler sampler;
         try {
@@ -109,13 +83,14 @@ public final class Main {
                     : PerfEventSampler.openWithoutUnwindTables(config.frequencyHz(), config.pids());
         } catch (BpfException e) {
             System.err.println("loupe: " + e.getMessage());
+            Sinks.closeAll(sinks);
             return 1;
         }
         // One reader of /proc for the symbolizer and the unwind tables: a process one of them reads is pushed to the other.
         ProcessRegistry processes = ProcessRegistry.host();
         Symbolizer symbolizer = Symbolizer.create(Symbolizer.Options.defaults(), processes);
         Agent agent = new Agent(config.frequencyHz(), config.interval(), new KernelSampleSource(sampler), symbolizer,
-                List.copyOf(sinks), Clocks.system(), Agent.Options.defaults(Map.of("node", HostName.get())));
+                sinks, Clocks.system(), Agent.Options.defaults(Map.of("node", HostName.get())));
         if (config.unwindTables()) {
             // Only with tables: the uploader listens to the process registry and queues every new process.
             UnwindTableUploader unwind = new UnwindTableUploader(new KernelUnwindTarget(sampler.unwindMaps()),
@@ -150,6 +125,7 @@ public final class Main {
                 System.err.println("loupe: cannot serve HTTP on " + addr.getHostString() + ":" + addr.getPort()
                         + ": " + e.getMessage() + " (set http.address or --http off)");
                 sampler.close();
+                Sinks.closeAll(sinks);
                 return 1;
             }
         }
@@ -164,7 +140,7 @@ public final class Main {
         agent.start();
         System.Logger log = System.getLogger(Main.class.getName());
         log.log(System.Logger.Level.INFO, "profiling at " + config.frequencyHz() + " Hz, a profile every "
-                + config.interval().toSeconds() + " s to " + (files == null ? "" : files.directory().toAbsolutePath() + " ")
+                + config.interval().toSeconds() + " s to " + (config.localFiles() ? config.outputDir().toAbsolutePath() + " " : "")
                 + config.remoteStore().map(r -> "parca " + r.address() + " ").orElse("")
                 + config.kafka().map(k -> "kafka " + k.bootstrapServers() + "/" + k.topic() + " ").orElse("")
                 + "(sinks: " + sinks.stream().map(ProfileSink::name).toList() + ")"

@@ -1,6 +1,6 @@
 package dev.loupe.agent.latency;
 
-import dev.loupe.agent.SideProfileSource;
+import dev.loupe.agent.sampling.SideProfileSource;
 import dev.loupe.bpf.BpfException;
 import dev.loupe.bpf.LatencyGroup;
 import dev.loupe.unwinder.symbolize.Frame;

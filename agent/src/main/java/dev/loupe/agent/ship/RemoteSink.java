@@ -1,9 +1,9 @@
 package dev.loupe.agent.ship;
 
-import dev.loupe.agent.EncodedProfile;
-import dev.loupe.agent.ProfileBatch;
-import dev.loupe.agent.ProfileSink;
-import dev.loupe.agent.RemoteSinkStats;
+import dev.loupe.agent.sink.EncodedProfile;
+import dev.loupe.agent.sink.ProfileBatch;
+import dev.loupe.agent.sink.ProfileSink;
+import dev.loupe.agent.sink.RemoteSinkStats;
 import dev.loupe.pprof.parca.WriteRawRequest;
 import java.io.IOException;
 import java.util.List;

@@ -131,4 +131,19 @@ public final class WriteRawEncoder {
         }
         return Optional.empty();
     }
+
+    /** An encoder whose series name each process's executable from {@code /proc/PID/exe}. */
+    public static WriteRawEncoder forHost(Map<String, String> externalLabels, long maxRequestBytes) {
+        return new WriteRawEncoder(externalLabels, maxRequestBytes, WriteRawEncoder::procExecutable);
+    }
+
+    /** The process's executable from /proc/PID/exe; empty once it has exited or when the link is unreadable. */
+    public static Optional<String> procExecutable(int pid) {
+        try {
+            String target = java.nio.file.Files.readSymbolicLink(java.nio.file.Path.of("/proc", Integer.toString(pid), "exe")).toString();
+            return Optional.of(target.endsWith(" (deleted)") ? target.substring(0, target.length() - 10) : target);
+        } catch (java.io.IOException | UnsupportedOperationException | SecurityException e) {
+            return Optional.empty();
+        }
+    }
 }

@@ -12,5 +12,6 @@
  *   <li>{@link dev.loupe.agent.ship.ParcaClient}: Parca's WriteRaw as unary gRPC over OkHttp HTTP/2;
  *       {@code (batch, timeout) -> client.writeRaw(batch.payload(), timeout)} is its BatchSender.</li>
  * </ul>
+ * May import {@code sink} (the contract it implements) and the leaves; never the root or {@code ship.kafka}.
  */
 package dev.loupe.agent.ship;

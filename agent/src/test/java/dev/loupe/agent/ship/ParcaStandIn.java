@@ -42,8 +42,8 @@ public final class ParcaStandIn implements AutoCloseable {
     public static final Metadata.Key<String> AUTHORIZATION = Metadata.Key.of("authorization", Metadata.ASCII_STRING_MARSHALLER);
 
     /** How to answer a request that passed validation. */
-    record Answer(Status status, boolean headersBeforeStatus) {
-        static final Answer OK = new Answer(Status.OK, true);
+    public record Answer(Status status, boolean headersBeforeStatus) {
+        public static final Answer OK = new Answer(Status.OK, true);
     }
 
     public record Received(WriteRawRequest request, Metadata headers) {}
@@ -117,7 +117,7 @@ public final class ParcaStandIn implements AutoCloseable {
         return "127.0.0.1:" + port;
     }
 
-    void answer(BiFunction<WriteRawRequest, Metadata, Answer> answer) {
+    public void answer(BiFunction<WriteRawRequest, Metadata, Answer> answer) {
         this.answer = answer;
     }
 

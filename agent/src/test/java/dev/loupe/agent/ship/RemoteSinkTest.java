@@ -1,12 +1,12 @@
 package dev.loupe.agent.ship;
 
+import dev.loupe.agent.sink.EncodedProfile;
+import dev.loupe.agent.sink.ProfileBatch;
+import dev.loupe.agent.sink.RemoteSinkStats;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.loupe.agent.EncodedProfile;
-import dev.loupe.agent.ProfileBatch;
-import dev.loupe.agent.RemoteSinkStats;
 import dev.loupe.pprof.Label;
 import dev.loupe.pprof.PprofFiles;
 import dev.loupe.pprof.ProfileBuilder;
@@ -33,7 +33,7 @@ class RemoteSinkTest {
     private static final long START = 1_763_000_000_000_000_000L;
     private static final int SELF = (int) ProcessHandle.current().pid();
     private static final int GONE = 4_000_000; // above pid_max's default: never a live process
-    private static final String SELF_EXE = RemoteSinks.executable(SELF).orElseThrow();
+    private static final String SELF_EXE = WriteRawEncoder.procExecutable(SELF).orElseThrow();
 
     @TempDir
     Path root;
@@ -74,7 +74,7 @@ class RemoteSinkTest {
                 new DeliveryLoop.Backoff(Duration.ofMillis(20), Duration.ofMillis(200)), Duration.ofMillis(800),
                 System::nanoTime, DeliveryLoop.Sleeper.SYSTEM, RandomGenerator.getDefault());
         return new RemoteSink("parca", spool, loop,
-                new WriteRawEncoder(Map.of("region", "eu-west-1"), maxRequestBytes, RemoteSinks::executable), client);
+                new WriteRawEncoder(Map.of("region", "eu-west-1"), maxRequestBytes, WriteRawEncoder::procExecutable), client);
     }
 
     private static Map<String, String> labels(RawProfileSeries s) {
@@ -136,13 +136,13 @@ class RemoteSinkTest {
     void splitsRequestsUnderTheSizeLimitAndKeepsEverySeries() throws Exception {
         ParcaStandIn standIn = new ParcaStandIn().start();
         cleanup.add(standIn);
-        WriteRawEncoder enc = new WriteRawEncoder(Map.of(), 1, RemoteSinks::executable); // every series alone
+        WriteRawEncoder enc = new WriteRawEncoder(Map.of(), 1, WriteRawEncoder::procExecutable); // every series alone
         List<WriteRawEncoder.Series> s = enc.series(interval(1).profiles().get(0).profile(), Map.of("__name__", "parca_agent_cpu"));
         assertEquals(3, s.size());
         assertEquals(3, enc.requests(s).size());
         long oneSeries = s.get(0).message().getSerializedSize() + s.get(1).message().getSerializedSize() + 40;
-        assertEquals(2, new WriteRawEncoder(Map.of(), oneSeries, RemoteSinks::executable).requests(s).size());
-        assertEquals(1, new WriteRawEncoder(Map.of(), 16 << 20, RemoteSinks::executable).requests(s).size());
+        assertEquals(2, new WriteRawEncoder(Map.of(), oneSeries, WriteRawEncoder::procExecutable).requests(s).size());
+        assertEquals(1, new WriteRawEncoder(Map.of(), 16 << 20, WriteRawEncoder::procExecutable).requests(s).size());
 
         RemoteSink sink = sink(standIn, 1);
         sink.write(interval(1));

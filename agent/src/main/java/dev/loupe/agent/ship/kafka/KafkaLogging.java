@@ -7,14 +7,14 @@ import java.util.logging.Logger;
  * The Kafka client logs through slf4j into java.util.logging; at INFO it prints its whole configuration
  * and every reconnect. Only warnings and errors are kept unless the user configured these loggers.
  */
-final class KafkaLogging {
+public final class KafkaLogging {
     // Strong references: java.util.logging keeps loggers weakly, and a collected logger loses its level.
     private static final Logger CLIENT = Logger.getLogger("org.apache.kafka");
     private static final Logger SERVER = Logger.getLogger("kafka");
 
     private KafkaLogging() {}
 
-    static void quiet() {
+    public static void quiet() {
         synchronized (KafkaLogging.class) {
             if (CLIENT.getLevel() == null) {
                 CLIENT.setLevel(Level.WARNING);

@@ -80,7 +80,7 @@ public record KafkaSenderConfig(String bootstrapServers, String topic, Map<Strin
         return new KafkaSenderConfig(bootstrapServers, topic, producerProperties, transactional, agentVersion);
     }
 
-    static void validateBootstrapServers(String servers) {
+    public static void validateBootstrapServers(String servers) {
         if (servers.isBlank()) {
             throw new IllegalArgumentException("Kafka bootstrap servers are empty: give HOST:PORT[,HOST:PORT...]");
         }

@@ -1,0 +1,204 @@
+package dev.loupe.agent.http;
+
+import dev.loupe.agent.sampling.Agent;
+import dev.loupe.agent.sampling.SideProfileSource;
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpServer;
+import dev.loupe.bpf.SamplerStats;
+import dev.loupe.pprof.PprofFiles;
+import dev.loupe.pprof.proto.Profile;
+
+import java.io.IOException;
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Semaphore;
+
+/**
+ * Local HTTP endpoint (127.0.0.1 by default):
+ * <ul>
+ *   <li>{@code /debug/pprof/profile?seconds=N}: a CPU profile of the next N seconds (default 30), the
+ *       convention {@code go tool pprof URL} understands;</li>
+ *   <li>{@code /healthz}: 200 while the sampling loop is polling, 503 otherwise;</li>
+ *   <li>{@code /debug/pprof/latency?seconds=N} (with probes; any {@link SideProfileSource}): that profile
+ *       over the next N seconds;</li>
+ *   <li>{@code /metrics}: sampler and agent counters in Prometheus text format, and the side sources'
+ *       metrics (function latency histograms).</li>
+ * </ul>
+ */
+public final class DebugHttpServer implements AutoCloseable {
+    static final int MAX_SECONDS = 600;
+    private static final int MAX_CONCURRENT_PROFILES = 4;
+    private final HttpServer server;
+    private final ExecutorService executor;
+    private final Agent agent;
+    private final Semaphore profileSlots = new Semaphore(MAX_CONCURRENT_PROFILES);
+
+    private DebugHttpServer(HttpServer server, ExecutorService executor, Agent agent) {
+        this.server = server;
+        this.executor = executor;
+        this.agent = agent;
+    }
+
+    public static DebugHttpServer start(InetSocketAddress address, Agent agent) throws IOException {
+        HttpServer server = HttpServer.create(address, 16);
+        ExecutorService executor = Executors.newFixedThreadPool(MAX_CONCURRENT_PROFILES + 2, r -> {
+            Thread t = new Thread(r, "loupe-http");
+            t.setDaemon(true);
+            return t;
+        });
+        server.setExecutor(executor);
+        DebugHttpServer s = new DebugHttpServer(server, executor, agent);
+        server.createContext("/debug/pprof/profile", s::profile);
+        for (SideProfileSource side : agent.sideProfiles()) {
+            server.createContext("/debug/pprof/" + side.profileType(), ex -> s.sideProfile(ex, side));
+        }
+        server.createContext("/healthz", s::health);
+        server.createContext("/metrics", s::metrics);
+        server.createContext("/", ex -> respond(ex, 404, "text/plain", "not found; try /debug/pprof/profile, /healthz, /metrics\n"));
+        server.start();
+        return s;
+    }
+
+    public InetSocketAddress address() {
+        return server.getAddress();
+    }
+
+    private void profile(HttpExchange ex) throws IOException {
+        try (ex) {
+            if (!"GET".equals(ex.getRequestMethod())) {
+                respond(ex, 405, "text/plain", "use GET\n");
+                return;
+            }
+            int seconds;
+            try {
+                seconds = parseSeconds(ex.getRequestURI());
+            } catch (IllegalArgumentException e) {
+                respond(ex, 400, "text/plain", e.getMessage() + "\n");
+                return;
+            }
+            if (!profileSlots.tryAcquire()) {
+                respond(ex, 429, "text/plain", "too many profiles in progress (max " + MAX_CONCURRENT_PROFILES + ")\n");
+                return;
+            }
+            Profile p;
+            try {
+                p = agent.capture(Duration.ofSeconds(seconds));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                respond(ex, 503, "text/plain", "interrupted\n");
+                return;
+            } finally {
+                profileSlots.release();
+            }
+            byte[] body = PprofFiles.gzip(p);
+            ex.getResponseHeaders().add("Content-Disposition", "attachment; filename=\"profile.pb.gz\"");
+            ex.getResponseHeaders().add("X-Content-Type-Options", "nosniff");
+            respond(ex, 200, "application/octet-stream", body);
+        }
+    }
+
+    private void sideProfile(HttpExchange ex, SideProfileSource side) throws IOException {
+        try (ex) {
+            if (!"GET".equals(ex.getRequestMethod())) {
+                respond(ex, 405, "text/plain", "use GET\n");
+                return;
+            }
+            int seconds;
+            try {
+                seconds = parseSeconds(ex.getRequestURI());
+            } catch (IllegalArgumentException e) {
+                respond(ex, 400, "text/plain", e.getMessage() + "\n");
+                return;
+            }
+            if (!profileSlots.tryAcquire()) {
+                respond(ex, 429, "text/plain", "too many profiles in progress (max " + MAX_CONCURRENT_PROFILES + ")\n");
+                return;
+            }
+            Profile p;
+            try {
+                p = side.capture(Duration.ofSeconds(seconds));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                respond(ex, 503, "text/plain", "interrupted\n");
+                return;
+            } finally {
+                profileSlots.release();
+            }
+            ex.getResponseHeaders().add("Content-Disposition", "attachment; filename=\"" + side.profileType() + ".pb.gz\"");
+            ex.getResponseHeaders().add("X-Content-Type-Options", "nosniff");
+            respond(ex, 200, "application/octet-stream", PprofFiles.gzip(p));
+        }
+    }
+
+    /** Go's convention: {@code seconds} defaults to 30. */
+    static int parseSeconds(URI uri) {
+        String q = uri.getRawQuery();
+        if (q == null) {
+            return 30;
+        }
+        for (String kv : q.split("&")) {
+            if (kv.startsWith("seconds=")) {
+                String v = kv.substring(8);
+                int s;
+                try {
+                    s = Integer.parseInt(v);
+                } catch (NumberFormatException e) {
+                    throw new IllegalArgumentException("seconds must be a whole number, got \"" + v + "\"");
+                }
+                if (s < 1 || s > MAX_SECONDS) {
+                    throw new IllegalArgumentException("seconds must be between 1 and " + MAX_SECONDS + ", got " + s);
+                }
+                return s;
+            }
+        }
+        return 30;
+    }
+
+    private void health(HttpExchange ex) throws IOException {
+        try (ex) {
+            Agent.Status st = agent.status();
+            SamplerStats s = st.sampler();
+            String body = "{\"status\":\"" + (st.healthy() ? "ok" : "unhealthy") + "\",\"samples\":" + s.samples()
+                    + ",\"dropped\":" + s.dropped() + ",\"profiles_written\":" + st.profilesWritten()
+                    + ",\"sink_errors\":" + st.sinkErrors() + "}\n";
+            respond(ex, st.healthy() ? 200 : 503, "application/json", body);
+        }
+    }
+
+    private void metrics(HttpExchange ex) throws IOException {
+        try (ex) {
+            respond(ex, 200, "text/plain; version=0.0.4; charset=utf-8", metricsText());
+        }
+    }
+
+    private String metricsText() {
+        StringBuilder b = new StringBuilder(MetricsText.render(agent.status()));
+        for (SideProfileSource side : agent.sideProfiles()) {
+            side.appendMetrics(b);
+        }
+        return b.toString();
+    }
+
+    private static void respond(HttpExchange ex, int code, String type, String body) throws IOException {
+        respond(ex, code, type, body.getBytes(StandardCharsets.UTF_8));
+    }
+
+    private static void respond(HttpExchange ex, int code, String type, byte[] body) throws IOException {
+        ex.getResponseHeaders().set("Content-Type", type);
+        ex.sendResponseHeaders(code, body.length == 0 ? -1 : body.length);
+        try (OutputStream out = ex.getResponseBody()) {
+            out.write(body);
+        }
+    }
+
+    @Override
+    public void close() {
+        server.stop(0);
+        executor.shutdownNow();
+    }
+}

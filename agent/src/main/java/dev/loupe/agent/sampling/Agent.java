@@ -1,0 +1,285 @@
+package dev.loupe.agent.sampling;
+
+import dev.loupe.agent.logging.RateLimitedLog;
+import dev.loupe.agent.sink.EncodedProfile;
+import dev.loupe.agent.sink.ProfileBatch;
+import dev.loupe.agent.sink.ProfileSink;
+import dev.loupe.agent.sink.SinkRunner;
+import dev.loupe.agent.sink.SinkStats;
+import dev.loupe.agent.unwind.UnwindTableUploader;
+import dev.loupe.pprof.PprofFiles;
+import dev.loupe.pprof.proto.Profile;
+import dev.loupe.unwinder.symbolize.Symbolizer;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The main loop: polls the sample source, symbolizes into the open profile windows, and every interval
+ * (monotonic) encodes the finished host-wide profile once and queues it for every sink. Sinks run on
+ * their own threads behind bounded queues, so nothing a sink does can stall sampling or grow the heap
+ * without bound. {@link #stop()} flushes the partial last interval, so SIGTERM loses nothing.
+ */
+public final class Agent {
+    private static final System.Logger LOG = System.getLogger(Agent.class.getName());
+    private static final Duration POLL = Duration.ofMillis(100);
+    private static final long HEALTHY_POLL_AGE = TimeUnit.SECONDS.toNanos(5);
+    /** Profile type and Parca's series name for CPU profiles (what Parca's UI looks for). */
+    static final String CPU_TYPE = "cpu";
+    static final String CPU_SERIES_NAME = "parca_agent_cpu";
+
+    /**
+     * Tunables of the agent loop.
+     *
+     * @param sinkQueueCapacity intervals queued per sink before the oldest is dropped
+     * @param stopTimeout       how long stop() lets sinks deliver what is queued
+     * @param seriesLabels      labels on every series (e.g. node), besides __name__
+     */
+    public record Options(int sinkQueueCapacity, Duration stopTimeout, Map<String, String> seriesLabels) {
+        public Options {
+            seriesLabels = Map.copyOf(seriesLabels);
+        }
+
+        public static Options defaults(Map<String, String> seriesLabels) {
+            return new Options(8, Duration.ofSeconds(30), seriesLabels);
+        }
+    }
+
+    private final SampleSource source;
+    private final Symbolizer symbolizer;
+    private final List<SinkRunner> sinks = new ArrayList<>();
+    private final Clocks clocks;
+    private final Options options;
+    private final long periodNanos;
+    private final long intervalNanos;
+    private final SampleProcessor processor;
+    private volatile Thread loop;
+    private final CountDownLatch stopped = new CountDownLatch(1);
+    private final AtomicLong pollErrors = new AtomicLong();
+    private final AtomicLong intervals = new AtomicLong();
+    private final RateLimitedLog pollErrorLog;
+    private volatile boolean running;
+    private volatile long lastPollNanos;
+    private boolean stopRequested;
+
+    public Agent(int frequencyHz, Duration interval, SampleSource source, Symbolizer symbolizer,
+                 List<ProfileSink> sinks, Clocks clocks, Options options) {
+        this.source = source;
+        this.symbolizer = symbolizer;
+        this.clocks = clocks;
+        this.options = options;
+        this.periodNanos = 1_000_000_000L / frequencyHz;
+        this.intervalNanos = interval.toNanos();
+        this.processor = new SampleProcessor(symbolizer);
+        for (ProfileSink s : sinks) {
+            this.sinks.add(new SinkRunner(s, options.sinkQueueCapacity(), clocks.monotonicNanos()));
+        }
+        this.pollErrorLog = new RateLimitedLog(LOG, System.Logger.Level.ERROR, TimeUnit.MINUTES.toNanos(1),
+                clocks.monotonicNanos());
+    }
+
+    private ProfileWindow newWindow() {
+        return new ProfileWindow(periodNanos, clocks.wallNanos(), clocks.nanoTime());
+    }
+
+    private volatile UnwindTableUploader unwind;
+    private final List<SideProfileSource> sideProfiles = new java.util.concurrent.CopyOnWriteArrayList<>();
+
+    /** A profile to make each interval beside the CPU profile (before start). */
+    public void addSideProfiles(SideProfileSource s) {
+        sideProfiles.add(s);
+    }
+
+    public List<SideProfileSource> sideProfiles() {
+        return List.copyOf(sideProfiles);
+    }
+
+    /** Unwind tables to feed with the processes samples reveal, and to report on /metrics (before start). */
+    public void unwindTables(UnwindTableUploader u) {
+        this.unwind = u;
+        processor.unwindTables(u);
+    }
+
+    UnwindTableUploader.Stats unwindStats() {
+        UnwindTableUploader u = unwind;
+        return u == null ? null : u.stats();
+    }
+
+    /** Starts sampling; the first interval begins now (not when the loop thread gets scheduled). */
+    public synchronized void start() {
+        running = true;
+        lastPollNanos = clocks.nanoTime();
+        ProfileWindow first = newWindow();
+        processor.open(first);
+        loop = new Thread(() -> run(first), "loupe-sampler");
+        loop.start();
+    }
+
+    private void run(ProfileWindow firstWindow) {
+        ProfileWindow window = firstWindow;
+        try {
+            while (running) {
+                try {
+                    source.poll(POLL, processor);
+                } catch (SampleSource.SampleSourceException | RuntimeException e) {
+                    pollErrors.incrementAndGet();
+                    pollErrorLog.log("sampling poll failed: " + e.getMessage());
+                    sleepQuietly(POLL);
+                }
+                long now = clocks.nanoTime();
+                lastPollNanos = now;
+                if (now - window.startMonotonicNanos() >= intervalNanos) {
+                    window = rotate(window, true);
+                }
+            }
+            try {
+                source.poll(Duration.ZERO, processor); // what is already in the buffer belongs to this interval
+            } catch (SampleSource.SampleSourceException | RuntimeException e) {
+                LOG.log(System.Logger.Level.WARNING, "final poll failed: " + e.getMessage());
+            }
+            rotate(window, false);
+        } catch (Throwable t) {
+            LOG.log(System.Logger.Level.ERROR, "sampling loop died", t);
+        } finally {
+            stopped.countDown();
+        }
+    }
+
+    private ProfileWindow rotate(ProfileWindow window, boolean openNext) {
+        ProfileWindow next = null;
+        if (openNext) {
+            next = newWindow();
+            processor.open(next);
+        }
+        processor.close(window);
+        Profile profile = window.finish(clocks.nanoTime());
+        ProfileBatch batch = encode(profile);
+        for (SinkRunner s : sinks) {
+            s.offer(batch);
+        }
+        return next;
+    }
+
+    /** Encodes once for every sink. One host-wide series for now. */
+    private ProfileBatch encode(Profile profile) {
+        Map<String, String> labels = new TreeMap<>(options.seriesLabels());
+        labels.put("__name__", CPU_SERIES_NAME);
+        EncodedProfile p = new EncodedProfile(CPU_TYPE, new TreeMap<>(labels), profile.getTimeNanos(),
+                profile.getDurationNanos(), PprofFiles.gzip(profile), profile.getSampleCount(), profile);
+        List<EncodedProfile> all = new ArrayList<>(List.of(p));
+        for (SideProfileSource side : sideProfiles) {
+            try {
+                side.interval(profile.getTimeNanos(), profile.getDurationNanos()).ifPresent(sp -> {
+                    Map<String, String> sideLabels = new TreeMap<>(options.seriesLabels());
+                    sideLabels.put("__name__", side.seriesName());
+                    all.add(new EncodedProfile(side.profileType(), new TreeMap<>(sideLabels), sp.getTimeNanos(),
+                            sp.getDurationNanos(), PprofFiles.gzip(sp), sp.getSampleCount(), sp));
+                });
+            } catch (RuntimeException e) {
+                pollErrorLog.log(side.profileType() + " profile failed: " + e.getMessage());
+            }
+        }
+        return new ProfileBatch(intervals.incrementAndGet(), profile.getTimeNanos(), profile.getDurationNanos(), all);
+    }
+
+    /**
+     * Collects a profile for {@code duration} (the /debug/pprof/profile endpoint). Returns early with what
+     * it has if the agent stops meanwhile.
+     */
+    public Profile capture(Duration duration) throws InterruptedException {
+        ProfileWindow w = newWindow();
+        processor.open(w);
+        try {
+            stopped.await(duration.toNanos(), TimeUnit.NANOSECONDS);
+        } finally {
+            processor.close(w);
+        }
+        return w.finish(clocks.nanoTime());
+    }
+
+    /** Stops sampling, flushes the last partial interval and gives the sinks the stop timeout. Idempotent. */
+    public void stop() {
+        synchronized (this) {
+            if (stopRequested) {
+                awaitStoppedQuietly();
+                return;
+            }
+            stopRequested = true;
+            running = false;
+        }
+        Thread l = loop;
+        if (l != null && l.isAlive()) {
+            awaitStoppedQuietly();
+        }
+        for (SideProfileSource side : sideProfiles) {
+            side.close(); // after the last interval took its share
+        }
+        long deadline = clocks.nanoTime() + options.stopTimeout().toNanos();
+        for (SinkRunner s : sinks) {
+            s.stop(deadline);
+        }
+        UnwindTableUploader u = unwind;
+        if (u != null) {
+            u.close();
+        }
+        source.close();
+        try {
+            symbolizer.close();
+        } catch (Exception e) {
+            LOG.log(System.Logger.Level.WARNING, "closing symbolizer: " + e);
+        }
+    }
+
+    private void awaitStoppedQuietly() {
+        try {
+            stopped.await();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** Blocks until the sampling loop has ended (after {@link #stop()}) or the timeout passes. */
+    public boolean awaitStopped(Duration timeout) throws InterruptedException {
+        return stopped.await(timeout.toNanos(), TimeUnit.NANOSECONDS);
+    }
+
+    /** A snapshot for /healthz and /metrics. */
+    public Status status() {
+        long now = clocks.nanoTime();
+        List<SinkStats> sinkStats = new ArrayList<>();
+        long written = 0;
+        long failed = 0;
+        for (SinkRunner s : sinks) {
+            SinkStats st = s.stats();
+            sinkStats.add(st);
+            written += st.written();
+            failed += st.failed();
+        }
+        Thread l = loop;
+        return new Status(running && l != null && l.isAlive() && now - lastPollNanos < HEALTHY_POLL_AGE,
+                source.stats(), processor.processed(), processor.emptyStacks(), written, failed, pollErrors.get(),
+                symbolizer.stats(), List.copyOf(sinkStats), unwindStats());
+    }
+
+    /**
+     * @param profilesWritten intervals delivered, summed over sinks
+     * @param sinkErrors      intervals a sink failed to take, summed over sinks
+     */
+    public record Status(boolean healthy, dev.loupe.bpf.SamplerStats sampler, long samplesProcessed, long emptyStacks,
+                         long profilesWritten, long sinkErrors, long pollErrors, Symbolizer.Stats symbolizer,
+                         List<SinkStats> sinks, UnwindTableUploader.Stats unwind) {}
+
+    private static void sleepQuietly(Duration d) {
+        try {
+            Thread.sleep(d);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}

@@ -1,0 +1,147 @@
+package dev.loupe.agent.sampling;
+
+import dev.loupe.agent.unwind.UnwindTableUploader;
+import dev.loupe.bpf.KernelAbi;
+import dev.loupe.bpf.RawSample;
+import dev.loupe.pprof.Label;
+import dev.loupe.unwinder.ehframe.StopReason;
+import dev.loupe.unwinder.symbolize.Frame;
+import dev.loupe.unwinder.symbolize.MappingRef;
+import dev.loupe.unwinder.symbolize.Symbolizer;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
+
+/**
+ * Symbolizes each raw sample once, while its process is most likely still alive, and adds it to every
+ * open profile window. A user stack the kernel could not finish ends in one synthetic frame naming why
+ * ({@code [unwind: no unwind info in libfoo.so]}, {@code [unwind: truncated at 127 frames]}); samples
+ * taken before their process's unwind tables were live carry the label {@code unwind=frame_pointers}.
+ * Runs on the sampling thread.
+ */
+final class SampleProcessor implements Consumer<RawSample> {
+    private static final Label FP_FALLBACK = Label.str("unwind", "frame_pointers");
+    private static final int MAX_CACHED_THREADS = 8192;
+
+    private final Symbolizer symbolizer;
+    private final List<ProfileWindow> windows = new CopyOnWriteArrayList<>();
+    private final List<Frame> frames = new ArrayList<>(256);
+    private final AtomicLong processed = new AtomicLong();
+    private final AtomicLong empty = new AtomicLong();
+    private volatile UnwindTableUploader unwind;
+    // Synthetic frames get addresses of their own (windows cache locations by mapping and address).
+    private final java.util.Map<String, Frame> synthetic = new java.util.HashMap<>();
+    // A thread's label list, reused while it stays the same: one list per sample would be built and hashed
+    // again (with the strings decoded afresh) by every window.
+    private record ThreadLabels(int pid, String comm, String threadComm, boolean fallback, List<Label> labels) {}
+
+    private final java.util.Map<Integer, ThreadLabels> labelsByTid = new java.util.HashMap<>();
+
+    SampleProcessor(Symbolizer symbolizer) {
+        this.symbolizer = symbolizer;
+    }
+
+    void unwindTables(UnwindTableUploader u) {
+        this.unwind = u;
+    }
+
+    void open(ProfileWindow w) {
+        windows.add(w);
+    }
+
+    void close(ProfileWindow w) {
+        windows.remove(w);
+    }
+
+    @Override
+    public void accept(RawSample s) {
+        UnwindTableUploader u = unwind;
+        if (u != null) {
+            u.observe(s.pid(), s.processStartNs());
+        }
+        frames.clear();
+        symbolizer.symbolizeKernel(s.kernelStack(), s.kernelStack().length, frames);
+        long[] user = s.userStack();
+        int n = user.length;
+        int marker = -1;
+        if (n > 0 && RawSample.isUnwindMarker(user[n - 1])) {
+            marker = RawSample.markerReason(user[n - 1]);
+            n--;
+        }
+        int userBase = frames.size();
+        symbolizer.symbolizeUser(s.pid(), s.processStartNs(), user, n, frames);
+        if (marker >= 0) {
+            frames.add(stopFrame(marker, frames.size() > userBase ? frames.get(frames.size() - 1).mapping() : null));
+        } else if ((s.flags() & RawSample.USER_TRUNCATED) != 0) {
+            frames.add(synthetic("[unwind: truncated at " + KernelAbi.MAX_USER_FRAMES + " frames]"));
+        }
+        if (frames.isEmpty()) {
+            empty.incrementAndGet();
+            return;
+        }
+        // Without tables (--unwind-tables off) frame pointers are the choice, not a fallback: no label.
+        List<Label> labels = labels(s, u != null && (s.flags() & RawSample.FP_FALLBACK) != 0);
+        for (ProfileWindow w : windows) {
+            w.add(frames, labels);
+        }
+        processed.incrementAndGet();
+    }
+
+    private List<Label> labels(RawSample s, boolean fallback) {
+        ThreadLabels c = labelsByTid.get(s.tid());
+        if (c != null && c.pid() == s.pid() && c.fallback() == fallback && java.util.Objects.equals(c.comm(), s.comm())
+                && java.util.Objects.equals(c.threadComm(), s.threadComm())) {
+            return c.labels();
+        }
+        List<Label> labels = new ArrayList<>(5);
+        labels.add(Label.num("pid", s.pid()));
+        labels.add(Label.num("tid", s.tid()));
+        labels.add(Label.str("comm", s.comm()));
+        labels.add(Label.str("thread_comm", s.threadComm()));
+        if (fallback) {
+            labels.add(FP_FALLBACK);
+        }
+        labels = List.copyOf(labels);
+        if (labelsByTid.size() >= MAX_CACHED_THREADS) {
+            labelsByTid.clear(); // threads come and go; a full clear is simpler than aging and rare
+        }
+        labelsByTid.put(s.tid(), new ThreadLabels(s.pid(), s.comm(), s.threadComm(), fallback, labels));
+        return labels;
+    }
+
+    /** The synthetic frame for a stop reason; its name also carries the binary the walk stopped in. */
+    private Frame stopFrame(int code, MappingRef lastMapping) {
+        StopReason r = StopReason.ofCode(code);
+        String binary = lastMapping == null || lastMapping.path() == null ? null : baseName(lastMapping.path());
+        return synthetic(r == null ? "[unwind: stopped (reason " + code + ")]" : r.frameName(binary));
+    }
+
+    /** One frame per distinct name, at an address no user or kernel code has (below the marker range). */
+    private Frame synthetic(String name) {
+        Frame f = synthetic.get(name);
+        if (f == null) {
+            if (synthetic.size() > 10_000) {
+                synthetic.clear(); // bounded; names repeat, so this is rare
+            }
+            f = new Frame(KernelAbi.UNWIND_MARKER - 0x10000 - synthetic.size(), null, name, false);
+            synthetic.put(name, f);
+        }
+        return f;
+    }
+
+    private static String baseName(String path) {
+        int slash = path.lastIndexOf('/');
+        return slash >= 0 ? path.substring(slash + 1) : path;
+    }
+
+    long processed() {
+        return processed.get();
+    }
+
+    long emptyStacks() {
+        return empty.get();
+    }
+}

@@ -1,0 +1,34 @@
+package dev.loupe.agent.sampling;
+
+import dev.loupe.pprof.proto.Profile;
+
+import java.time.Duration;
+import java.util.Optional;
+
+/**
+ * A profile made each interval beside the CPU profile (function latency): the agent asks for it when the
+ * interval ends, writes it through the same sinks ({@code TYPE-TIME.pb.gz}), serves it on
+ * {@code /debug/pprof/TYPE} and appends its metrics to {@code /metrics}.
+ */
+public interface SideProfileSource {
+    /** File name prefix and HTTP path element, e.g. {@code latency}. */
+    String profileType();
+
+    /** The series' {@code __name__}. */
+    String seriesName();
+
+    /**
+     * The profile of the interval that just ended (called once per interval, on the sampling thread);
+     * empty when there is nothing to report.
+     */
+    Optional<Profile> interval(long timeNanos, long durationNanos);
+
+    /** A profile of the next {@code duration}, independent of the intervals (the HTTP endpoint). */
+    Profile capture(Duration duration) throws InterruptedException;
+
+    /** Prometheus text (format 0.0.4) appended to {@code /metrics}. */
+    void appendMetrics(StringBuilder out);
+
+    /** Stops measuring; called after the last interval. */
+    void close();
+}
