@@ -9,7 +9,10 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 /** The packaged agent ({@code loupe-agent.jar}) run as its own process, as {@code ./loupe run} runs it. */
-final class AgentProcess implements AutoCloseable {
+public final class AgentProcess implements AutoCloseable {
+    /** The JVM options `loupe run` starts the agent with: tests run the agent as users do. */
+    public static final Path RUN_JVMOPTS = Path.of(System.getProperty("loupe.agent.jar", "../agent/target/loupe-agent.jar"))
+            .toAbsolutePath().getParent().resolve("../src/main/jvm/run.jvmopts").normalize();
     static final Path JAR = Path.of(System.getProperty("loupe.agent.jar", "../agent/target/loupe-agent.jar"));
     static final String JAVA = Path.of(System.getProperty("java.home"), "bin", "java").toString();
 
@@ -25,8 +28,7 @@ final class AgentProcess implements AutoCloseable {
         if (!Files.exists(JAR)) {
             throw new IllegalStateException("agent jar not built: " + JAR + " (run mvn verify from the root)");
         }
-        List<String> cmd = new ArrayList<>(List.of(JAVA, "--enable-native-access=ALL-UNNAMED", "-XX:+UseSerialGC",
-                "-Xmx128m", "-jar", JAR.toString(), "run"));
+        List<String> cmd = new ArrayList<>(List.of(JAVA, "@" + RUN_JVMOPTS, "-jar", JAR.toString(), "run"));
         cmd.addAll(List.of(args));
         Path log = Files.createTempFile(workDir, "agent", ".log");
         Process p = new ProcessBuilder(cmd).directory(workDir.toFile()).redirectErrorStream(true)

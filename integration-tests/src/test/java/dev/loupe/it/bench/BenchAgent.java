@@ -20,14 +20,14 @@ final class BenchAgent {
     }
 
     /**
-     * Starts {@code java <LOUPE_AGENT_JVM_OPTS> [-XX:AOTCache=..] -jar JAR run ARGS} with its output in {@code log}, and
+     * Starts {@code java @run.jvmopts [-XX:AOTCache=..] -jar JAR run ARGS} (the launcher's JVM options:
+     * {@code LOUPE_AGENT_JVMOPTS_FILE}, else the project's file) with its output in {@code log}, and
      * returns once it says it is sampling.
      */
     static Process start(String jar, Path log, List<String> runArgs) throws IOException, InterruptedException {
         List<String> cmd = new ArrayList<>();
         cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        String opts = System.getenv().getOrDefault("LOUPE_AGENT_JVM_OPTS", "--enable-native-access=ALL-UNNAMED");
-        cmd.addAll(List.of(opts.trim().split("\\s+")));
+        cmd.add("@" + System.getenv().getOrDefault("LOUPE_AGENT_JVMOPTS_FILE", dev.loupe.it.AgentProcess.RUN_JVMOPTS.toString()));
         // The JVM's AOT cache `loupe run` makes for this build's jar (LOUPE_AGENT_AOT_CACHE, set by
         // `loupe bench overhead`); another jar, e.g. a baseline, starts without one.
         String aot = System.getenv("LOUPE_AGENT_AOT_CACHE");
