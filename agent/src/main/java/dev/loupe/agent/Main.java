@@ -7,6 +7,7 @@ import dev.loupe.agent.sampling.Clocks;
 import dev.loupe.agent.sampling.KernelSampleSource;
 import dev.loupe.agent.sink.ProfileSink;
 import dev.loupe.agent.unwind.KernelUnwindTarget;
+import dev.loupe.agent.unwind.UnwindMetrics;
 import dev.loupe.agent.unwind.UnwindTableUploader;
 import dev.loupe.bpf.BpfAvailability;
 import dev.loupe.bpf.BpfException;
@@ -16,6 +17,7 @@ import dev.loupe.config.ConfigException;
 import dev.loupe.config.LoupeConfig;
 import dev.loupe.unwinder.proc.ProcessRegistry;
 import dev.loupe.unwinder.symbolize.Symbolizer;
+import io.prometheus.metrics.model.registry.PrometheusRegistry;
 
 import java.io.IOException;
 import java.net.InetSocketAddress;
@@ -89,6 +91,7 @@ public final class Main {
         // One reader of /proc for the symbolizer and the unwind tables: a process one of them reads is pushed to the other.
         ProcessRegistry processes = ProcessRegistry.host();
         Symbolizer symbolizer = Symbolizer.create(Symbolizer.Options.defaults(), processes);
+        PrometheusRegistry metrics = new PrometheusRegistry();
         Agent agent = new Agent(config.frequencyHz(), config.interval(), new KernelSampleSource(sampler), symbolizer,
                 sinks, Clocks.system(), Agent.Options.defaults(Map.of("node", HostName.get())));
         if (config.unwindTables()) {
@@ -107,6 +110,7 @@ public final class Main {
                     }, processes, EXIT_SCAN_NANOS, System::nanoTime,
                     config.pids().isEmpty() ? pid -> true : config.pids()::contains);
             agent.unwindTables(unwind);
+            UnwindMetrics.register(unwind, metrics);
             unwind.start();
         }
         if (!config.probes().isEmpty()) {
@@ -116,11 +120,12 @@ public final class Main {
                     () -> Symbolizer.create(new Symbolizer.Options(java.nio.file.Path.of("/proc"), java.nio.file.Path.of("/proc/kallsyms"),
                             16L << 20, System::nanoTime), processes)).ifPresent(agent::addSideProfiles);
         }
+        agent.registerMetrics(metrics);
         DebugHttpServer http = null;
         if (config.httpAddress().isPresent()) {
             InetSocketAddress addr = config.httpAddress().get();
             try {
-                http = DebugHttpServer.start(addr, agent);
+                http = DebugHttpServer.start(addr, agent, metrics);
             } catch (IOException e) {
                 System.err.println("loupe: cannot serve HTTP on " + addr.getHostString() + ":" + addr.getPort()
                         + ": " + e.getMessage() + " (set http.address or --http off)");

@@ -49,9 +49,29 @@ class HttpAndSignalTest {
 
             HttpResponse<String> metrics = http.send(HttpRequest.newBuilder(URI.create(base + "/metrics")).build(),
                     HttpResponse.BodyHandlers.ofString());
-            assertTrue(metrics.body().matches("(?s).*\\nloupe_samples_total [1-9][0-9]*\\n.*"), metrics.body());
-            assertTrue(metrics.body().contains("loupe_samples_dropped_total{reason=\"ring_buffer_full\"} 0"), metrics.body());
-            assertTrue(metrics.body().matches("(?s).*\\nloupe_symbolizer_binaries [1-9][0-9]*\\n.*"), metrics.body());
+            assertTrue(metrics.body().matches("(?s).*\\nloupe_samples_total [1-9][0-9]*\\.0\\n.*"), metrics.body());
+            assertTrue(metrics.body().contains("loupe_samples_dropped_total{reason=\"ring_buffer_full\"} 0.0\n"), metrics.body());
+            assertTrue(metrics.body().matches("(?s).*\\nloupe_symbolizer_binaries [1-9][0-9]*\\.0\\n.*"), metrics.body());
+            // The real agent's symbolizer and unwind families, with the names, types and labels of before.
+            java.util.Map<String, String> families = dev.loupe.agent.sampling.MetricNamesTest.families(metrics.body());
+            java.util.Map<String, String> expected = new java.util.TreeMap<>(java.util.Map.ofEntries(
+                    java.util.Map.entry("loupe_symbolizer_processes", "gauge"),
+                    java.util.Map.entry("loupe_symbolizer_binaries", "gauge"),
+                    java.util.Map.entry("loupe_symbolizer_bad_binaries_total", "counter"),
+                    java.util.Map.entry("loupe_symbolizer_unresolved_frames_total", "counter"),
+                    java.util.Map.entry("loupe_symbolizer_maps_reads_total", "counter"),
+                    java.util.Map.entry("loupe_symbolizer_maps_read_failures_total", "counter"),
+                    java.util.Map.entry("loupe_unwind_tables_built_total", "counter"),
+                    java.util.Map.entry("loupe_unwind_tables_loaded", "gauge"),
+                    java.util.Map.entry("loupe_unwind_table_rows", "gauge"),
+                    java.util.Map.entry("loupe_unwind_table_bytes", "gauge"),
+                    java.util.Map.entry("loupe_unwind_table_evictions_total", "counter"),
+                    java.util.Map.entry("loupe_unwind_processes", "gauge"),
+                    java.util.Map.entry("loupe_unwind_table_failures_total", "counter reason"),
+                    java.util.Map.entry("loupe_unwind_registration_delay_seconds", "histogram")));
+            expected.forEach((name, kind) -> assertEquals(kind, families.get(name), name + " in:\n" + metrics.body()));
+            assertTrue(metrics.body().contains("loupe_unwind_registration_delay_seconds_bucket{le=\"0.01\"} "), metrics.body());
+            assertTrue(metrics.body().contains("loupe_unwind_registration_delay_seconds_bucket{le=\"+Inf\"} "), metrics.body());
             // The exposition format as Prometheus itself checks it.
             Path scraped = java.nio.file.Files.writeString(dir.resolve("metrics.txt"), metrics.body());
             Commands.Result lint = Commands.run(List.of("promtool", "check", "metrics"), scraped, 60);

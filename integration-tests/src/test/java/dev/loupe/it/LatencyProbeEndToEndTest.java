@@ -197,7 +197,7 @@ class LatencyProbeEndToEndTest {
         assertTrue(migrations > 0, "goroutines return on other threads: " + migrations);
         assertEquals(0, value(metrics, "loupe_probe_unmatched_exits_total"), metrics);
         assertEquals(1, value(metrics, "loupe_probe_problems_total"), "the glob that matched nothing");
-        assertTrue(metrics.contains("le=\"0.000001\"") && metrics.contains("le=\"1073.741824\""), metrics);
+        assertTrue(metrics.contains("le=\"1.0E-6\"") && metrics.contains("le=\"1073.741824\""), metrics);
     }
 
     static String series(String suffix, Path bin, String function) {
@@ -213,8 +213,11 @@ class LatencyProbeEndToEndTest {
         throw new AssertionError(series + " not in /metrics:\n" + metrics);
     }
 
+    /** A series' value, which must be a whole number (the format writes counters as 16.0). */
     static long value(String metrics, String series) {
-        return Long.parseLong(valueText(metrics, series));
+        double v = Double.parseDouble(valueText(metrics, series));
+        assertEquals(Math.rint(v), v, series + " is not a whole number");
+        return (long) v;
     }
 
     static String str(Profile p, Sample s, String key) {

@@ -131,7 +131,7 @@ class UnwindBudgetTest {
     }
 
     private static long metric(String text, String name) {
-        Matcher m = Pattern.compile("(?m)^" + Pattern.quote(name) + " (\\d+)$").matcher(text);
+        Matcher m = Pattern.compile("(?m)^" + Pattern.quote(name) + " (\\d+)(?:\\.0)?$").matcher(text);
         assertTrue(m.find(), name + " not in /metrics:\n" + text);
         return Long.parseLong(m.group(1));
     }

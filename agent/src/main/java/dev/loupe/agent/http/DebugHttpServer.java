@@ -1,13 +1,16 @@
 package dev.loupe.agent.http;
 
-import dev.loupe.agent.sampling.Agent;
-import dev.loupe.agent.sampling.SideProfileSource;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
+import dev.loupe.agent.sampling.Agent;
+import dev.loupe.agent.sampling.SideProfileSource;
 import dev.loupe.bpf.SamplerStats;
 import dev.loupe.pprof.PprofFiles;
 import dev.loupe.pprof.proto.Profile;
+import io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter;
+import io.prometheus.metrics.model.registry.PrometheusRegistry;
 
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
@@ -36,15 +39,19 @@ public final class DebugHttpServer implements AutoCloseable {
     private final HttpServer server;
     private final ExecutorService executor;
     private final Agent agent;
+    private final PrometheusRegistry registry;
+    private static final PrometheusTextFormatWriter METRICS_FORMAT = PrometheusTextFormatWriter.create();
     private final Semaphore profileSlots = new Semaphore(MAX_CONCURRENT_PROFILES);
 
-    private DebugHttpServer(HttpServer server, ExecutorService executor, Agent agent) {
+    private DebugHttpServer(HttpServer server, ExecutorService executor, Agent agent, PrometheusRegistry registry) {
         this.server = server;
         this.executor = executor;
         this.agent = agent;
+        this.registry = registry;
     }
 
-    public static DebugHttpServer start(InetSocketAddress address, Agent agent) throws IOException {
+    /** Serves {@code agent}'s profiles and health, and {@code registry}'s metrics (the components registered them). */
+    public static DebugHttpServer start(InetSocketAddress address, Agent agent, PrometheusRegistry registry) throws IOException {
         HttpServer server = HttpServer.create(address, 16);
         ExecutorService executor = Executors.newFixedThreadPool(MAX_CONCURRENT_PROFILES + 2, r -> {
             Thread t = new Thread(r, "loupe-http");
@@ -52,7 +59,7 @@ public final class DebugHttpServer implements AutoCloseable {
             return t;
         });
         server.setExecutor(executor);
-        DebugHttpServer s = new DebugHttpServer(server, executor, agent);
+        DebugHttpServer s = new DebugHttpServer(server, executor, agent, registry);
         server.createContext("/debug/pprof/profile", s::profile);
         for (SideProfileSource side : agent.sideProfiles()) {
             server.createContext("/debug/pprof/" + side.profileType(), ex -> s.sideProfile(ex, side));
@@ -172,16 +179,15 @@ public final class DebugHttpServer implements AutoCloseable {
 
     private void metrics(HttpExchange ex) throws IOException {
         try (ex) {
-            respond(ex, 200, "text/plain; version=0.0.4; charset=utf-8", metricsText());
+            respond(ex, 200, METRICS_FORMAT.getContentType(), metricsText(registry));
         }
     }
 
-    private String metricsText() {
-        StringBuilder b = new StringBuilder(MetricsText.render(agent.status()));
-        for (SideProfileSource side : agent.sideProfiles()) {
-            side.appendMetrics(b);
-        }
-        return b.toString();
+    /** The registry's metrics in Prometheus' text format (0.0.4), as /metrics serves them. */
+    public static byte[] metricsText(PrometheusRegistry registry) throws IOException {
+        ByteArrayOutputStream out = new ByteArrayOutputStream(8192);
+        METRICS_FORMAT.write(out, registry.scrape());
+        return out.toByteArray();
     }
 
     private static void respond(HttpExchange ex, int code, String type, String body) throws IOException {

@@ -2,105 +2,114 @@ package dev.loupe.agent.latency;
 
 import dev.loupe.bpf.LatencyHistogram;
 import dev.loupe.bpf.LatencyStats;
+import io.prometheus.metrics.model.registry.MultiCollector;
+import io.prometheus.metrics.model.snapshots.ClassicHistogramBuckets;
+import io.prometheus.metrics.model.snapshots.CounterSnapshot;
+import io.prometheus.metrics.model.snapshots.GaugeSnapshot;
+import io.prometheus.metrics.model.snapshots.HistogramSnapshot;
+import io.prometheus.metrics.model.snapshots.Labels;
+import io.prometheus.metrics.model.snapshots.MetricSnapshot;
+import io.prometheus.metrics.model.snapshots.MetricSnapshots;
 
-import java.math.BigDecimal;
+import java.util.ArrayList;
 import java.util.Collection;
+import java.util.List;
 import java.util.Map;
+import java.util.function.Supplier;
 
 /**
- * Prometheus text of the latency probes: one histogram series per probed function, cumulative since its
- * probe was attached (present at 0 from then on), and the probes' counters.
- *
- * <p>Bucket bounds are 2^k µs in seconds written as plain decimals ({@code 0.000001} … {@code 1073.741824}),
- * the issue's examples; Java's {@code Double.toString} would write the first ten as {@code 1.0E-6} …
- * {@code 5.12E-4}. Prometheus parses both, but {@code le} is matched as a string in selectors, so one
- * exponent-free form is used throughout.
+ * The latency probes' metrics: one histogram series per probed function, cumulative since its probe was
+ * attached (present at 0 from then on), and the probes' counters. One collector, so a scrape reads the
+ * kernel's histograms once for all of them.
  */
-final class LatencyMetrics {
+final class LatencyMetrics implements MultiCollector {
     static final String HISTOGRAM = "loupe_function_duration_seconds";
-    private static final String[] LE = new String[LatencyHistogram.BUCKETS];
+    /** Upper bounds in seconds, 2^k µs for k = 0..30, then +Inf. */
+    private static final double[] BOUNDS = new double[LatencyHistogram.BUCKETS];
 
     static {
         for (int k = 0; k < LatencyHistogram.FINITE_BUCKETS; k++) {
-            LE[k] = le(k);
+            BOUNDS[k] = LatencyHistogram.upperBoundSeconds(k);
         }
-        LE[LatencyHistogram.FINITE_BUCKETS] = "+Inf";
-    }
-
-    private LatencyMetrics() {}
-
-    /** The {@code le} label value of finite bucket {@code k}. */
-    static String le(int k) {
-        return BigDecimal.valueOf(LatencyHistogram.upperBoundSeconds(k)).stripTrailingZeros().toPlainString();
+        BOUNDS[LatencyHistogram.FINITE_BUCKETS] = Double.POSITIVE_INFINITY;
     }
 
     /**
+     * What one scrape shows.
+     *
      * @param functions  every function probed since start (detached ones keep their last counts)
      * @param cumulative counts per probe id; a function without an entry is shown at 0
+     * @param stats      the kernel side's counters, null before the programs were loaded
      */
-    static void render(StringBuilder b, Collection<ProbedFunction> functions, Map<Integer, LatencyHistogram> cumulative,
-                       LatencyStats stats, int attached, long problems, long profileGroupsDropped) {
-        b.append("# HELP ").append(HISTOGRAM)
-                .append(" Duration of calls of probed functions (entry to return), measured in the kernel.\n");
-        b.append("# TYPE ").append(HISTOGRAM).append(" histogram\n");
-        for (ProbedFunction f : functions) {
-            LatencyHistogram h = cumulative.get(f.id());
-            String labels = "binary=\"" + escape(f.binary()) + "\",function=\"" + escape(f.function()) + "\"";
-            long running = 0;
-            for (int k = 0; k < LatencyHistogram.BUCKETS; k++) {
-                running += h == null ? 0 : h.bucket(k);
-                b.append(HISTOGRAM).append("_bucket{").append(labels).append(",le=\"").append(LE[k]).append("\"} ")
-                        .append(running).append('\n');
-            }
-            b.append(HISTOGRAM).append("_sum{").append(labels).append("} ")
-                    .append(h == null ? "0" : seconds(h.sumNanos())).append('\n');
-            b.append(HISTOGRAM).append("_count{").append(labels).append("} ").append(h == null ? 0 : h.count()).append('\n');
+    record Snapshot(Collection<ProbedFunction> functions, Map<Integer, LatencyHistogram> cumulative, LatencyStats stats,
+                    int attached, long problems, long profileGroupsDropped) {}
+
+    private final Supplier<Snapshot> source;
+
+    LatencyMetrics(Supplier<Snapshot> source) {
+        this.source = source;
+    }
+
+    static double[] bounds() {
+        return BOUNDS.clone();
+    }
+
+    @Override
+    public MetricSnapshots collect() {
+        Snapshot s = source.get();
+        List<MetricSnapshot> out = new ArrayList<>();
+        HistogramSnapshot.Builder h = HistogramSnapshot.builder().name(HISTOGRAM)
+                .help("Duration of calls of probed functions (entry to return), measured in the kernel.");
+        for (ProbedFunction f : s.functions()) {
+            LatencyHistogram hist = s.cumulative().get(f.id());
+            long[] counts = hist == null ? new long[LatencyHistogram.BUCKETS] : hist.buckets();
+            h.dataPoint(HistogramSnapshot.HistogramDataPointSnapshot.builder()
+                    .labels(Labels.of("binary", f.binary(), "function", f.function()))
+                    .classicHistogramBuckets(ClassicHistogramBuckets.of(BOUNDS, counts))
+                    .sum(hist == null ? 0 : hist.sumNanos() / 1e9)
+                    .build());
         }
-        gauge(b, "loupe_probe_functions_attached", "Functions measured by latency probes now.", attached);
-        counter(b, "loupe_probe_problems_total", "Probe patterns or functions that could not be probed (logged with the reason).", problems);
-        if (stats == null) {
-            return;
+        out.add(h.build());
+        out.add(gauge("loupe_probe_functions_attached", "Functions measured by latency probes now.", s.attached()));
+        out.add(counter("loupe_probe_problems", "Probe patterns or functions that could not be probed (logged with the reason).",
+                s.problems()));
+        LatencyStats st = s.stats();
+        if (st != null) {
+            out.add(counter("loupe_probe_calls_entered", "Calls of probed functions entered.", st.entries()));
+            out.add(counter("loupe_probe_calls_measured", "Calls of probed functions measured into a histogram.", st.exits()));
+            out.add(counter("loupe_probe_thread_migrations",
+                    "Measured calls that returned on a different thread than they entered (Go goroutines moving between threads).",
+                    st.threadMigrations()));
+            out.add(counter("loupe_probe_reentries",
+                    "Go function entries run again for one call (stack growth or preemption in the prologue), collapsed.",
+                    st.reentries()));
+            out.add(counter("loupe_probe_stale_entries",
+                    "Native calls whose exit was missed (longjmp, exceptions), replaced by a later call.", st.staleReplaced()));
+            out.add(counter("loupe_probe_unmatched_exits", "Returns with no recorded entry.", st.unmatchedExits()));
+            out.add(counter("loupe_probe_in_flight_full", "Calls not measured because the in-flight table was full.",
+                    st.inFlightFull()));
+            out.add(counter("loupe_probe_goid_read_errors", "Go probe hits whose goroutine could not be read.", st.gReadErrors()));
+            out.add(counter("loupe_probe_unconfigured_hits", "Probe hits of no active probe.", st.unconfigured()));
+            out.add(counter("loupe_probe_groups_full",
+                    "Measured calls left out of the latency profile's per-process/goroutine/stack groups (kernel table full; histograms stay exact).",
+                    st.groupsFull() + s.profileGroupsDropped()));
+            out.add(counter("loupe_probe_stacks_full",
+                    "Calls whose caller stack was not stored (kernel stack table full; shown as [stack unavailable]).",
+                    st.stacksFull()));
+            out.add(counter("loupe_probe_aged_out",
+                    "Calls in flight too long (goroutines or threads that never returned), forgotten.", st.agedOut()));
         }
-        counter(b, "loupe_probe_calls_entered_total", "Calls of probed functions entered.", stats.entries());
-        counter(b, "loupe_probe_calls_measured_total", "Calls of probed functions measured into a histogram.", stats.exits());
-        counter(b, "loupe_probe_thread_migrations_total",
-                "Measured calls that returned on a different thread than they entered (Go goroutines moving between threads).",
-                stats.threadMigrations());
-        counter(b, "loupe_probe_reentries_total",
-                "Go function entries run again for one call (stack growth or preemption in the prologue), collapsed.", stats.reentries());
-        counter(b, "loupe_probe_stale_entries_total",
-                "Native calls whose exit was missed (longjmp, exceptions), replaced by a later call.", stats.staleReplaced());
-        counter(b, "loupe_probe_unmatched_exits_total", "Returns with no recorded entry.", stats.unmatchedExits());
-        counter(b, "loupe_probe_in_flight_full_total", "Calls not measured because the in-flight table was full.", stats.inFlightFull());
-        counter(b, "loupe_probe_goid_read_errors_total", "Go probe hits whose goroutine could not be read.", stats.gReadErrors());
-        counter(b, "loupe_probe_unconfigured_hits_total", "Probe hits of no active probe.", stats.unconfigured());
-        counter(b, "loupe_probe_groups_full_total",
-                "Measured calls left out of the latency profile's per-process/goroutine/stack groups (kernel table full; histograms stay exact).",
-                stats.groupsFull() + profileGroupsDropped);
-        counter(b, "loupe_probe_stacks_full_total",
-                "Calls whose caller stack was not stored (kernel stack table full; shown as [stack unavailable]).", stats.stacksFull());
-        counter(b, "loupe_probe_aged_out_total",
-                "Calls in flight too long (goroutines or threads that never returned), forgotten.", stats.agedOut());
+        return new MetricSnapshots(out);
     }
 
-    /** Nanoseconds as seconds, exactly (no binary rounding). */
-    static String seconds(long nanos) {
-        return BigDecimal.valueOf(nanos, 9).stripTrailingZeros().toPlainString();
+    /** A counter family; the exposition adds {@code _total} to {@code name}. */
+    private static CounterSnapshot counter(String name, String help, long value) {
+        return CounterSnapshot.builder().name(name).help(help)
+                .dataPoint(CounterSnapshot.CounterDataPointSnapshot.builder().value(value).build()).build();
     }
 
-    static String escape(String v) {
-        return v.replace("\\", "\\\\").replace("\"", "\\\"").replace("\n", "\\n");
-    }
-
-    private static void gauge(StringBuilder b, String name, String help, long value) {
-        b.append("# HELP ").append(name).append(' ').append(help).append('\n');
-        b.append("# TYPE ").append(name).append(" gauge\n");
-        b.append(name).append(' ').append(value).append('\n');
-    }
-
-    private static void counter(StringBuilder b, String name, String help, long value) {
-        b.append("# HELP ").append(name).append(' ').append(help).append('\n');
-        b.append("# TYPE ").append(name).append(" counter\n");
-        b.append(name).append(' ').append(value).append('\n');
+    private static GaugeSnapshot gauge(String name, String help, long value) {
+        return GaugeSnapshot.builder().name(name).help(help)
+                .dataPoint(GaugeSnapshot.GaugeDataPointSnapshot.builder().value(value).build()).build();
     }
 }

@@ -6,6 +6,7 @@ import dev.loupe.bpf.LatencyGroup;
 import dev.loupe.unwinder.symbolize.Frame;
 import dev.loupe.unwinder.symbolize.Symbolizer;
 import dev.loupe.bpf.LatencyHistogram;
+import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import dev.loupe.bpf.LatencyProbes;
 import dev.loupe.bpf.LatencyStats;
 import dev.loupe.config.ProbeConfig;
@@ -295,12 +296,15 @@ public final class ProbeManager implements SideProfileSource {
     }
 
     @Override
-    public void appendMetrics(StringBuilder out) {
-        Map<Integer, LatencyHistogram> now;
-        LatencyStats stats;
-        int attachedNow;
-        long problemsNow;
+    public void registerMetrics(PrometheusRegistry registry) {
+        registry.register(new LatencyMetrics(this::metricsSnapshot));
+    }
+
+    /** The histograms read from the kernel now (the last ones once closed) and the probes' counters. */
+    private LatencyMetrics.Snapshot metricsSnapshot() {
         synchronized (this) {
+            Map<Integer, LatencyHistogram> now;
+            int attachedNow;
             if (closed.getCount() > 0) {
                 try {
                     now = read();
@@ -314,14 +318,8 @@ public final class ProbeManager implements SideProfileSource {
                 now = Map.copyOf(cumulative);
                 attachedNow = 0;
             }
-            stats = lastStats;
-            problemsNow = problems;
+            return new LatencyMetrics.Snapshot(functions, now, lastStats, attachedNow, problems, profileGroupsDropped);
         }
-        long dropped;
-        synchronized (this) {
-            dropped = profileGroupsDropped;
-        }
-        LatencyMetrics.render(out, functions, now, stats, attachedNow, problemsNow, dropped);
     }
 
     /** Functions attached at start, as "binary function" strings (for logs and tests). */

@@ -96,6 +96,14 @@ public final class Agent {
         sideProfiles.add(s);
     }
 
+    /** Registers the loop's, the sampler's, the symbolizer's, the sinks' and the side sources' metrics. */
+    public void registerMetrics(io.prometheus.metrics.model.registry.PrometheusRegistry registry) {
+        AgentMetrics.register(this, registry);
+        for (SideProfileSource s : sideProfiles) {
+            s.registerMetrics(registry);
+        }
+    }
+
     public List<SideProfileSource> sideProfiles() {
         return List.copyOf(sideProfiles);
     }

@@ -1,6 +1,7 @@
 package dev.loupe.agent.sampling;
 
 import dev.loupe.pprof.proto.Profile;
+import io.prometheus.metrics.model.registry.PrometheusRegistry;
 
 import java.time.Duration;
 import java.util.Optional;
@@ -8,7 +9,7 @@ import java.util.Optional;
 /**
  * A profile made each interval beside the CPU profile (function latency): the agent asks for it when the
  * interval ends, writes it through the same sinks ({@code TYPE-TIME.pb.gz}), serves it on
- * {@code /debug/pprof/TYPE} and appends its metrics to {@code /metrics}.
+ * {@code /debug/pprof/TYPE} and registers its metrics for {@code /metrics}.
  */
 public interface SideProfileSource {
     /** File name prefix and HTTP path element, e.g. {@code latency}. */
@@ -26,8 +27,8 @@ public interface SideProfileSource {
     /** A profile of the next {@code duration}, independent of the intervals (the HTTP endpoint). */
     Profile capture(Duration duration) throws InterruptedException;
 
-    /** Prometheus text (format 0.0.4) appended to {@code /metrics}. */
-    void appendMetrics(StringBuilder out);
+    /** Registers this source's metrics (served on {@code /metrics}); called once, before the first scrape. */
+    void registerMetrics(PrometheusRegistry registry);
 
     /** Stops measuring; called after the last interval. */
     void close();

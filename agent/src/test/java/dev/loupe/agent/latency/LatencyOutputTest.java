@@ -7,9 +7,12 @@ import dev.loupe.pprof.ParcaRules;
 import dev.loupe.pprof.PprofFiles;
 import dev.loupe.pprof.proto.Profile;
 import dev.loupe.pprof.proto.Sample;
+import dev.loupe.agent.http.DebugHttpServer;
+import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -35,41 +38,54 @@ class LatencyOutputTest {
         return new LatencyHistogram(id, b, sum, n);
     }
 
+    /** The text /metrics serves for these functions and counters. */
+    static String text(LatencyMetrics.Snapshot snapshot) throws java.io.IOException {
+        PrometheusRegistry r = new PrometheusRegistry();
+        r.register(new LatencyMetrics(() -> snapshot));
+        return new String(DebugHttpServer.metricsText(r), StandardCharsets.UTF_8);
+    }
+
+    /**
+     * The bucket bounds are 2^k µs for k = 0..30 and +Inf, the same numbers as ever; the {@code le} strings
+     * are the client library's float form (below 1 ms it writes {@code 1.0E-6}, where the hand-written
+     * renderer wrote {@code 0.000001}). Pinned here: rules that match {@code le} as a string depend on them.
+     */
     @Test
-    void bucketBoundsArePlainDecimalsOfPowersOfTwoMicroseconds() {
-        assertEquals("0.000001", LatencyMetrics.le(0));
-        assertEquals("0.000512", LatencyMetrics.le(9));
-        assertEquals("5.12E-4", Double.toString(LatencyHistogram.upperBoundSeconds(9)), "what Double.toString would give");
-        assertEquals("0.001024", LatencyMetrics.le(10));
-        assertEquals("1073.741824", LatencyMetrics.le(30));
+    void bucketBoundsArePowersOfTwoMicrosecondsInTheLibrarysFloatForm() throws Exception {
+        String text = text(new LatencyMetrics.Snapshot(List.of(WORK), Map.of(), null, 1, 0, 0));
+        List<String> le = text.lines().filter(l -> l.startsWith("loupe_function_duration_seconds_bucket{"))
+                .map(l -> l.replaceAll(".*,le=\"([^\"]+)\"}.*", "$1")).toList();
+        assertEquals(List.of("1.0E-6", "2.0E-6", "4.0E-6", "8.0E-6", "1.6E-5", "3.2E-5", "6.4E-5", "1.28E-4", "2.56E-4",
+                "5.12E-4", "0.001024", "0.002048", "0.004096", "0.008192", "0.016384", "0.032768", "0.065536", "0.131072",
+                "0.262144", "0.524288", "1.048576", "2.097152", "4.194304", "8.388608", "16.777216", "33.554432", "67.108864",
+                "134.217728", "268.435456", "536.870912", "1073.741824", "+Inf"), le);
         for (int k = 0; k <= 30; k++) {
-            assertEquals(LatencyHistogram.upperBoundSeconds(k), Double.parseDouble(LatencyMetrics.le(k)), "exact value, k=" + k);
+            assertEquals(LatencyHistogram.upperBoundSeconds(k), Double.parseDouble(le.get(k)), "exact value, k=" + k);
+            assertEquals(1L << k, Math.round(LatencyHistogram.upperBoundSeconds(k) * 1e6), "2^k µs, k=" + k);
         }
-        assertEquals("2.5", LatencyMetrics.seconds(2_500_000_000L));
-        assertEquals("0.000000001", LatencyMetrics.seconds(1));
     }
 
     @Test
     void metricsAreCumulativeHistogramsAndPassPromtool(@TempDir Path dir) throws Exception {
-        StringBuilder b = new StringBuilder();
-        LatencyMetrics.render(b, List.of(WORK, IDLE), Map.of(0, hist(0, 3_000_000_000L, 12, 2, 15, 1, 31, 1)),
-                new LatencyStats(5, 4, 3, 2, 1, 0, 0, 0, 0, 2, 1, 7), 2, 1, 3);
-        String text = b.toString();
+        String text = text(new LatencyMetrics.Snapshot(List.of(WORK, IDLE), Map.of(0, hist(0, 3_000_000_000L, 12, 2, 15, 1, 31, 1)),
+                new LatencyStats(5, 4, 3, 2, 1, 0, 0, 0, 0, 2, 1, 7), 2, 1, 3));
         String w = "binary=\"/usr/bin/app \\\"x\\\"\",function=\"main.work\"";
         assertTrue(text.contains("loupe_function_duration_seconds_bucket{" + w + ",le=\"0.002048\"} 0\n"), text);
         assertTrue(text.contains("loupe_function_duration_seconds_bucket{" + w + ",le=\"0.004096\"} 2\n"), text);
         assertTrue(text.contains("loupe_function_duration_seconds_bucket{" + w + ",le=\"0.032768\"} 3\n"), text);
         assertTrue(text.contains("loupe_function_duration_seconds_bucket{" + w + ",le=\"1073.741824\"} 3\n"), text);
         assertTrue(text.contains("loupe_function_duration_seconds_bucket{" + w + ",le=\"+Inf\"} 4\n"), text);
-        assertTrue(text.contains("loupe_function_duration_seconds_sum{" + w + "} 3\n"), text);
+        assertTrue(text.contains("loupe_function_duration_seconds_sum{" + w + "} 3.0\n"), text);
         assertTrue(text.contains("loupe_function_duration_seconds_count{" + w + "} 4\n"), text);
         String idle = "binary=\"/usr/bin/app \\\"x\\\"\",function=\"main.idle\"";
         assertTrue(text.contains("loupe_function_duration_seconds_bucket{" + idle + ",le=\"+Inf\"} 0\n"), "present at 0: " + text);
         assertTrue(text.contains("loupe_function_duration_seconds_count{" + idle + "} 0\n"), text);
-        assertTrue(text.contains("loupe_probe_thread_migrations_total 3\n"), text);
-        assertTrue(text.contains("loupe_probe_aged_out_total 7\n"), text);
-        assertTrue(text.contains("loupe_probe_groups_full_total 5\n"), "kernel 2 + profile 3: " + text);
-        assertTrue(text.contains("loupe_probe_stacks_full_total 1\n"), text);
+        assertTrue(text.contains("loupe_probe_thread_migrations_total 3.0\n"), text);
+        assertTrue(text.contains("loupe_probe_aged_out_total 7.0\n"), text);
+        assertTrue(text.contains("loupe_probe_groups_full_total 5.0\n"), "kernel 2 + profile 3: " + text);
+        assertTrue(text.contains("loupe_probe_stacks_full_total 1.0\n"), text);
+        assertTrue(text.contains("loupe_probe_problems_total 1.0\n"), text);
+        assertTrue(text.contains("loupe_probe_functions_attached 2.0\n"), text);
         assertEquals(2 * (32 + 2), text.lines().filter(l -> l.startsWith("loupe_function_duration_seconds")).count());
         Path f = dir.resolve("metrics.txt");
         Files.writeString(f, text);

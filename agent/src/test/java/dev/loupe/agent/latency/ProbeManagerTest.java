@@ -198,14 +198,18 @@ class ProbeManagerTest {
         return t;
     }
 
-    static String metrics(ProbeManager m) {
-        StringBuilder b = new StringBuilder();
-        m.appendMetrics(b);
-        return b.toString();
+    /** /metrics as served: the manager's registered metrics in the text format. */
+    static String metrics(ProbeManager m) throws java.io.IOException {
+        io.prometheus.metrics.model.registry.PrometheusRegistry r = new io.prometheus.metrics.model.registry.PrometheusRegistry();
+        m.registerMetrics(r);
+        return new String(dev.loupe.agent.http.DebugHttpServer.metricsText(r), java.nio.charset.StandardCharsets.UTF_8);
     }
 
+    /** A series' value, which must be a whole number (counts are; the format may write 16 as 16.0). */
     static long value(String metrics, String series) {
-        return Long.parseLong(find(metrics, "(?m)^" + Pattern.quote(series) + " (\\d+)$"));
+        double v = Double.parseDouble(find(metrics, "(?m)^" + Pattern.quote(series) + " (\\S+)$"));
+        assertEquals(Math.rint(v), v, series + " is not a whole number: " + v);
+        return (long) v;
     }
 
     static String find(String text, String regex) {

@@ -1,0 +1,73 @@
+package dev.loupe.agent.unwind;
+
+import io.prometheus.metrics.core.metrics.CounterWithCallback;
+import io.prometheus.metrics.core.metrics.GaugeWithCallback;
+import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import io.prometheus.metrics.model.snapshots.ClassicHistogramBuckets;
+import io.prometheus.metrics.model.snapshots.HistogramSnapshot;
+import io.prometheus.metrics.model.snapshots.Labels;
+
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.function.ToLongFunction;
+
+/** The unwind-table uploader's metrics, read from {@link UnwindTableUploader#stats()} at each scrape. */
+public final class UnwindMetrics {
+    static final String DELAY = "loupe_unwind_registration_delay_seconds";
+
+    private UnwindMetrics() {}
+
+    public static void register(UnwindTableUploader uploader, PrometheusRegistry r) {
+        counter(r, uploader, "loupe_unwind_tables_built_total", "Unwind tables compiled from .eh_frame/.debug_frame.",
+                UnwindTableUploader.Stats::tablesBuilt);
+        gauge(r, uploader, "loupe_unwind_tables_loaded", "Unwind tables in the kernel now.", UnwindTableUploader.Stats::tablesLoaded);
+        gauge(r, uploader, "loupe_unwind_table_rows", "Unwind table rows in the kernel now.", UnwindTableUploader.Stats::rowsLoaded);
+        gauge(r, uploader, "loupe_unwind_table_bytes", "Kernel memory the loaded unwind tables take.",
+                UnwindTableUploader.Stats::bytesLoaded);
+        counter(r, uploader, "loupe_unwind_table_evictions_total", "Unwind tables evicted to stay within the budget.",
+                UnwindTableUploader.Stats::evictions);
+        gauge(r, uploader, "loupe_unwind_processes", "Processes registered for table unwinding.", UnwindTableUploader.Stats::processes);
+        CounterWithCallback.builder().name("loupe_unwind_table_failures_total")
+                .help("Binaries without a usable unwind table, by reason.").labelNames("reason")
+                .callback(cb -> {
+                    Map<String, Long> byReason = uploader.stats().failuresByReason();
+                    if (byReason.isEmpty()) {
+                        cb.call(0, "none"); // the family is never empty, so rules can rely on it
+                    }
+                    new TreeMap<>(byReason).forEach((reason, n) -> cb.call(n, reason));
+                })
+                .register(r);
+        r.register(() -> delay(uploader.stats().registrationDelay()));
+    }
+
+    static HistogramSnapshot delay(UnwindTableUploader.DelayHistogram d) {
+        double[] bounds = new double[d.bounds().length + 1];
+        System.arraycopy(d.bounds(), 0, bounds, 0, d.bounds().length);
+        bounds[bounds.length - 1] = Double.POSITIVE_INFINITY;
+        long[] counts = new long[bounds.length];
+        long finite = 0;
+        for (int i = 0; i < d.bounds().length; i++) {
+            counts[i] = d.counts()[i];
+            finite += d.counts()[i];
+        }
+        counts[counts.length - 1] = d.count() - finite;
+        return HistogramSnapshot.builder().name(DELAY)
+                .help("From a process's start (after the agent's) to its unwind tables being live in the kernel; 10 ms resolution.")
+                .dataPoint(HistogramSnapshot.HistogramDataPointSnapshot.builder()
+                        .labels(Labels.EMPTY)
+                        .classicHistogramBuckets(ClassicHistogramBuckets.of(bounds, counts))
+                        .sum(d.sumSeconds())
+                        .build())
+                .build();
+    }
+
+    private static void counter(PrometheusRegistry r, UnwindTableUploader u, String name, String help,
+                                ToLongFunction<UnwindTableUploader.Stats> v) {
+        CounterWithCallback.builder().name(name).help(help).callback(cb -> cb.call(v.applyAsLong(u.stats()))).register(r);
+    }
+
+    private static void gauge(PrometheusRegistry r, UnwindTableUploader u, String name, String help,
+                              ToLongFunction<UnwindTableUploader.Stats> v) {
+        GaugeWithCallback.builder().name(name).help(help).callback(cb -> cb.call(v.applyAsLong(u.stats()))).register(r);
+    }
+}
