@@ -12,15 +12,21 @@ import dev.loupe.agent.unwind.UnwindTableUploader;
 import dev.loupe.bpf.BpfAvailability;
 import dev.loupe.bpf.BpfException;
 import dev.loupe.bpf.PerfEventSampler;
+import dev.loupe.bpf.UnwindMaps;
+import dev.loupe.agent.latency.ProbeManager;
 import dev.loupe.config.CommandLine;
 import dev.loupe.config.ConfigException;
 import dev.loupe.config.LoupeConfig;
+import dev.loupe.unwinder.ehframe.UnwindTable;
+import dev.loupe.unwinder.ehframe.UnwindTableBuilder;
 import dev.loupe.unwinder.proc.ProcessRegistry;
 import dev.loupe.unwinder.symbolize.Symbolizer;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 
 import java.io.IOException;
 import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
@@ -64,77 +70,36 @@ public final class Main {
         System.exit(run(parsed.config()));
     }
 
+    /** A start that failed part-way: what it already opened is closed, and the message is for the user. */
+    static final class StartFailure extends Exception {
+        StartFailure(String message) {
+            super(message);
+        }
+    }
+
     static int run(LoupeConfig config) {
         Optional<String> unavailable = BpfAvailability.unavailabilityReason();
         if (unavailable.isPresent()) {
             System.err.println("loupe: BPF unavailable: " + unavailable.get());
             return 3;
         }
-        List<ProfileSink> sinks;
-        try {
-            sinks = Sinks.open(config);
-        } catch (Sinks.StartFailure e) {
-            System.err.println("loupe: " + e.getMessage());
-            return 1;
-        }
-        PerfEventSampler sampler;
-        try {
-            sampler = config.unwindTables()
-                    ? PerfEventSampler.open(config.frequencyHz(), config.pids(),
-                            dev.loupe.bpf.UnwindMaps.Capacity.forBudget(config.unwindTableBudget()))
-                    : PerfEventSampler.openWithoutUnwindTables(config.frequencyHz(), config.pids());
-        } catch (BpfException e) {
-            System.err.println("loupe: " + e.getMessage());
-            Sinks.closeAll(sinks);
-            return 1;
-        }
-        // One reader of /proc for the symbolizer and the unwind tables: a process one of them reads is pushed to the other.
-        ProcessRegistry processes = ProcessRegistry.host();
-        Symbolizer symbolizer = Symbolizer.create(Symbolizer.Options.defaults(), processes);
         PrometheusRegistry metrics = new PrometheusRegistry();
-        Agent agent = new Agent(config.frequencyHz(), config.interval(), new KernelSampleSource(sampler), symbolizer,
-                sinks, Clocks.system(), Agent.Options.defaults(Map.of("node", HostName.get())));
-        if (config.unwindTables()) {
-            // Only with tables: the uploader listens to the process registry and queues every new process.
-            UnwindTableUploader unwind = new UnwindTableUploader(new KernelUnwindTarget(sampler.unwindMaps()),
-                    new UnwindTableUploader.TableBuilder() {
-                        @Override
-                        public dev.loupe.unwinder.ehframe.UnwindTable build(java.nio.file.Path file) throws Exception {
-                            return dev.loupe.unwinder.ehframe.UnwindTableBuilder.build(file);
-                        }
-
-                        @Override
-                        public dev.loupe.unwinder.ehframe.UnwindTable build(String name, java.nio.ByteBuffer image) throws Exception {
-                            return dev.loupe.unwinder.ehframe.UnwindTableBuilder.build(name, image);
-                        }
-                    }, processes, EXIT_SCAN_NANOS, System::nanoTime,
-                    config.pids().isEmpty() ? pid -> true : config.pids()::contains);
-            agent.unwindTables(unwind);
-            UnwindMetrics.register(unwind, metrics);
-            unwind.start();
-        }
-        if (!config.probes().isEmpty()) {
-            // Caller stacks (stacks: true) are symbolized by a symbolizer of their own (one thread each) over the shared registry.
-            dev.loupe.agent.latency.ProbeManager.start(config.probes(),
-                    dev.loupe.agent.latency.ProbeManager.Options.defaults(config.probesMaxFunctions()),
-                    () -> Symbolizer.create(new Symbolizer.Options(java.nio.file.Path.of("/proc"), java.nio.file.Path.of("/proc/kallsyms"),
-                            16L << 20, System::nanoTime), processes)).ifPresent(agent::addSideProfiles);
+        Agent agent;
+        try {
+            agent = compose(config, metrics);
+        } catch (StartFailure e) {
+            System.err.println("loupe: " + e.getMessage());
+            return 1;
         }
         agent.registerMetrics(metrics);
-        DebugHttpServer http = null;
-        if (config.httpAddress().isPresent()) {
-            InetSocketAddress addr = config.httpAddress().get();
-            try {
-                http = DebugHttpServer.start(addr, agent, metrics);
-            } catch (IOException e) {
-                System.err.println("loupe: cannot serve HTTP on " + addr.getHostString() + ":" + addr.getPort()
-                        + ": " + e.getMessage() + " (set http.address or --http off)");
-                sampler.close();
-                Sinks.closeAll(sinks);
-                return 1;
-            }
+        DebugHttpServer server;
+        try {
+            server = serveHttp(config, agent, metrics);
+        } catch (StartFailure e) {
+            System.err.println("loupe: " + e.getMessage());
+            agent.stop(); // closes the sinks, the sampler and the side sources it was given
+            return 1;
         }
-        DebugHttpServer server = http;
         Thread hook = new Thread(() -> {
             if (server != null) {
                 server.close();
@@ -143,18 +108,87 @@ public final class Main {
         }, "loupe-shutdown");
         Runtime.getRuntime().addShutdownHook(hook);
         agent.start();
-        System.Logger log = System.getLogger(Main.class.getName());
-        log.log(System.Logger.Level.INFO, "profiling at " + config.frequencyHz() + " Hz, a profile every "
-                + config.interval().toSeconds() + " s to " + (config.localFiles() ? config.outputDir().toAbsolutePath() + " " : "")
+        logStart(config, agent, server);
+        return awaitEnd(config, agent, server, hook);
+    }
+
+    /**
+     * Sinks, the sampler, the symbolizer, the unwind-table uploader and latency probes, wired into an agent that
+     * owns them from then on. A step that fails closes what the steps before it opened.
+     */
+    private static Agent compose(LoupeConfig config, PrometheusRegistry metrics) throws StartFailure {
+        List<ProfileSink> sinks;
+        try {
+            sinks = Sinks.open(config);
+        } catch (Sinks.StartFailure e) {
+            throw new StartFailure(e.getMessage());
+        }
+        PerfEventSampler sampler;
+        try {
+            sampler = config.unwindTables()
+                    ? PerfEventSampler.open(config.frequencyHz(), config.pids(), UnwindMaps.Capacity.forBudget(config.unwindTableBudget()))
+                    : PerfEventSampler.openWithoutUnwindTables(config.frequencyHz(), config.pids());
+        } catch (BpfException e) {
+            Sinks.closeAll(sinks);
+            throw new StartFailure(e.getMessage());
+        }
+        // One reader of /proc for the symbolizer and the unwind tables: a process one of them reads is pushed to the other.
+        ProcessRegistry processes = ProcessRegistry.host();
+        Agent agent = new Agent(config.frequencyHz(), config.interval(), new KernelSampleSource(sampler),
+                Symbolizer.create(Symbolizer.Options.defaults(), processes), sinks, Clocks.system(),
+                Agent.Options.defaults(Map.of("node", HostName.get())));
+        try {
+            if (config.unwindTables()) {
+                // Only with tables: the uploader listens to the process registry and queues every new process.
+                UnwindTableUploader unwind = new UnwindTableUploader(new KernelUnwindTarget(sampler.unwindMaps()),
+                        new EhFrameTables(), processes, EXIT_SCAN_NANOS, System::nanoTime,
+                        config.pids().isEmpty() ? pid -> true : config.pids()::contains);
+                agent.unwindTables(unwind);
+                UnwindMetrics.register(unwind, metrics);
+                unwind.start();
+            }
+            if (!config.probes().isEmpty()) {
+                // Caller stacks (stacks: true) are symbolized by a symbolizer of their own (one thread each) over the shared registry.
+                ProbeManager.start(config.probes(), ProbeManager.Options.defaults(config.probesMaxFunctions()),
+                        () -> Symbolizer.create(new Symbolizer.Options(Path.of("/proc"), Path.of("/proc/kallsyms"),
+                                16L << 20, System::nanoTime), processes)).ifPresent(agent::addSideProfiles);
+            }
+        } catch (RuntimeException e) {
+            agent.stop();
+            throw e;
+        }
+        return agent;
+    }
+
+    private static DebugHttpServer serveHttp(LoupeConfig config, Agent agent, PrometheusRegistry metrics) throws StartFailure {
+        if (config.httpAddress().isEmpty()) {
+            return null;
+        }
+        InetSocketAddress addr = config.httpAddress().get();
+        try {
+            return DebugHttpServer.start(addr, agent, metrics);
+        } catch (IOException e) {
+            throw new StartFailure("cannot serve HTTP on " + addr.getHostString() + ":" + addr.getPort()
+                    + ": " + e.getMessage() + " (set http.address or --http off)");
+        }
+    }
+
+    private static void logStart(LoupeConfig config, Agent agent, DebugHttpServer server) {
+        System.getLogger(Main.class.getName()).log(System.Logger.Level.INFO, "profiling at " + config.frequencyHz()
+                + " Hz, a profile every " + config.interval().toSeconds() + " s to "
+                + (config.localFiles() ? config.outputDir().toAbsolutePath() + " " : "")
                 + config.remoteStore().map(r -> "parca " + r.address() + " ").orElse("")
                 + config.kafka().map(k -> "kafka " + k.bootstrapServers() + "/" + k.topic() + " ").orElse("")
-                + "(sinks: " + sinks.stream().map(ProfileSink::name).toList() + ")"
+                + "(sinks: " + agent.sinkNames() + ")"
                 + (server == null ? "" : ", http://" + server.address().getHostString() + ":" + server.address().getPort()
                 + "/debug/pprof/profile"));
+    }
+
+    /** Until --duration ends (0) or the loop dies on its own (1); SIGTERM ends the JVM through the hook. */
+    private static int awaitEnd(LoupeConfig config, Agent agent, DebugHttpServer server, Thread hook) {
         try {
             if (config.duration().isPresent()) {
-                Duration d = config.duration().get();
-                if (agent.awaitStopped(d)) {
+                if (agent.awaitStopped(config.duration().get())) {
                     return 1; // the loop died on its own
                 }
                 agent.stop();
@@ -169,6 +203,19 @@ public final class Main {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             return 1;
+        }
+    }
+
+    /** Unwind tables from each binary's .eh_frame/.debug_frame (a file) or an in-memory image (the vdso). */
+    private static final class EhFrameTables implements UnwindTableUploader.TableBuilder {
+        @Override
+        public UnwindTable build(Path file) throws Exception {
+            return UnwindTableBuilder.build(file);
+        }
+
+        @Override
+        public UnwindTable build(String name, ByteBuffer image) throws Exception {
+            return UnwindTableBuilder.build(name, image);
         }
     }
 }

@@ -81,17 +81,7 @@ final class Sinks {
     /** The Parca sink: WriteRaw over OkHttp, spooled under {@code spoolRoot/parca}. */
     static RemoteSink parca(RemoteStore store, Path spoolRoot, long spoolMaxBytes, Map<String, String> externalLabels)
             throws IOException {
-        ParcaClientConfig.Builder b = ParcaClientConfig.builder(store.address())
-                .insecure(store.insecure())
-                .insecureSkipVerify(store.insecureSkipVerify())
-                .timeout(store.timeout());
-        store.caFile().ifPresent(b::caFile);
-        if (store.certFile().isPresent()) {
-            b.clientCertificate(store.certFile().get(), store.keyFile().orElseThrow());
-        }
-        store.bearerTokenFile().ifPresent(b::bearerTokenFile);
-        store.headers().forEach(b::header);
-        ParcaClient client = ParcaClient.create(b.build());
+        ParcaClient client = ParcaClient.create(ParcaClientConfig.of(store));
         Spool spool;
         try {
             spool = Spool.open(spoolRoot, "parca", spoolMaxBytes);

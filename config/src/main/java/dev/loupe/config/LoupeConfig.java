@@ -11,45 +11,144 @@ import java.util.Set;
 import java.util.TreeSet;
 
 /**
- * The agent's settings after merging embedded defaults, an optional YAML file and command-line flags.
- *
- * @param frequencyHz samples per second per CPU
- * @param interval    one profile per interval
- * @param outputDir   where profile files go
- * @param pids        only these processes; empty = all
- * @param httpAddress local HTTP endpoint; empty = off
- * @param duration    how long to run; empty = until SIGTERM (command line only)
- * @param source      the config file used, if any
- * @param unwindTableBudget kernel memory for unwind tables and process mappings, bytes
- * @param unwindTables      walk user stacks with eh_frame tables (false: frame pointers only)
- * @param localFiles        write pprof files to {@code outputDir} ({@code --output off}: no files)
- * @param remoteStore       send profiles to Parca
- * @param kafka             send profiles to Kafka
- * @param spoolDir          what the remote sinks have not yet confirmed is kept here
- * @param spoolMaxBytes     cap on the spool of each remote sink; past it the oldest batches are dropped (counted)
- * @param externalLabels    labels added to every series sent to Parca or Kafka
- * @param probes             latency probes (issue 7): functions to measure per binary or process
- * @param probesMaxFunctions most functions one probe pattern may match, and all probes together
+ * {@code loupe run}'s settings after merging the defaults, an optional YAML file and command-line flags. Any
+ * option is {@link #get}; the accessors below are the ones with derived or grouped values.
  */
-public record LoupeConfig(int frequencyHz, Duration interval, Path outputDir, Set<Integer> pids,
-                          Optional<InetSocketAddress> httpAddress, Optional<Duration> duration,
-                          Optional<Path> source, long unwindTableBudget, boolean unwindTables,
-                          boolean localFiles, Optional<RemoteStore> remoteStore, Optional<KafkaSettings> kafka,
-                          Path spoolDir, long spoolMaxBytes, Map<String, String> externalLabels,
-                          List<ProbeConfig> probes, int probesMaxFunctions) {
-    public LoupeConfig {
-        probes = List.copyOf(probes);
-        pids = Collections.unmodifiableSortedSet(new TreeSet<>(pids));
-        externalLabels = Collections.unmodifiableMap(new java.util.TreeMap<>(externalLabels));
+public final class LoupeConfig {
+    private final OptionValues values;
+    private final Optional<Path> source;
+    private final Optional<RemoteStore> remoteStore;
+    private final Optional<KafkaSettings> kafka;
+    private final List<ProbeConfig> probes;
+    private final Set<Integer> pids;
+
+    private LoupeConfig(OptionValues values, Optional<Path> source, Optional<RemoteStore> remoteStore,
+                        Optional<KafkaSettings> kafka, List<ProbeConfig> probes) {
+        this.values = values;
+        this.source = source;
+        this.remoteStore = remoteStore;
+        this.kafka = kafka;
+        this.probes = List.copyOf(probes);
+        this.pids = Collections.unmodifiableSortedSet(new TreeSet<>(values.get(Options.PIDS)));
     }
 
-    /** The embedded defaults (default.yaml in this jar). */
+    /** Checks what no single option can (TLS settings that go together, ...) and builds the settings. */
+    static LoupeConfig build(OptionValues v, Optional<Path> source, String sourceName) throws ConfigException {
+        Optional<RemoteStore> remote = RemoteStore.from(v, sourceName);
+        Optional<KafkaSettings> kafka = v.get(Options.KAFKA_BOOTSTRAP_SERVERS).map(servers -> new KafkaSettings(servers,
+                v.get(Options.KAFKA_TOPIC), v.get(Options.KAFKA_PRODUCER), v.get(Options.KAFKA_TRANSACTIONAL)));
+        List<ProbeConfig> probes = v.get(Options.PROBES);
+        Optional<Boolean> stacks = Optional.ofNullable(v.get(Options.PROBE_STACKS)).flatMap(s -> s);
+        if (stacks.isPresent()) {
+            boolean on = stacks.get();
+            probes = probes.stream().map(p -> new ProbeConfig(p.binary(), p.pid(), p.functions(), on)).toList();
+        }
+        return new LoupeConfig(v.copy(), source, remote, kafka, probes);
+    }
+
+    /** The embedded defaults (the table in {@link Options}; default.yaml shows them). */
     public static LoupeConfig defaults() {
         return ConfigLoader.defaults();
     }
 
+    /** Any option's value (null for a flag-only option that was not given). */
+    public <T> T get(Option<T> option) {
+        return values.get(option);
+    }
+
+    /** Samples per second per CPU. */
+    public int frequencyHz() {
+        return get(Options.FREQUENCY);
+    }
+
     /** Nanoseconds between samples on one CPU: the pprof period. */
     public long periodNanos() {
-        return 1_000_000_000L / frequencyHz;
+        return 1_000_000_000L / frequencyHz();
+    }
+
+    /** One profile per interval. */
+    public Duration interval() {
+        return get(Options.INTERVAL);
+    }
+
+    /** Where profile files go (the default directory when {@link #localFiles()} is off). */
+    public Path outputDir() {
+        return get(Options.OUTPUT).orElse(Path.of(Options.OUTPUT.defaultYaml()));
+    }
+
+    /** Write pprof files to {@link #outputDir()} ({@code --output off}: no files). */
+    public boolean localFiles() {
+        return get(Options.OUTPUT).isPresent();
+    }
+
+    /** Only these processes; empty = all. */
+    public Set<Integer> pids() {
+        return pids;
+    }
+
+    /** Local HTTP endpoint; empty = off. */
+    public Optional<InetSocketAddress> httpAddress() {
+        return get(Options.HTTP);
+    }
+
+    /** How long to run; empty = until SIGTERM (command line only). */
+    public Optional<Duration> duration() {
+        return Optional.ofNullable(get(Options.DURATION)).flatMap(d -> d);
+    }
+
+    /** The config file used, if any. */
+    public Optional<Path> source() {
+        return source;
+    }
+
+    /** Kernel memory for unwind tables and process mappings, bytes. */
+    public long unwindTableBudget() {
+        return get(Options.UNWIND_TABLE_BUDGET);
+    }
+
+    /** Walk user stacks with eh_frame tables (false: frame pointers only). */
+    public boolean unwindTables() {
+        return get(Options.UNWIND_TABLES);
+    }
+
+    /** Send profiles to Parca. */
+    public Optional<RemoteStore> remoteStore() {
+        return remoteStore;
+    }
+
+    /** Send profiles to Kafka. */
+    public Optional<KafkaSettings> kafka() {
+        return kafka;
+    }
+
+    /** What the remote sinks have not yet confirmed is kept here. */
+    public Path spoolDir() {
+        return get(Options.SPOOL_DIR);
+    }
+
+    /** Cap on the spool of each remote sink; past it the oldest batches are dropped (counted). */
+    public long spoolMaxBytes() {
+        return get(Options.SPOOL_MAX_BYTES);
+    }
+
+    /** Labels added to every series sent to Parca or Kafka. */
+    public Map<String, String> externalLabels() {
+        return get(Options.EXTERNAL_LABELS);
+    }
+
+    /** Latency probes: functions to measure per binary or process ({@code --probe-stacks} applied). */
+    public List<ProbeConfig> probes() {
+        return probes;
+    }
+
+    /** Most functions one probe pattern may match, and all probes together. */
+    public int probesMaxFunctions() {
+        return get(Options.PROBES_MAX_FUNCTIONS);
+    }
+
+    @Override
+    public String toString() {
+        return "LoupeConfig[frequency=" + frequencyHz() + "Hz, interval=" + interval() + ", output="
+                + (localFiles() ? outputDir() : "off") + ", source=" + source.map(Path::toString).orElse("-") + "]";
     }
 }

@@ -35,7 +35,7 @@ class ShipConfigTest {
         assertTrue(r.insecure());
         assertFalse(r.insecureSkipVerify());
         assertEquals(Optional.of(Path.of("/etc/loupe/token")), r.bearerTokenFile());
-        assertEquals(RemoteStore.DEFAULT_BATCH_MAX_BYTES, r.batchMaxBytes());
+        assertEquals(16L << 20, r.batchMaxBytes(), "the declared default, 16MiB");
         assertFalse(c.localFiles());
         assertEquals(Map.of("region", "eu-west-1"), c.externalLabels());
         assertEquals(dir, c.spoolDir());

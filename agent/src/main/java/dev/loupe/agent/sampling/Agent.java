@@ -104,6 +104,11 @@ public final class Agent {
         }
     }
 
+    /** The sinks' names, in the order they were given. */
+    public List<String> sinkNames() {
+        return sinks.stream().map(SinkRunner::name).toList();
+    }
+
     public List<SideProfileSource> sideProfiles() {
         return List.copyOf(sideProfiles);
     }

@@ -1,5 +1,7 @@
 package dev.loupe.agent.ship;
 
+import dev.loupe.config.RemoteStore;
+
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Collections;
@@ -18,6 +20,21 @@ public final class ParcaClientConfig {
     /** Parca's server-side limit on one gRPC message. */
     public static final int PARCA_MAX_MESSAGE_BYTES = 64 << 20;
     public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(10);
+
+    /** The client settings of the configured remote store (both {@code loupe run}'s sink and the relay's). */
+    public static ParcaClientConfig of(RemoteStore store) {
+        Builder b = builder(store.address())
+                .insecure(store.insecure())
+                .insecureSkipVerify(store.insecureSkipVerify())
+                .timeout(store.timeout());
+        store.caFile().ifPresent(b::caFile);
+        if (store.certFile().isPresent()) {
+            b.clientCertificate(store.certFile().get(), store.keyFile().orElseThrow());
+        }
+        store.bearerTokenFile().ifPresent(b::bearerTokenFile);
+        store.headers().forEach(b::header);
+        return b.build();
+    }
 
     private static final Pattern HEADER_NAME = Pattern.compile("[!#$%&'*+.^_`|~0-9a-z-]+");
     /** Set by the client itself: a user header with one of these names would break the protocol. */

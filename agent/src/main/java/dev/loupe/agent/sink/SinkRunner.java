@@ -43,7 +43,7 @@ public final class SinkRunner {
         this.thread.start();
     }
 
-    String name() {
+    public String name() {
         return sink.name();
     }
 

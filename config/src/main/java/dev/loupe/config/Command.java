@@ -1,0 +1,34 @@
+package dev.loupe.config;
+
+/** The subcommands that take options: each {@link Option} names the ones it belongs to. */
+public enum Command {
+    RUN("run", "loupe run [options]",
+            "Profiles every CPU with eBPF and writes gzipped pprof files; serves /debug/pprof/profile and /metrics."),
+    RELAY("relay", "loupe relay --kafka-bootstrap-servers HOST:PORT[,...] --remote-store-address HOST:PORT [options]",
+            "Forwards the profiles Loupe agents write to Kafka to Parca, as a member of a consumer group: run more "
+                    + "instances with the same group id to share the partitions. Offsets are committed only after Parca "
+                    + "accepted the records.");
+
+    private final String word;
+    private final String synopsis;
+    private final String description;
+
+    Command(String word, String synopsis, String description) {
+        this.word = word;
+        this.synopsis = synopsis;
+        this.description = description;
+    }
+
+    /** The word after {@code loupe}. */
+    public String word() {
+        return word;
+    }
+
+    String synopsis() {
+        return synopsis;
+    }
+
+    String description() {
+        return description;
+    }
+}

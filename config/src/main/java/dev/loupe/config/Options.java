@@ -1,0 +1,210 @@
+package dev.loupe.config;
+
+import java.net.InetSocketAddress;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * Every option of {@code loupe run} and {@code loupe relay}, each declared once. Adding an option means adding
+ * a declaration here and reading it where it is used ({@link LoupeConfig#get}); the loader, the flags,
+ * {@code --help}, default.yaml and docs/configuration.md follow (ConfigDocsTest keeps the last two current).
+ */
+public final class Options {
+    private Options() {}
+
+    static final long MIN_SPOOL = 1L << 20;
+    static final long MAX_SPOOL = 1L << 40;
+    static final long MIN_BATCH = 64L << 10;
+    static final long MAX_BATCH = 64L << 20; // Parca's gRPC message limit
+
+    public static final Option<Path> CONFIG = Option.value(null, "--config", "FILE", Values::path)
+            .help("YAML configuration file (flags override it)").commands(Command.RUN, Command.RELAY);
+
+    public static final Option<Integer> FREQUENCY = Option.value("frequency", "--frequency", "HZ", Values::frequency)
+            .byDefault("19").help("samples per second per CPU (Hz), " + Values.MIN_HZ + ".." + Values.MAX_HZ);
+
+    public static final Option<Duration> INTERVAL = Option.value("interval", "--interval", "DURATION", Values::interval)
+            .byDefault("10s").help("one host-wide profile per interval (1s..1h)");
+
+    public static final Option<Optional<Duration>> DURATION = Option.value(null, "--duration", "DURATION",
+                    t -> Optional.of(Values.runDuration(t)))
+            .help("stop after this long, e.g. 30s (default: run until SIGTERM)");
+
+    /** Empty: no files ({@code off}). */
+    public static final Option<Optional<Path>> OUTPUT = Option.value("output", "--output", "DIR|off", Options::output)
+            .byDefault("./profiles").reloadable().help("directory for gzipped pprof files; off: no files");
+
+    public static final Option<List<Integer>> PIDS = Option.list("pids", "--pid", "PID", Values::pid)
+            .byDefault("[]")
+            .help("only these processes; empty = every process (flag: repeat or comma-separate; flags replace the file's list)");
+
+    /** Empty: no HTTP endpoint ({@code off}). */
+    public static final Option<Optional<InetSocketAddress>> HTTP = Option.value("http.address", "--http", "HOST:PORT|off",
+                    t -> Optional.ofNullable(Values.httpAddress(t)))
+            .byDefault("127.0.0.1:7071").help("local endpoint (/debug/pprof/profile, /healthz, /metrics); off disables it");
+
+    public static final Option<Boolean> UNWIND_TABLES = Option.value("unwind.tables", "--unwind-tables", "on|off", Values::onOff)
+            .byDefault("on").help("walk user stacks with eh_frame tables; off: frame pointers only");
+
+    public static final Option<Long> UNWIND_TABLE_BUDGET = Option.value("unwind.table-budget", "--unwind-table-budget", "SIZE",
+                    Values::tableBudget)
+            .byDefault("64MiB").help("kernel memory for eh_frame unwind tables and process mappings (1MiB..4GiB)");
+
+    public static final Option<Optional<String>> REMOTE_STORE_ADDRESS = Option.value("remote-store.address",
+                    "--remote-store-address", "HOST:PORT", t -> t.isBlank() ? Optional.<String>empty() : Optional.of(Values.hostPort(t)))
+            .byDefault("\"\"").reloadable().commands(Command.RUN, Command.RELAY)
+            .help("send profiles to this Parca server (gRPC WriteRaw); empty = off");
+
+    public static final Option<Boolean> REMOTE_STORE_INSECURE = Option.value("remote-store.insecure", "--remote-store-insecure",
+                    "BOOL", Values::bool)
+            .byDefault("false").reloadable().flagNeedsNoValue().commands(Command.RUN, Command.RELAY)
+            .help("plaintext HTTP/2 (h2c); the default is TLS with certificate verification");
+
+    public static final Option<Boolean> REMOTE_STORE_INSECURE_SKIP_VERIFY = Option.value("remote-store.insecure-skip-verify",
+                    "--remote-store-insecure-skip-verify", "BOOL", Values::bool)
+            .byDefault("false").reloadable().flagNeedsNoValue().commands(Command.RUN, Command.RELAY)
+            .help("TLS without verifying the server's certificate");
+
+    public static final Option<Optional<Path>> REMOTE_STORE_BEARER_TOKEN_FILE = Option.value("remote-store.bearer-token-file",
+                    "--remote-store-bearer-token-file", "FILE", Options::optionalPath)
+            .byDefault("\"\"").reloadable().commands(Command.RUN, Command.RELAY)
+            .help("send 'authorization: Bearer <token read from FILE>'; the token is never taken on the command line");
+
+    public static final Option<Optional<Path>> REMOTE_STORE_CA_FILE = Option.value("remote-store.ca-file", null, null,
+                    Options::optionalPath)
+            .byDefault("\"\"").reloadable().commands(Command.RUN, Command.RELAY).help("extra CA certificates (PEM)");
+
+    public static final Option<Optional<Path>> REMOTE_STORE_CERT_FILE = Option.value("remote-store.cert-file", null, null,
+                    Options::optionalPath)
+            .byDefault("\"\"").reloadable().commands(Command.RUN, Command.RELAY).help("client certificate (PEM) for mutual TLS, with key-file");
+
+    public static final Option<Optional<Path>> REMOTE_STORE_KEY_FILE = Option.value("remote-store.key-file", null, null,
+                    Options::optionalPath)
+            .byDefault("\"\"").reloadable().commands(Command.RUN, Command.RELAY).help("client key (PEM) for mutual TLS");
+
+    public static final Option<Map<String, String>> REMOTE_STORE_HEADERS = Option.map("remote-store.headers", null, null,
+                    Values::headerName, Values::headerValue)
+            .byDefault("{}").reloadable().commands(Command.RUN, Command.RELAY).help("extra request headers, e.g. {projectID: my-project}");
+
+    public static final Option<Duration> REMOTE_STORE_TIMEOUT = Option.value("remote-store.timeout", null, null,
+                    Options::requestTimeout)
+            .byDefault("10s").reloadable().commands(Command.RUN, Command.RELAY).help("per request (100ms..10m)");
+
+    public static final Option<Long> REMOTE_STORE_BATCH_MAX_BYTES = Option.value("remote-store.batch-max-bytes", null, null,
+                    t -> Values.size(t, MIN_BATCH, MAX_BATCH))
+            .byDefault("16MiB").reloadable().help("requests are split to stay under this (64KiB..64MiB)");
+
+    public static final Option<Optional<String>> KAFKA_BOOTSTRAP_SERVERS = Option.value("kafka.bootstrap-servers",
+                    "--kafka-bootstrap-servers", "HOST:PORT[,...]",
+                    t -> t.isBlank() ? Optional.<String>empty() : Optional.of(Values.hostPorts(t)))
+            .byDefault("\"\"").reloadable().commands(Command.RUN, Command.RELAY)
+            .help("Kafka brokers: the agent sends profiles there, the relay reads them; empty = off");
+
+    public static final Option<String> KAFKA_TOPIC = Option.value("kafka.topic", "--kafka-topic", "TOPIC", Values::topic)
+            .byDefault(KafkaSettings.DEFAULT_TOPIC).reloadable().commands(Command.RUN, Command.RELAY).help("the topic profiles go to");
+
+    public static final Option<Map<String, String>> KAFKA_PRODUCER = Option.map("kafka.producer", null, null,
+                    String::trim, t -> t)
+            .byDefault("{}").reloadable().help("extra producer properties (security.protocol, sasl.*, ssl.*)");
+
+    public static final Option<Boolean> KAFKA_TRANSACTIONAL = Option.value("kafka.transactional", null, null, Values::bool)
+            .byDefault("false").reloadable().help("one transaction per batch for read_committed consumers (docs/kafka.md)");
+
+    public static final Option<String> KAFKA_GROUP_ID = Option.value("kafka.group-id", "--kafka-group-id", "ID",
+                    Options::nonBlank)
+            .byDefault("loupe-relay").commands(Command.RELAY)
+            .help("the relay's consumer group: instances with the same id share the partitions");
+
+    public static final Option<Map<String, String>> KAFKA_CONSUMER = Option.map("kafka.consumer", "--kafka-property",
+                    "KEY=VALUE", String::trim, t -> t)
+            .byDefault("{}").commands(Command.RELAY)
+            .help("extra consumer properties, e.g. security.protocol=SASL_SSL (flag: repeatable)");
+
+    public static final Option<Path> RELAY_QUARANTINE_DIR = Option.value("relay.quarantine-dir", "--quarantine-dir", "DIR",
+                    Values::path)
+            .byDefault("/var/lib/loupe/relay-quarantine").commands(Command.RELAY)
+            .help("where records Parca rejects for good are kept");
+
+    public static final Option<Path> SPOOL_DIR = Option.value("spool.dir", "--spool-dir", "DIR", Values::path)
+            .byDefault("/var/lib/loupe/spool").help("what the remote sinks have not confirmed is kept here");
+
+    public static final Option<Long> SPOOL_MAX_BYTES = Option.value("spool.max-bytes", "--spool-max-bytes", "SIZE",
+                    t -> Values.size(t, MIN_SPOOL, MAX_SPOOL))
+            .byDefault("1GiB").help("cap of each remote sink's spool; past it the oldest batches are dropped (counted)");
+
+    public static final Option<Map<String, String>> EXTERNAL_LABELS = Option.map("external-labels", "--external-label",
+                    "NAME=VALUE", Values::labelName, t -> t)
+            .byDefault("{}").reloadable()
+            .help("added to every series sent to Parca or Kafka, e.g. {region: eu-west-1} (flag: repeatable)");
+
+    public static final Option<List<ProbeConfig>> PROBES = Option.custom("probes", "--probe", "BINARY:FUNCTION",
+                    (source, node, key) -> ProbeConfigParser.fromYaml(source, node),
+                    (values, current) -> ProbeConfigParser.merge(values.stream().map(ProbeConfigParser::fromFlag).toList()))
+            .byDefault("[]").reloadable()
+            .help("measure each call's latency into /metrics histograms and a latency profile per interval, e.g. "
+                    + "[{binary: /usr/bin/app, functions: [\"main.*\"]}, {pid: 123, functions: [main.work], stacks: true}] "
+                    + "(flag: BINARY:FUNCTION or pid=PID:FUNCTION, FUNCTION may be a glob; repeatable; flags replace the file's list)");
+
+    public static final Option<Optional<Boolean>> PROBE_STACKS = Option.value(null, "--probe-stacks", "BOOL",
+                    t -> Optional.of(Values.bool(t)))
+            .help("true: latency profiles carry each call's caller stack, for every probe (the flags' and the file's; "
+                    + "YAML: stacks: true per entry)");
+
+    public static final Option<Integer> PROBES_MAX_FUNCTIONS = Option.value("probes-max-functions", "--probes-max-functions",
+                    "N", ProbeConfigParser::maxFunctions)
+            .byDefault(String.valueOf(ProbeConfigParser.DEFAULT_MAX_FUNCTIONS)).reloadable()
+            .help("most functions one probe pattern may match, and all probes together (1.." + ProbeConfigParser.MAX_MAX_FUNCTIONS + ")");
+
+    /** Every option, in the order of help and documentation. */
+    public static final List<Option<?>> ALL = List.of(CONFIG, FREQUENCY, INTERVAL, DURATION, OUTPUT, PIDS, HTTP,
+            UNWIND_TABLES, UNWIND_TABLE_BUDGET, REMOTE_STORE_ADDRESS, REMOTE_STORE_INSECURE, REMOTE_STORE_INSECURE_SKIP_VERIFY,
+            REMOTE_STORE_BEARER_TOKEN_FILE, REMOTE_STORE_CA_FILE, REMOTE_STORE_CERT_FILE, REMOTE_STORE_KEY_FILE,
+            REMOTE_STORE_HEADERS, REMOTE_STORE_TIMEOUT, REMOTE_STORE_BATCH_MAX_BYTES, KAFKA_BOOTSTRAP_SERVERS, KAFKA_TOPIC,
+            KAFKA_PRODUCER, KAFKA_TRANSACTIONAL, KAFKA_GROUP_ID, KAFKA_CONSUMER, RELAY_QUARANTINE_DIR, SPOOL_DIR,
+            SPOOL_MAX_BYTES, EXTERNAL_LABELS, PROBES, PROBE_STACKS, PROBES_MAX_FUNCTIONS);
+
+    /** A comment above each YAML section in default.yaml. */
+    static final Map<String, String> SECTIONS = sections();
+
+    private static Map<String, String> sections() {
+        Map<String, String> m = new LinkedHashMap<>();
+        m.put("http", "The local HTTP endpoint.");
+        m.put("unwind", "User stacks without frame pointers.");
+        m.put("remote-store", "Parca (gRPC WriteRaw); flags --remote-store-*. Shipping is off unless an address is set; "
+                + "what a remote sink has not confirmed is spooled on disk first, so outages and restarts lose nothing.");
+        m.put("kafka", "Kafka: loupe run sends profiles (one record per series); loupe relay forwards them to Parca.");
+        m.put("relay", "loupe relay only.");
+        m.put("spool", "The remote sinks' on-disk queue.");
+        return m;
+    }
+
+    private static Optional<Path> output(String text) {
+        if (text.isBlank()) {
+            throw new IllegalArgumentException("must name a directory or off");
+        }
+        return text.trim().equals("off") ? Optional.empty() : Optional.of(Path.of(text));
+    }
+
+    private static Optional<Path> optionalPath(String text) {
+        return text.isBlank() ? Optional.empty() : Optional.of(Path.of(text.trim()));
+    }
+
+    private static String nonBlank(String text) {
+        if (text.isBlank()) {
+            throw new IllegalArgumentException("must not be empty");
+        }
+        return text.trim();
+    }
+
+    static Duration requestTimeout(String text) {
+        Duration d = Values.duration(text);
+        if (d.compareTo(Duration.ofMillis(100)) < 0 || d.compareTo(Duration.ofMinutes(10)) > 0) {
+            throw new IllegalArgumentException("must be between 100ms and 10m, got " + text);
+        }
+        return d;
+    }
+}
