@@ -49,6 +49,10 @@ public final class Main {
 
     public static void main(String[] args) {
         LogFormat.install();
+        if (args.length > 0 && (args[0].equals("--version") || args[0].equals("version"))) {
+            System.out.println("loupe " + version() + " (Java " + Runtime.version() + ", " + System.getProperty("java.home") + ")");
+            return;
+        }
         if (args.length > 0 && args[0].equals("relay")) {
             System.exit(dev.loupe.agent.relay.RelayCommand.run(Arrays.copyOfRange(args, 1, args.length)));
             return;
@@ -68,6 +72,12 @@ public final class Main {
             return;
         }
         System.exit(run(parsed.config()));
+    }
+
+    /** The agent jar's Implementation-Version ("dev" when run from classes). */
+    static String version() {
+        String v = Main.class.getPackage().getImplementationVersion();
+        return v == null ? "dev" : v;
     }
 
     /** A start that failed part-way: what it already opened is closed, and the message is for the user. */

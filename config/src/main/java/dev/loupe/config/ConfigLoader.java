@@ -1,12 +1,14 @@
 package dev.loupe.config;
 
 import org.yaml.snakeyaml.LoaderOptions;
-import org.yaml.snakeyaml.Yaml;
-import org.yaml.snakeyaml.constructor.SafeConstructor;
 import org.yaml.snakeyaml.error.Mark;
 import org.yaml.snakeyaml.error.MarkedYAMLException;
 import org.yaml.snakeyaml.error.YAMLException;
+import org.yaml.snakeyaml.composer.Composer;
 import org.yaml.snakeyaml.nodes.MappingNode;
+import org.yaml.snakeyaml.parser.ParserImpl;
+import org.yaml.snakeyaml.reader.StreamReader;
+import org.yaml.snakeyaml.resolver.Resolver;
 import org.yaml.snakeyaml.nodes.Node;
 import org.yaml.snakeyaml.nodes.NodeTuple;
 import org.yaml.snakeyaml.nodes.ScalarNode;
@@ -91,7 +93,9 @@ public final class ConfigLoader {
             opts.setAllowDuplicateKeys(false);
             opts.setMaxAliasesForCollections(10);
             opts.setCodePointLimit(1 << 20);
-            root = new Yaml(new SafeConstructor(opts)).compose(new StringReader(text));
+            // What Yaml.compose does, without the Yaml facade: its representer's bean support links java.beans
+            // (java.desktop), which the packaged runtime leaves out.
+            root = new Composer(new ParserImpl(new StreamReader(new StringReader(text)), opts), new Resolver(), opts).getSingleNode();
         } catch (MarkedYAMLException e) {
             Mark m = e.getProblemMark() != null ? e.getProblemMark() : e.getContextMark();
             throw new ConfigException(source, m == null ? 0 : m.getLine() + 1, "invalid YAML: " + e.getProblem());

@@ -1,0 +1,43 @@
+#!/bin/bash
+# /usr/bin/loupe as installed by the loupe package: the bundled Java runtime, the agent's jars and its JVM
+# options. Nothing is built or downloaded here.
+set -euo pipefail
+lib=/usr/lib/loupe
+java="$lib/runtime/bin/java"
+jar="$lib/loupe-agent.jar"
+# MALLOC_ARENA_MAX: the agent's native allocations are few (libbpf, FFM); two arenas save ~10 MB of RSS.
+export MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}"
+usage() {
+  cat <<'USAGE'
+Usage: loupe run [options]      profile every CPU (loupe run --help lists the options)
+       loupe relay [options]    forward profiles from Kafka to Parca (loupe relay --help)
+       loupe --version
+The service: systemctl status loupe; configuration: /etc/loupe/loupe.yaml (then systemctl reload loupe).
+USAGE
+}
+cmd="${1:-}"
+case "$cmd" in
+  run)
+    shift
+    opts=("@$lib/run.jvmopts")
+    # The JVM's AOT cache made at install; the JVM ignores a cache that does not match (never fatal).
+    aot="${LOUPE_AOT_CACHE:-$lib/loupe-agent.aot}"
+    if [ "${LOUPE_AOT:-on}" != off ] && [ -r "$aot" ]; then opts+=("-XX:AOTCache=$aot"); fi
+    exec "$java" "${opts[@]}" -jar "$jar" run "$@"
+    ;;
+  relay)
+    shift
+    exec "$java" "@$lib/relay.jvmopts" -jar "$jar" relay "$@"
+    ;;
+  --version|version)
+    exec "$java" -Xshare:auto -XX:TieredStopAtLevel=1 -jar "$jar" --version
+    ;;
+  -h|--help|help|"")
+    usage
+    ;;
+  *)
+    echo "loupe: unknown command '$cmd'" >&2
+    usage >&2
+    exit 2
+    ;;
+esac
