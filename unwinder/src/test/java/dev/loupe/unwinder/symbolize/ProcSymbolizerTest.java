@@ -4,6 +4,7 @@ import dev.loupe.unwinder.TestPrograms;
 import dev.loupe.unwinder.elf.ElfFile;
 import dev.loupe.unwinder.proc.MapEntry;
 import dev.loupe.unwinder.proc.ProcMaps;
+import dev.loupe.unwinder.proc.ProcessRegistry;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -398,7 +399,7 @@ class ProcSymbolizerTest {
 
     private static String symbolize(Symbolizer s, int pid, long startTicks, long addr) {
         List<Frame> out = new ArrayList<>();
-        s.symbolizeUser(pid, startTicks * 10_000_000L, new long[] {addr}, 1, out);
+        s.symbolizeUser(pid, startTicks * ProcessRegistry.NANOS_PER_TICK, new long[] {addr}, 1, out);
         return out.get(0).function();
     }
 
