@@ -24,7 +24,36 @@ public final class TestPrograms {
             int main(void) { sink = helper_two(1); spin_here(); }
             """;
 
+    /**
+     * A shared library (build with {@link #LIBRARY_FLAGS}) whose static function lies between two exported
+     * ones: .dynsym has sized entries for those two only, .symtab names all three.
+     */
+    public static final String STATIC_IN_LIBRARY = """
+            static volatile int sink;
+            __attribute__((noinline, noclone)) int exported_before(int x) { return x + sink; }
+            __attribute__((noinline, noclone)) static int static_middle(int x) { for (int i = 0; i < x; i++) sink += i * 3; return sink; }
+            __attribute__((noinline, noclone)) int exported_after(int x) { return static_middle(x) + 2; }
+            """;
+    /** Functions in source order, a build id to find the debug file by. */
+    public static final String[] LIBRARY_FLAGS = {"-shared", "-fPIC", "-O1", "-fno-toplevel-reorder", "-Wl,--build-id"};
+
     private TestPrograms() {}
+
+    /**
+     * Splits {@code bin} the way distributions ship binaries: its debug file ({@code objcopy --only-keep-debug}:
+     * the full .symtab and the debug sections, same build id) written to {@code debug}, and {@code bin} itself
+     * stripped in place with {@code stripFlag} ({@code --strip-debug} keeps .symtab, {@code --strip-unneeded}
+     * drops it) and given a .gnu_debuglink to the debug file.
+     */
+    public static void splitDebugFile(Path bin, Path debug, String stripFlag) throws Exception {
+        run(List.of("objcopy", "--only-keep-debug", bin.toString(), debug.toString()));
+        run(List.of("objcopy", stripFlag, "--add-gnu-debuglink=" + debug, bin.toString()));
+    }
+
+    /** Where a debug file lives under a debug root (e.g. /usr/lib/debug) by GNU build id: ROOT/.build-id/xx/rest.debug. */
+    public static Path buildIdPath(Path root, String buildId) {
+        return root.resolve(".build-id").resolve(buildId.substring(0, 2)).resolve(buildId.substring(2) + ".debug");
+    }
 
     /** gcc -O2 -fno-omit-frame-pointer, then {@code flags} (a later -O0 wins). */
     public static Path compile(Path dir, String name, String source, String... flags) throws Exception {

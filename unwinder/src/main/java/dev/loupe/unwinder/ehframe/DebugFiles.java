@@ -1,5 +1,7 @@
 package dev.loupe.unwinder.ehframe;
 
+import dev.loupe.unwinder.elf.SectionHeader;
+
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.file.Files;
@@ -25,7 +27,7 @@ public final class DebugFiles {
     /** The debug file for {@code binary} under {@code root}, if one exists. */
     public static Optional<Path> find(Path binary, Path root) throws EhFrameException, IOException {
         ElfSections elf = ElfSections.read(binary);
-        ElfSections.Section note = elf.find(".note.gnu.build-id");
+        SectionHeader note = elf.find(".note.gnu.build-id");
         if (note != null) {
             String id = buildId(elf.contents(note));
             if (id != null && id.length() > 2) {
@@ -35,7 +37,7 @@ public final class DebugFiles {
                 }
             }
         }
-        ElfSections.Section link = elf.find(".gnu_debuglink");
+        SectionHeader link = elf.find(".gnu_debuglink");
         if (link == null) {
             return Optional.empty();
         }

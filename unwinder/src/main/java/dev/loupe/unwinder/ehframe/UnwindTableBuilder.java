@@ -1,6 +1,7 @@
 package dev.loupe.unwinder.ehframe;
 
 import dev.loupe.unwinder.ehframe.EhFrameException.Problem;
+import dev.loupe.unwinder.elf.SectionHeader;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -75,18 +76,18 @@ public final class UnwindTableBuilder {
     /** .eh_frame from {@code elf}; .debug_frame from {@code debug} (the same file, or its separate debug file). */
     static UnwindTable build(ElfSections elf, ElfSections debug) throws EhFrameException {
         Collector col = new Collector(elf.name(), elf);
-        ElfSections.Section eh = elf.find(".eh_frame");
+        SectionHeader eh = elf.find(".eh_frame");
         if (eh != null) {
             CfiSection sec = section(elf, eh, true, col);
             if (sec != null) {
                 col.scan(sec, false);
-                ElfSections.Section hdr = elf.find(".eh_frame_hdr");
+                SectionHeader hdr = elf.find(".eh_frame_hdr");
                 if (hdr != null) {
                     col.checkHdr(hdr, sec);
                 }
             }
         }
-        ElfSections.Section df = debug.find(".debug_frame");
+        SectionHeader df = debug.find(".debug_frame");
         if (df == null) {
             df = debug.find(".zdebug_frame");
         }
@@ -104,7 +105,7 @@ public final class UnwindTableBuilder {
         return t;
     }
 
-    private static CfiSection section(ElfSections elf, ElfSections.Section s, boolean eh, Collector col) throws EhFrameException {
+    private static CfiSection section(ElfSections elf, SectionHeader s, boolean eh, Collector col) throws EhFrameException {
         byte[] data;
         try {
             data = elf.contents(s);
@@ -184,7 +185,7 @@ public final class UnwindTableBuilder {
             problem(problem);
         }
 
-        void checkHdr(ElfSections.Section s, CfiSection eh) {
+        void checkHdr(SectionHeader s, CfiSection eh) {
             try {
                 EhFrameHdr hdr = EhFrameHdr.parse(elf.name(), elf.contents(s), s.addr());
                 if (hdr.ehFrameAddress() != eh.address) {

@@ -2,9 +2,8 @@ package dev.loupe.unwinder.golang;
 
 import dev.loupe.unwinder.ehframe.EhFrameException;
 import dev.loupe.unwinder.ehframe.ElfSections;
-import dev.loupe.unwinder.elf.ElfException;
-import dev.loupe.unwinder.elf.ElfLoadSegments;
 import dev.loupe.unwinder.elf.LoadSegment;
+import dev.loupe.unwinder.elf.SectionHeader;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -37,13 +36,12 @@ final class BinaryImage {
     static BinaryImage open(Path path) throws GoBinaryException, IOException {
         try {
             ElfSections s = ElfSections.read(path);
-            List<LoadSegment> loads = ElfLoadSegments.read(path);
             long size;
             try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
                 size = ch.size();
             }
-            return new BinaryImage(path, s, loads, size);
-        } catch (EhFrameException | ElfException e) {
+            return new BinaryImage(path, s, s.loadSegments(), size);
+        } catch (EhFrameException e) {
             throw new GoBinaryException(e.getMessage(), e);
         }
     }
@@ -57,16 +55,16 @@ final class BinaryImage {
     }
 
     /** The first section of this name with contents, or null. */
-    ElfSections.Section section(String name) {
+    SectionHeader section(String name) {
         return sections.find(name);
     }
 
-    List<ElfSections.Section> sections() {
+    List<SectionHeader> sections() {
         return sections.sections();
     }
 
     /** A section's contents, inflated if compressed. */
-    byte[] contents(ElfSections.Section s) throws GoBinaryException {
+    byte[] contents(SectionHeader s) throws GoBinaryException {
         try {
             return sections.contents(s);
         } catch (EhFrameException e) {

@@ -1,7 +1,7 @@
 package dev.loupe.unwinder.golang;
 
-import dev.loupe.unwinder.ehframe.ElfSections;
 import dev.loupe.unwinder.elf.LoadSegment;
+import dev.loupe.unwinder.elf.SectionHeader;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -32,7 +32,7 @@ public record GoBuildInfo(String version, Optional<String> modulePath) {
     }
 
     static Optional<GoBuildInfo> read(BinaryImage img) throws GoBinaryException {
-        ElfSections.Section s = img.section(".go.buildinfo");
+        SectionHeader s = img.section(".go.buildinfo");
         if (s != null) {
             byte[] b = img.contents(s);
             if (!startsWithMagic(b, 0)) {

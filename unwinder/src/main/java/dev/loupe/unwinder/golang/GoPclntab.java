@@ -1,7 +1,7 @@
 package dev.loupe.unwinder.golang;
 
-import dev.loupe.unwinder.ehframe.ElfSections;
 import dev.loupe.unwinder.elf.LoadSegment;
+import dev.loupe.unwinder.elf.SectionHeader;
 import dev.loupe.unwinder.elf.SymbolTable;
 
 import java.io.IOException;
@@ -54,11 +54,11 @@ public final class GoPclntab {
     }
 
     static Optional<GoPclntab> read(BinaryImage img) throws GoBinaryException {
-        ElfSections.Section s = img.section(".gopclntab");
+        SectionHeader s = img.section(".gopclntab");
         if (s == null) {
             s = img.section(".data.rel.ro.gopclntab");
         }
-        ElfSections.Section text = img.section(".text");
+        SectionHeader text = img.section(".text");
         long sectionText = text == null ? 0 : text.addr();
         java.util.function.LongSupplier runtimeText = () -> runtimeTextSymbol(img); // only when the header's is unusable
         if (s != null) {

@@ -1,6 +1,6 @@
 package dev.loupe.unwinder.golang;
 
-import dev.loupe.unwinder.ehframe.ElfSections;
+import dev.loupe.unwinder.elf.SectionHeader;
 
 import java.io.IOException;
 import java.nio.file.Path;
@@ -69,19 +69,19 @@ public record GoRuntimeOffsets(Optional<String> goVersion, long goidOffset, Sour
 
     /** runtime.g.goid from .debug_info (or .zdebug_info), empty if the binary has no DWARF or no such member. */
     static OptionalLong goidFromDwarf(BinaryImage img) throws GoBinaryException {
-        ElfSections.Section info = first(img, ".debug_info", ".zdebug_info");
-        ElfSections.Section abbrev = first(img, ".debug_abbrev", ".zdebug_abbrev");
+        SectionHeader info = first(img, ".debug_info", ".zdebug_info");
+        SectionHeader abbrev = first(img, ".debug_abbrev", ".zdebug_abbrev");
         if (info == null || abbrev == null) {
             return OptionalLong.empty();
         }
-        ElfSections.Section str = first(img, ".debug_str", ".zdebug_str");
+        SectionHeader str = first(img, ".debug_str", ".zdebug_str");
         DwarfStructMember d = new DwarfStructMember(img.path().toString(), img.contents(info), img.contents(abbrev),
                 str == null ? null : img.contents(str));
         return d.find("runtime.g", "goid");
     }
 
-    private static ElfSections.Section first(BinaryImage img, String a, String b) {
-        ElfSections.Section s = img.section(a);
+    private static SectionHeader first(BinaryImage img, String a, String b) {
+        SectionHeader s = img.section(a);
         return s != null ? s : img.section(b);
     }
 }

@@ -6,7 +6,9 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.Arrays;
+import java.util.function.LongSupplier;
 
 /** Kernel text symbols from /proc/kallsyms (core kernel and modules), sorted for lookup. */
 final class KernelSymbols {
@@ -156,5 +158,59 @@ final class KernelSymbols {
     boolean covers(long addr) {
         return table.size() > 0 && Long.compareUnsigned(addr, lowest) >= 0
                 && Long.compareUnsigned(addr, highest + LAST_SYMBOL_SLACK) < 0;
+    }
+
+    /**
+     * The kernel's symbols as last read from a kallsyms file: read at first use and again (at most every
+     * 2 min) when an address falls outside them (a module loaded since). An unreadable or restricted file is
+     * warned about once. {@link #get} runs on one thread; {@link #current} may be read from any.
+     */
+    static final class Loader {
+        /** The symbolizer's logger: one logger name for all its messages. */
+        private static final System.Logger LOG = System.getLogger(ProcSymbolizer.class.getName());
+        private static final long RELOAD_NANOS = Duration.ofMinutes(2).toNanos();
+
+        private final Path kallsyms;
+        private final LongSupplier nanoTime;
+        private volatile KernelSymbols current;
+        private long loadedAt = Long.MIN_VALUE;
+        private boolean warned;
+
+        Loader(Path kallsyms, LongSupplier nanoTime) {
+            this.kallsyms = kallsyms;
+            this.nanoTime = nanoTime;
+        }
+
+        /** The symbols, read now if never read, or if {@code missed} (an address outside them) and 2 min have passed. */
+        KernelSymbols get(boolean missed) {
+            long now = nanoTime.getAsLong();
+            KernelSymbols k = current;
+            boolean due = loadedAt == Long.MIN_VALUE || (k == null || missed) && now - loadedAt > RELOAD_NANOS;
+            if (due) {
+                loadedAt = now;
+                try {
+                    // Same range as before: keep the MappingRef instance (consumers key mappings by identity).
+                    KernelSymbols fresh = load(kallsyms).keepingRef(k);
+                    if (fresh.restricted && !warned) {
+                        warned = true;
+                        LOG.log(System.Logger.Level.WARNING, kallsyms + " shows only zero addresses (kptr_restrict;"
+                                + " needs root or CAP_SYSLOG): kernel frames stay addresses");
+                    }
+                    current = fresh;
+                    k = fresh;
+                } catch (IOException | RuntimeException e) {
+                    if (!warned) {
+                        warned = true;
+                        LOG.log(System.Logger.Level.WARNING, "cannot read " + kallsyms + ": " + e + "; kernel frames stay addresses");
+                    }
+                }
+            }
+            return k;
+        }
+
+        /** The symbols as last read, or null. */
+        KernelSymbols current() {
+            return current;
+        }
     }
 }

@@ -1,6 +1,7 @@
 package dev.loupe.unwinder.ehframe;
 
 import dev.loupe.unwinder.ehframe.EhFrameException.Problem;
+import dev.loupe.unwinder.elf.SectionHeader;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -228,7 +229,7 @@ class CfiParserTest {
     void badCompressedDebugFrameIsCountedAndEhFrameStillUsed() throws Exception {
         Path prog = dev.loupe.unwinder.TestPrograms.compile(tmp, "z", DebugFrameTest.PROGRAM, "-g", "-gz",
                 "-fno-asynchronous-unwind-tables");
-        ElfSections.Section df = ElfSections.read(prog).find(".debug_frame");
+        SectionHeader df = ElfSections.read(prog).find(".debug_frame");
         byte[] good = Files.readAllBytes(prog);
         int at = (int) df.offset();
         // {what to change, expected problem}: zstd type, corrupt stream, a size claim of 500 MiB

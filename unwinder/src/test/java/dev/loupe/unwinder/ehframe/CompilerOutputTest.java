@@ -1,6 +1,7 @@
 package dev.loupe.unwinder.ehframe;
 
 import dev.loupe.unwinder.TestPrograms;
+import dev.loupe.unwinder.elf.SectionHeader;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -54,8 +55,8 @@ class CompilerOutputTest {
         Path prog = tmp.resolve("cg");
         TestPrograms.run(List.of("env", "GOCACHE=" + tmp.resolve("gocache"), "GOPATH=" + tmp.resolve("gopath"), "GO111MODULE=off",
                 "/usr/lib/go-1.19/bin/go", "build", "-o", prog.toString(), src.toString()));
-        ElfSections.Section df = ElfSections.read(prog).find(".debug_frame");
-        assertTrue(df != null && (df.flags() & ElfSections.SHF_COMPRESSED) != 0, "Go's linker compresses .debug_frame");
+        SectionHeader df = ElfSections.read(prog).find(".debug_frame");
+        assertTrue(df != null && (df.flags() & SectionHeader.SHF_COMPRESSED) != 0, "Go's linker compresses .debug_frame");
         UnwindTable t = check(prog);
         assertTrue(t.stats().debugFrameFdes() > 500, "Go functions come from .debug_frame: " + t.stats());
     }

@@ -1,6 +1,7 @@
 package dev.loupe.unwinder.ehframe;
 
 import dev.loupe.unwinder.TestPrograms;
+import dev.loupe.unwinder.elf.SectionHeader;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -41,8 +42,8 @@ class DebugFrameTest {
         List<String> flags = new ArrayList<>(List.of(debugFlag.split(" ")));
         flags.addAll(List.of("-fno-asynchronous-unwind-tables", "-fomit-frame-pointer"));
         Path prog = TestPrograms.compile(tmp, "prog", PROGRAM, flags.toArray(String[]::new));
-        ElfSections.Section df = ElfSections.read(prog).find(".debug_frame");
-        assertEquals(debugFlag.contains("-gz"), (df.flags() & ElfSections.SHF_COMPRESSED) != 0, "SHF_COMPRESSED");
+        SectionHeader df = ElfSections.read(prog).find(".debug_frame");
+        assertEquals(debugFlag.contains("-gz"), (df.flags() & SectionHeader.SHF_COMPRESSED) != 0, "SHF_COMPRESSED");
         UnwindTable t = UnwindTableBuilder.build(prog);
         t.verify();
         assertTrue(t.stats().sections().contains(".debug_frame"), t.stats().toString());

@@ -23,8 +23,7 @@ class SeparateDebugFileTest {
         Path prog = TestPrograms.compile(tmp, "prog", DebugFrameTest.PROGRAM, "-g", "-fno-asynchronous-unwind-tables",
                 "-fomit-frame-pointer", "-Wl,--build-id");
         Path debug = tmp.resolve("prog.debug");
-        TestPrograms.run(List.of("objcopy", "--only-keep-debug", prog.toString(), debug.toString()));
-        TestPrograms.run(List.of("objcopy", "--strip-debug", "--add-gnu-debuglink=" + debug, prog.toString()));
+        TestPrograms.splitDebugFile(prog, debug, "--strip-debug");
         assertEquals(null, ElfSections.read(prog).find(".debug_frame"), "stripped");
         Path root = tmp.resolve("root");
 
@@ -44,7 +43,7 @@ class SeparateDebugFileTest {
 
         // By build id under the debug root.
         String id = TestPrograms.run(List.of("readelf", "-n", prog.toString())).replaceAll("(?s).*Build ID: ([0-9a-f]+).*", "$1").trim();
-        Path byId = root.resolve(".build-id").resolve(id.substring(0, 2)).resolve(id.substring(2) + ".debug");
+        Path byId = TestPrograms.buildIdPath(root, id);
         Files.createDirectories(byId.getParent());
         Files.move(debug, byId);
         assertEquals(Optional.of(byId), DebugFiles.find(prog, root));

@@ -1,13 +1,12 @@
 package dev.loupe.unwinder.ehframe;
 
+import dev.loupe.unwinder.proc.Vdso;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.util.Set;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -20,25 +19,7 @@ class VdsoTest {
 
     @Test
     void vdsoFromMemory() throws Exception {
-        long start = -1;
-        long end = -1;
-        for (String line : Files.readAllLines(Path.of("/proc/self/maps"))) {
-            if (line.endsWith("[vdso]")) {
-                String[] r = line.split("\\s+")[0].split("-");
-                start = Long.parseUnsignedLong(r[0], 16);
-                end = Long.parseUnsignedLong(r[1], 16);
-            }
-        }
-        assertTrue(start > 0, "no [vdso] mapping");
-        ByteBuffer image = ByteBuffer.allocate((int) (end - start));
-        try (FileChannel mem = FileChannel.open(Path.of("/proc/self/mem"), StandardOpenOption.READ)) {
-            while (image.hasRemaining()) {
-                if (mem.read(image, start + image.position()) < 0) {
-                    break;
-                }
-            }
-        }
-        image.flip();
+        ByteBuffer image = ByteBuffer.wrap(Vdso.ownImage());
         UnwindTable t = UnwindTableBuilder.build("[vdso]", image.duplicate());
         t.verify();
         assertTrue(t.stats().fdes() >= 4, t.stats().toString());

@@ -26,7 +26,6 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 class ElfFileTest {
     static final Path LIBC = TestPrograms.LIBC;
@@ -67,7 +66,7 @@ class ElfFileTest {
      */
     @Test
     void largeCppSymtabMatchesReadelfAndNm() throws Exception {
-        assumeTrue(Files.exists(LIBJVM), "no libjvm.so");
+        assertTrue(Files.exists(LIBJVM), "no libjvm.so in the JDK running the tests: " + LIBJVM);
         ElfFile elf = ElfFile.open(LIBJVM);
         Map<Long, Set<String>> aliases = new HashMap<>();
         for (Object[] s : TestPrograms.functions(LIBJVM)) {
@@ -353,24 +352,40 @@ class ElfFileTest {
         assertTrue(parsed > 100 && rejected > 100, "parsed " + parsed + ", rejected " + rejected);
     }
 
-    /** A separate debug file (/usr/lib/debug/.build-id) has the full .symtab that stripped libc lacks. */
+    /**
+     * A separate debug file, split off a library we build (objcopy --only-keep-debug, strip --strip-unneeded),
+     * has the full .symtab the stripped library lacks: it names the static function that .dynsym leaves out.
+     */
     @Test
     void debugFileNamesStaticFunctionsThatDynsymLacks() throws Exception {
-        String id = ElfFile.open(LIBC).buildId().orElseThrow();
-        Path debug = Path.of("/usr/lib/debug/.build-id", id.substring(0, 2), id.substring(2) + ".debug");
-        assumeTrue(Files.exists(debug), "libc6-dbg not installed");
+        Path lib = TestPrograms.compile(dir, "libsplit.so", TestPrograms.STATIC_IN_LIBRARY, TestPrograms.LIBRARY_FLAGS);
+        long before = TestPrograms.nmAddress(lib, "exported_before");
+        long middle = TestPrograms.nmAddress(lib, "static_middle");
+        long after = TestPrograms.nmAddress(lib, "exported_after");
+        assertTrue(before < middle && middle < after, "the static function lies between the exported ones");
+        Path debug = dir.resolve("libsplit.debug");
+        TestPrograms.splitDebugFile(lib, debug, "--strip-unneeded");
+        ElfFile stripped = ElfFile.open(lib);
         ElfFile d = ElfFile.open(debug);
-        assertEquals(id, d.buildId().orElseThrow());
-        long intMalloc = TestPrograms.nmAddress(debug, "_int_malloc");
-        assertEquals("_int_malloc", d.symbols().lookup(intMalloc + 20));
-        assertNull(ElfFile.open(LIBC).symbols().lookup(intMalloc + 20),
-                "libc's .dynsym has sized symbols only: a static function is unnamed, not misattributed");
-        assertTrue(d.symbols().size() > ElfFile.open(LIBC).symbols().size());
+        assertFalse(stripped.hasSection(".symtab"), "stripped");
+        assertEquals(readelfBuildId(lib), stripped.buildId().orElseThrow());
+        assertEquals(readelfBuildId(lib), d.buildId().orElseThrow(), "the debug file keeps the build id");
+        assertEquals("static_middle", d.symbols().lookup(middle + 1));
+        assertNull(stripped.symbols().lookup(middle + 1),
+                ".dynsym has sized symbols only: a static function is unnamed, not misattributed");
+        assertEquals("exported_after", stripped.symbols().lookup(after + 1));
+        assertEquals(aliases(TestPrograms.nmFunctions(lib, true)).size(), stripped.symbols().size(), ".dynsym's functions");
+        Map<Long, Set<String>> full = new HashMap<>();
+        for (Object[] f : TestPrograms.functions(debug)) {
+            full.computeIfAbsent((Long) f[0], k -> new HashSet<>()).add((String) f[2]);
+        }
+        assertEquals(full.size(), d.symbols().size(), "the debug file's .symtab functions (its .dynsym is NOBITS)");
+        assertTrue(full.size() > stripped.symbols().size());
     }
 
     @Test
     void symbolBudgetIsEnforced() throws Exception {
-        assumeTrue(Files.exists(LIBJVM), "no libjvm.so");
+        assertTrue(Files.exists(LIBJVM), "no libjvm.so in the JDK running the tests: " + LIBJVM);
         ElfException e = assertThrows(ElfException.class, () -> ElfFile.open(LIBJVM, 1 << 20));
         assertTrue(e.getMessage().contains("symbol tables need more than 1 MiB"), e.getMessage());
         long footprint = ElfFile.open(LIBJVM).symbols().memoryFootprintBytes();

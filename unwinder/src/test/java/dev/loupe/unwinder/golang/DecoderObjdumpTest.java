@@ -3,6 +3,7 @@ package dev.loupe.unwinder.golang;
 import dev.loupe.unwinder.TestPrograms;
 import dev.loupe.unwinder.ehframe.ElfSections;
 import dev.loupe.unwinder.elf.ElfFile;
+import dev.loupe.unwinder.elf.SectionHeader;
 import dev.loupe.unwinder.elf.SymbolTable;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -89,7 +90,7 @@ class DecoderObjdumpTest {
 
     /** .text cut at every symbol start: the places objdump restarts its linear decoding. */
     private static List<long[]> wholeText(Path file) throws Exception {
-        ElfSections.Section text = ElfSections.read(file).find(".text");
+        SectionHeader text = ElfSections.read(file).find(".text");
         SymbolTable t = ElfFile.open(file).symbols();
         java.util.TreeSet<Long> cuts = new java.util.TreeSet<>(List.of(text.addr(), text.addr() + text.size()));
         for (int i = 0; i < t.size(); i++) {
@@ -122,7 +123,7 @@ class DecoderObjdumpTest {
     /** Decodes each function [entry, end) inside .text and compares with objdump's listing of .text. */
     static Result compare(Path file, List<long[]> functions) throws Exception {
         ElfSections es = ElfSections.read(file);
-        ElfSections.Section text = es.find(".text");
+        SectionHeader text = es.find(".text");
         byte[] code = es.contents(text);
         Objdump od = Objdump.disassemble(file, ".text");
         int checked = 0;

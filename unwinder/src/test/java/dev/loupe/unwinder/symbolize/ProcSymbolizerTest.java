@@ -4,6 +4,7 @@ import dev.loupe.unwinder.TestPrograms;
 import dev.loupe.unwinder.elf.ElfFile;
 import dev.loupe.unwinder.proc.MapEntry;
 import dev.loupe.unwinder.proc.ProcMaps;
+import dev.loupe.unwinder.proc.ProcessRegistry;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -35,7 +36,6 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 class ProcSymbolizerTest {
     static final Path PROC = Path.of("/proc");
@@ -129,7 +129,8 @@ class ProcSymbolizerTest {
 
     /**
      * libc in a running process: every nm -D function resolves to one of its aliases; getpid and a static
-     * function (_int_malloc, only in the debug file) agree with addr2line on libc at the same address.
+     * function (_int_malloc, only in the debug file /usr/lib/debug/.build-id/xx/rest.debug of libc6-dbg)
+     * agree with addr2line on libc at the same address.
      */
     @Test
     void libcMatchesNmAndAddr2line() throws Exception {
@@ -139,11 +140,10 @@ class ProcSymbolizerTest {
         List<MapEntry> maps = ProcMaps.read(PROC, pid);
         Path libc = Path.of(maps.stream().filter(m -> m.path().contains("libc.so")).findFirst().orElseThrow().path());
         List<long[]> loads = TestPrograms.loads(libc);
-        String id = ElfFile.open(libc).buildId().orElseThrow();
-        Path debug = Path.of("/usr/lib/debug/.build-id", id.substring(0, 2), id.substring(2) + ".debug");
-        boolean haveDebug = Files.exists(debug);
+        Path debug = TestPrograms.buildIdPath(Path.of("/usr/lib/debug"), ElfFile.open(libc).buildId().orElseThrow());
+        assertTrue(Files.exists(debug), "no debug file for " + libc + " at " + debug + " (package libc6-dbg; ./loupe test installs it)");
         Map<Long, Set<String>> aliases = new HashMap<>();
-        for (Object[] sym : TestPrograms.nmFunctions(haveDebug ? debug : libc, !haveDebug)) {
+        for (Object[] sym : TestPrograms.nmFunctions(debug, false)) {
             aliases.computeIfAbsent((Long) sym[0], k -> new HashSet<>()).add((String) sym[1]);
         }
         try (Symbolizer s = Symbolizer.create(Symbolizer.Options.defaults())) {
@@ -159,14 +159,47 @@ class ProcSymbolizerTest {
                     .map(x -> (Long) x[0]).findFirst().orElseThrow();
             String ours = symbolize(s, pid, TestPrograms.runtimeAddress(libc, loads, maps, getpid + 2));
             assertEquals("getpid", ours, "preferred alias");
-            if (haveDebug) {
-                String a2l = TestPrograms.addr2line(libc, List.of(getpid + 2)).get(0);
-                assertTrue(aliases.get(getpid).contains(a2l), "addr2line's " + a2l + " names the same function as our " + ours);
-                long intMalloc = TestPrograms.nmAddress(debug, "_int_malloc");
-                assertEquals("_int_malloc", TestPrograms.addr2line(libc, List.of(intMalloc + 20)).get(0));
-                assertEquals("_int_malloc", symbolize(s, pid, TestPrograms.runtimeAddress(libc, loads, maps, intMalloc + 20)));
-                assertEquals(1, s.stats().debugFiles());
-            }
+            String a2l = TestPrograms.addr2line(libc, List.of(getpid + 2)).get(0);
+            assertTrue(aliases.get(getpid).contains(a2l), "addr2line's " + a2l + " names the same function as our " + ours);
+            long intMalloc = TestPrograms.nmAddress(debug, "_int_malloc");
+            assertEquals("_int_malloc", TestPrograms.addr2line(libc, List.of(intMalloc + 20)).get(0));
+            assertEquals("_int_malloc", symbolize(s, pid, TestPrograms.runtimeAddress(libc, loads, maps, intMalloc + 20)));
+            assertEquals(1, s.stats().debugFiles());
+        }
+    }
+
+    /**
+     * A stripped library (built and split here) in a container: its static function is named from the debug
+     * file under the process's root, found by build id; without that file it stays unnamed.
+     */
+    @Test
+    void strippedLibraryIsNamedFromDebugFileInProcessRoot() throws Exception {
+        Path lib = TestPrograms.compile(dir, "libsplit.so", TestPrograms.STATIC_IN_LIBRARY, TestPrograms.LIBRARY_FLAGS);
+        long middle = TestPrograms.nmAddress(lib, "static_middle");
+        long after = TestPrograms.nmAddress(lib, "exported_after");
+        String id = ElfFile.open(lib).buildId().orElseThrow();
+        Path proc = dir.resolve("proc");
+        Path debug = TestPrograms.buildIdPath(proc.resolve("90/root/usr/lib/debug"), id);
+        Files.createDirectories(debug.getParent());
+        TestPrograms.splitDebugFile(lib, debug, "--strip-unneeded");
+        long[] text = TestPrograms.loads(lib).stream().filter(l -> l[4] == 1).findFirst().orElseThrow();
+        assertEquals(text[0], text[1], "the text segment's vaddr is its file offset");
+        long base = 0x7f0000000000L;
+        for (int pid : new int[] {90, 91}) {
+            Files.createDirectories(proc.resolve(pid + "/root/opt"));
+            Files.copy(lib, proc.resolve(pid + "/root/opt/libsplit.so"));
+            // Another inode each: two files, each parsed (and its debug file looked up in its own root).
+            fakeProcess(proc, pid, 100, Long.toHexString(base + text[0]) + "-" + Long.toHexString(base + text[0] + 0x1000)
+                    + " r-xp " + Long.toHexString(text[0]) + " 08:01 " + (880 + pid) + " /opt/libsplit.so");
+        }
+        try (Symbolizer s = Symbolizer.create(new Symbolizer.Options(proc, dir.resolve("none"), 1 << 20, new Clock()))) {
+            assertEquals("static_middle", symbolize(s, 90, base + middle + 1));
+            assertEquals("exported_after", symbolize(s, 90, base + after + 1));
+            assertEquals(1, s.stats().debugFiles());
+            assertNull(symbolize(s, 91, base + middle + 1), "no debug file in 91's root: .dynsym does not name it");
+            assertEquals("exported_after", symbolize(s, 91, base + after + 1));
+            assertEquals(1, s.stats().debugFiles());
+            assertEquals(2, s.stats().binaries());
         }
     }
 
@@ -366,7 +399,7 @@ class ProcSymbolizerTest {
 
     private static String symbolize(Symbolizer s, int pid, long startTicks, long addr) {
         List<Frame> out = new ArrayList<>();
-        s.symbolizeUser(pid, startTicks * 10_000_000L, new long[] {addr}, 1, out);
+        s.symbolizeUser(pid, startTicks * ProcessRegistry.NANOS_PER_TICK, new long[] {addr}, 1, out);
         return out.get(0).function();
     }
 
@@ -545,7 +578,7 @@ class ProcSymbolizerTest {
     @Test
     void oversizedSymbolTableIsReportedOnce() throws Exception {
         Path jvm = Path.of(System.getProperty("java.home"), "lib", "server", "libjvm.so");
-        assumeTrue(Files.exists(jvm));
+        assertTrue(Files.exists(jvm), "no libjvm.so in the JDK running the tests: " + jvm);
         Path proc = dir.resolve("proc");
         long text = TestPrograms.loads(jvm).stream().filter(l -> l[4] == 1).findFirst().orElseThrow()[0];
         long base = 0x7f0000000000L;
@@ -703,7 +736,7 @@ class ProcSymbolizerTest {
                 vfsRead = Long.parseUnsignedLong(l.substring(0, 16), 16);
             }
         }
-        assumeTrue(vfsRead != 0, "vfs_read hidden in /proc/kallsyms (not root?)");
+        assertTrue(vfsRead != 0, "vfs_read hidden in /proc/kallsyms (kptr_restrict: the tests run as root)");
         try (Symbolizer s = Symbolizer.create(Symbolizer.Options.defaults())) {
             List<Frame> out = new ArrayList<>();
             s.symbolizeKernel(new long[] {vfsRead + 8, vfsRead + 9}, 2, out);

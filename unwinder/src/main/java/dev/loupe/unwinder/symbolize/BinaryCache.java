@@ -1,0 +1,165 @@
+package dev.loupe.unwinder.symbolize;
+
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
+import dev.loupe.unwinder.elf.ElfException;
+import dev.loupe.unwinder.elf.ElfFile;
+import dev.loupe.unwinder.elf.SymbolTable;
+import dev.loupe.unwinder.proc.MapEntry;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongSupplier;
+
+/**
+ * Mapped files' symbol tables, opened through /proc/PID/map_files (deleted files) or /proc/PID/root
+ * (containers) and cached by file identity in a Caffeine cache bounded by bytes; a stripped binary's
+ * symbols come from its debug file ({@link DebugSymbolFiles}) or, for Go, its pclntab.
+ *
+ * <p>Threading: {@link #binary} runs on one thread; the counters and the cache's sizes may be read from any.
+ */
+final class BinaryCache {
+    /** The symbolizer's logger: one logger name for all its messages. */
+    private static final System.Logger LOG = System.getLogger(ProcSymbolizer.class.getName());
+
+    /** A file's identity: the maps line's device and inode, plus size and mtime (rewritten in place). */
+    record FileKey(int devMajor, int devMinor, long inode, long size, long mtimeMillis) {}
+
+    private final Path procRoot;
+    private final long maxCacheBytes;
+    private final DebugSymbolFiles debugFiles;
+    private final Cache<FileKey, Binary> binaries;
+    /** Files already warned about: a bad file is logged once even if its cache entry is evicted. */
+    private final Cache<FileKey, Boolean> warnedFiles = Caffeine.newBuilder().executor(Runnable::run).maximumSize(4096).build();
+    private final AtomicLong failures = new AtomicLong();
+    private final AtomicLong unreadable = new AtomicLong();
+
+    /** {@code nanoTime}: the monotonic clock the cache expires entries by. */
+    BinaryCache(Path procRoot, long maxCacheBytes, LongSupplier nanoTime, DebugSymbolFiles debugFiles) {
+        this.procRoot = procRoot;
+        this.maxCacheBytes = maxCacheBytes;
+        this.debugFiles = debugFiles;
+        // Maintenance (expiry, eviction) runs on the calling thread: it is small, and the default executor
+        // wakes a ForkJoinPool worker for it.
+        this.binaries = Caffeine.newBuilder().executor(Runnable::run).ticker(nanoTime::getAsLong).maximumWeight(maxCacheBytes)
+                .weigher((FileKey k, Binary b) -> (int) Math.min(Integer.MAX_VALUE, b.weight()))
+                .expireAfterAccess(Duration.ofMinutes(10)).build();
+    }
+
+    /** The binary of a file-backed mapping of {@code pid}. */
+    Binary binary(int pid, MapEntry m) {
+        Path pidDir = procRoot.resolve(Integer.toString(pid));
+        // map_files names exactly the mapped file, even deleted or in another mount namespace. The root
+        // fallback (no CAP_SYS_ADMIN for map_files) is by name, so never for a deleted file: the name
+        // may now be another file.
+        List<Path> candidates = new ArrayList<>(2);
+        candidates.add(pidDir.resolve("map_files").resolve(m.mapFilesName()));
+        if (!m.deleted()) {
+            candidates.add(pidDir.resolve("root").resolve(m.path().substring(1)));
+        }
+        String lastError = "not found";
+        for (Path p : candidates) {
+            BasicFileAttributes a;
+            try {
+                a = Files.readAttributes(p, BasicFileAttributes.class);
+            } catch (IOException | RuntimeException e) {
+                lastError = e.toString();
+                continue;
+            }
+            if (!a.isRegularFile()) {
+                return Binary.ANONYMOUS; // a device or the like mapped executable: nothing to read symbols from
+            }
+            FileKey key = new FileKey(m.devMajor(), m.devMinor(), m.inode(), a.size(), a.lastModifiedTime().toMillis());
+            Binary b = binaries.getIfPresent(key);
+            if (b != null) {
+                return b;
+            }
+            b = load(pid, m, p, key);
+            if (b != null) {
+                binaries.put(key, b);
+                return b;
+            }
+            lastError = "cannot open " + p;
+        }
+        unreadable.incrementAndGet();
+        String err = lastError;
+        LOG.log(System.Logger.Level.DEBUG, () -> "cannot open " + m.path() + " of pid " + pid + ": " + err);
+        return Binary.UNREADABLE;
+    }
+
+    /**
+     * Parses the mapped file. A defective file gives a failure entry (cached: it is read once and logged
+     * once); a file we could not open (the process exited mid-read, permissions) gives null, not cached,
+     * so other processes mapping the same file still resolve.
+     */
+    private Binary load(int pid, MapEntry m, Path file, FileKey key) {
+        ElfFile elf;
+        try {
+            elf = ElfFile.open(file, maxCacheBytes);
+        } catch (ElfException e) {
+            return failed(pid, m.path(), key, problem(e, file));
+        } catch (IOException | RuntimeException e) {
+            return null;
+        }
+        SymbolTable symbols = elf.symbols();
+        String buildId = elf.buildId().orElse(null);
+        boolean stripped = !elf.hasSection(".symtab");
+        if (buildId != null && stripped) {
+            SymbolTable debug = debugFiles.symbols(pid, buildId);
+            if (debug != null && debug.size() > 0) {
+                symbols = debug;
+                stripped = false;
+            }
+        }
+        if (stripped) {
+            symbols = StrippedGoSymbols.orElse(file, elf, symbols, maxCacheBytes);
+        }
+        return new Binary.Loaded(symbols, elf, buildId);
+    }
+
+    private Binary failed(int pid, String path, FileKey key, String problem) {
+        failures.incrementAndGet();
+        if (warnedFiles.asMap().putIfAbsent(key, Boolean.TRUE) == null) {
+            LOG.log(System.Logger.Level.WARNING, "cannot symbolize " + path + " (pid " + pid + "): " + problem
+                    + "; its frames stay addresses");
+        }
+        return new Binary.Failed(problem);
+    }
+
+    /** The ElfException's message without the "/proc/PID/map_files/...: " prefix naming our read path. */
+    private static String problem(ElfException e, Path source) {
+        String msg = String.valueOf(e.getMessage());
+        String prefix = source + ": ";
+        return msg.startsWith(prefix) ? msg.substring(prefix.length()) : msg;
+    }
+
+    /** Mapped files that are not usable ELF (each logged once). */
+    long failures() {
+        return failures.get();
+    }
+
+    /** Mapped files that could not be opened (process gone, permission). */
+    long unreadable() {
+        return unreadable.get();
+    }
+
+    /** Binaries in the cache, parse failures included. */
+    long size() {
+        return binaries.estimatedSize();
+    }
+
+    /** Estimated heap the cache holds. */
+    long weight() {
+        return binaries.policy().eviction().map(e -> e.weightedSize().orElse(0)).orElse(0L);
+    }
+
+    void clear() {
+        binaries.invalidateAll();
+    }
+}
