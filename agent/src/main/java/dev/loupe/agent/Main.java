@@ -88,6 +88,7 @@ public final class Main {
     }
 
     static int run(LoupeConfig config) {
+        LogFormat.level(config.logLevel());
         Optional<String> unavailable = BpfAvailability.unavailabilityReason();
         if (unavailable.isPresent()) {
             System.err.println("loupe: BPF unavailable: " + unavailable.get());

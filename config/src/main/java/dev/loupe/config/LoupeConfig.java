@@ -121,9 +121,28 @@ public final class LoupeConfig {
         return kafka;
     }
 
-    /** What the remote sinks have not yet confirmed is kept here. */
+    /** What the remote sinks have not yet confirmed is kept here ({@code <state-dir>/spool} unless set). */
     public Path spoolDir() {
-        return get(Options.SPOOL_DIR);
+        return get(Options.SPOOL_DIR).orElseGet(() -> stateDir().resolve("spool"));
+    }
+
+    /** The parent of what the agent keeps across restarts. */
+    public Path stateDir() {
+        return get(Options.STATE_DIR);
+    }
+
+    /** Local profile files older than this are deleted. */
+    public Duration outputRetention() {
+        return get(Options.OUTPUT_RETENTION);
+    }
+
+    /** Past this total size the oldest local profile files are deleted. */
+    public long outputMaxBytes() {
+        return get(Options.OUTPUT_MAX_BYTES);
+    }
+
+    public java.util.logging.Level logLevel() {
+        return get(Options.LOG_LEVEL);
     }
 
     /** Cap on the spool of each remote sink; past it the oldest batches are dropped (counted). */

@@ -20,6 +20,8 @@ public final class Options {
     static final long MAX_SPOOL = 1L << 40;
     static final long MIN_BATCH = 64L << 10;
     static final long MAX_BATCH = 64L << 20; // Parca's gRPC message limit
+    static final long MIN_OUTPUT = 1L << 20;
+    static final long MAX_OUTPUT = 1L << 40;
 
     public static final Option<Path> CONFIG = Option.value(null, "--config", "FILE", Values::path)
             .help("YAML configuration file (flags override it)").commands(Command.RUN, Command.RELAY);
@@ -41,6 +43,14 @@ public final class Options {
     public static final Option<List<Integer>> PIDS = Option.list("pids", "--pid", "PID", Values::pid)
             .byDefault("[]")
             .help("only these processes; empty = every process (flag: repeat or comma-separate; flags replace the file's list)");
+
+    public static final Option<Duration> OUTPUT_RETENTION = Option.value("output-retention", "--output-retention", "DURATION",
+                    Options::retention)
+            .byDefault("24h").reloadable().help("local profile files older than this are deleted (1m..8760h)");
+
+    public static final Option<Long> OUTPUT_MAX_BYTES = Option.value("output-max-bytes", "--output-max-bytes", "SIZE",
+                    t -> Values.size(t, MIN_OUTPUT, MAX_OUTPUT))
+            .byDefault("1GiB").reloadable().help("past this total the oldest local profile files are deleted (1MiB..1024GiB)");
 
     /** Empty: no HTTP endpoint ({@code off}). */
     public static final Option<Optional<InetSocketAddress>> HTTP = Option.value("http.address", "--http", "HOST:PORT|off",
@@ -124,13 +134,19 @@ public final class Options {
             .byDefault("{}").commands(Command.RELAY)
             .help("extra consumer properties, e.g. security.protocol=SASL_SSL (flag: repeatable)");
 
-    public static final Option<Path> RELAY_QUARANTINE_DIR = Option.value("relay.quarantine-dir", "--quarantine-dir", "DIR",
-                    Values::path)
-            .byDefault("/var/lib/loupe/relay-quarantine").commands(Command.RELAY)
-            .help("where records Parca rejects for good are kept");
+    public static final Option<Path> STATE_DIR = Option.value("state-dir", "--state-dir", "DIR", Values::path)
+            .byDefault("/var/lib/loupe").commands(Command.RUN, Command.RELAY)
+            .help("what the agent keeps across restarts lives under it (the spool, the relay's quarantine)");
 
-    public static final Option<Path> SPOOL_DIR = Option.value("spool.dir", "--spool-dir", "DIR", Values::path)
-            .byDefault("/var/lib/loupe/spool").help("what the remote sinks have not confirmed is kept here");
+    /** Empty: {@code <state-dir>/relay-quarantine}. */
+    public static final Option<Optional<Path>> RELAY_QUARANTINE_DIR = Option.value("relay.quarantine-dir", "--quarantine-dir",
+                    "DIR", Options::optionalPath)
+            .byDefault("\"\"").commands(Command.RELAY)
+            .help("where records Parca rejects for good are kept; empty = <state-dir>/relay-quarantine");
+
+    /** Empty: {@code <state-dir>/spool}. */
+    public static final Option<Optional<Path>> SPOOL_DIR = Option.value("spool.dir", "--spool-dir", "DIR", Options::optionalPath)
+            .byDefault("\"\"").help("what the remote sinks have not confirmed is kept here; empty = <state-dir>/spool");
 
     public static final Option<Long> SPOOL_MAX_BYTES = Option.value("spool.max-bytes", "--spool-max-bytes", "SIZE",
                     t -> Values.size(t, MIN_SPOOL, MAX_SPOOL))
@@ -154,6 +170,11 @@ public final class Options {
             .help("true: latency profiles carry each call's caller stack, for every probe (the flags' and the file's; "
                     + "YAML: stacks: true per entry)");
 
+    public static final Option<java.util.logging.Level> LOG_LEVEL = Option.value("log-level", "--log-level", "LEVEL",
+                    Options::logLevel)
+            .byDefault("info").reloadable().commands(Command.RUN, Command.RELAY)
+            .help("error, warning, info or debug");
+
     public static final Option<Integer> PROBES_MAX_FUNCTIONS = Option.value("probes-max-functions", "--probes-max-functions",
                     "N", ProbeConfigParser::maxFunctions)
             .byDefault(String.valueOf(ProbeConfigParser.DEFAULT_MAX_FUNCTIONS)).reloadable()
@@ -161,7 +182,7 @@ public final class Options {
 
     /** Every option, in the order of help and documentation. */
     public static final List<Option<?>> ALL = List.of(CONFIG, FREQUENCY, INTERVAL, DURATION, OUTPUT, PIDS, HTTP,
-            UNWIND_TABLES, UNWIND_TABLE_BUDGET, REMOTE_STORE_ADDRESS, REMOTE_STORE_INSECURE, REMOTE_STORE_INSECURE_SKIP_VERIFY,
+            OUTPUT_RETENTION, OUTPUT_MAX_BYTES, STATE_DIR, LOG_LEVEL, UNWIND_TABLES, UNWIND_TABLE_BUDGET, REMOTE_STORE_ADDRESS, REMOTE_STORE_INSECURE, REMOTE_STORE_INSECURE_SKIP_VERIFY,
             REMOTE_STORE_BEARER_TOKEN_FILE, REMOTE_STORE_CA_FILE, REMOTE_STORE_CERT_FILE, REMOTE_STORE_KEY_FILE,
             REMOTE_STORE_HEADERS, REMOTE_STORE_TIMEOUT, REMOTE_STORE_BATCH_MAX_BYTES, KAFKA_BOOTSTRAP_SERVERS, KAFKA_TOPIC,
             KAFKA_PRODUCER, KAFKA_TRANSACTIONAL, KAFKA_GROUP_ID, KAFKA_CONSUMER, RELAY_QUARANTINE_DIR, SPOOL_DIR,
@@ -198,6 +219,24 @@ public final class Options {
             throw new IllegalArgumentException("must not be empty");
         }
         return text.trim();
+    }
+
+    static Duration retention(String text) {
+        Duration d = Values.duration(text);
+        if (d.compareTo(Duration.ofMinutes(1)) < 0 || d.compareTo(Duration.ofDays(365)) > 0) {
+            throw new IllegalArgumentException("must be between 1m and 8760h, got " + text);
+        }
+        return d;
+    }
+
+    static java.util.logging.Level logLevel(String text) {
+        return switch (text.trim().toLowerCase(java.util.Locale.ROOT)) {
+            case "error" -> java.util.logging.Level.SEVERE;
+            case "warning", "warn" -> java.util.logging.Level.WARNING;
+            case "info" -> java.util.logging.Level.INFO;
+            case "debug" -> java.util.logging.Level.FINE;
+            default -> throw new IllegalArgumentException("must be error, warning, info or debug, got \"" + text + "\"");
+        };
     }
 
     static Duration requestTimeout(String text) {

@@ -27,6 +27,6 @@ public record RelayConfig(String bootstrapServers, String topic, String groupId,
         RemoteStore remote = RemoteStore.from(v, sourceName).orElseThrow(() -> new ConfigException(
                 Options.REMOTE_STORE_ADDRESS.flag(), 0, "required (or remote-store.address in the --config file)"));
         return new RelayConfig(servers, v.get(Options.KAFKA_TOPIC), v.get(Options.KAFKA_GROUP_ID), v.get(Options.KAFKA_CONSUMER),
-                v.get(Options.RELAY_QUARANTINE_DIR), remote, source);
+                v.get(Options.RELAY_QUARANTINE_DIR).orElseGet(() -> v.get(Options.STATE_DIR).resolve("relay-quarantine")), remote, source);
     }
 }
