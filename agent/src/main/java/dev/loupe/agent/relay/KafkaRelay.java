@@ -171,7 +171,6 @@ public final class KafkaRelay implements Runnable, AutoCloseable {
 
     private final Config config;
     private final Consumer<byte[], byte[]> consumer;
-    private final QuarantineStore quarantineStore;
     private final OffsetTracker offsets;
     private final RetrySchedule retry;
     private final RecordQuarantine quarantine;
@@ -186,7 +185,6 @@ public final class KafkaRelay implements Runnable, AutoCloseable {
                LongSupplier nanoTime, RandomGenerator random) {
         this.config = config;
         this.consumer = consumer;
-        this.quarantineStore = quarantineStore;
         this.offsets = new OffsetTracker(consumer);
         this.retry = new RetrySchedule(config.backoff(), nanoTime, random);
         this.quarantine = new RecordQuarantine(quarantineStore);
@@ -283,10 +281,5 @@ public final class KafkaRelay implements Runnable, AutoCloseable {
     public Stats stats() {
         return new Stats(consumed.get(), forwarder.forwarded(), forwarder.forwardedBytes(), forwarder.requests(),
                 forwarder.duplicates(), quarantine.count(), retry.failedAttempts(), lag, assignedPartitions);
-    }
-
-    /** The quarantine's size and what its cap deleted (since start). */
-    public QuarantineStore.Stats quarantineStats() {
-        return quarantineStore.stats();
     }
 }
