@@ -15,6 +15,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.TreeSet;
+import java.util.function.Predicate;
 import java.util.stream.Stream;
 
 /** Which intervals the agent wrote locally and which reached a Parca stand-in, to compare the two. */
@@ -23,6 +24,19 @@ final class ShippedIntervals {
 
     /** Start times of the local files' non-empty CPU intervals. */
     static TreeSet<Long> inFiles(Path out) {
+        return inFiles(out, p -> p.getSampleCount() > 0);
+    }
+
+    /** Start times of the local files' CPU intervals with samples of the process {@code pid}. */
+    static TreeSet<Long> inFiles(Path out, long pid) {
+        return inFiles(out, p -> {
+            int key = p.getStringTableList().indexOf("pid");
+            return p.getSampleList().stream().anyMatch(s -> s.getLabelList().stream()
+                    .anyMatch(l -> l.getKey() == key && l.getNum() == pid));
+        });
+    }
+
+    private static TreeSet<Long> inFiles(Path out, Predicate<Profile> counts) {
         TreeSet<Long> t = new TreeSet<>();
         if (!Files.isDirectory(out)) {
             return t;
@@ -30,7 +44,7 @@ final class ShippedIntervals {
         try (Stream<Path> files = Files.list(out)) {
             for (Path f : files.filter(p -> p.getFileName().toString().startsWith("cpu-") && p.toString().endsWith(".pb.gz")).toList()) {
                 Profile p = PprofFiles.parse(Files.readAllBytes(f));
-                if (p.getSampleCount() > 0) {
+                if (counts.test(p)) {
                     t.add(p.getTimeNanos());
                 }
             }

@@ -5,17 +5,12 @@ import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
 import java.nio.channels.OverlappingFileLockException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.DirectoryStream;
-import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.BasicFileAttributes;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -33,8 +28,8 @@ import java.util.regex.Pattern;
  * <p>A batch is on disk (temp file, fsync, rename, fsync of the directory) before {@link #append} returns,
  * and leaves only by {@link #remove} (the sink confirmed it), {@link #quarantine} (the sink rejected it for
  * good: moved to {@code quarantine/} with a {@code .reason} file), or the size cap: to stay within
- * {@code maxBytes} the oldest batches are deleted, counted and logged. The quarantine folder has its own
- * cap, enforced the same way.
+ * {@code maxBytes} the oldest batches are deleted, counted and logged. The quarantine folder is a
+ * {@link QuarantineStore} with its own cap.
  *
  * <p>At open, temp files left by a crash are removed and the remaining batches are queued in sequence
  * order; a batch that turns out to be damaged when read is quarantined with the reason. One process per
@@ -43,17 +38,15 @@ import java.util.regex.Pattern;
 public final class Spool implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(Spool.class.getName());
     private static final Pattern BATCH = Pattern.compile("(\\d{20})\\.batch");
-    private static final Pattern REASON = Pattern.compile("(\\d{20})\\.reason");
+    private static final Pattern SEQUENCE = Pattern.compile("\\d{20}");
     private static final Pattern SINK_NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,63}");
-    private static final String TEMP_SUFFIX = ".tmp";
     static final String QUARANTINE = "quarantine";
     private static final String LOCK = ".lock";
 
     private final String sink;
     private final Path directory;
-    private final Path quarantineDirectory;
+    private final QuarantineStore quarantine;
     private final long maxBytes;
-    private final long quarantineMaxBytes;
     private final LongSupplier nanoTime;
     private final FileChannel lockChannel;
     private final FileLock lock;
@@ -62,24 +55,20 @@ public final class Spool implements AutoCloseable {
 
     // Guarded by this.
     private final TreeMap<Long, Entry> queue = new TreeMap<>();
-    private final TreeMap<Long, Long> quarantined = new TreeMap<>();
     private long nextSequence;
     private long bytes;
-    private long quarantineBytes;
     private long droppedBatches;
     private long droppedBytes;
-    private long quarantinedBatches;
     private boolean closed;
 
     private record Entry(long sequence, long bytes, long spooledAtNanos) {}
 
-    private Spool(String sink, Path directory, long maxBytes, long quarantineMaxBytes, LongSupplier nanoTime,
+    private Spool(String sink, Path directory, QuarantineStore quarantine, long maxBytes, LongSupplier nanoTime,
                   FileChannel lockChannel, FileLock lock) {
         this.sink = sink;
         this.directory = directory;
-        this.quarantineDirectory = directory.resolve(QUARANTINE);
+        this.quarantine = quarantine;
         this.maxBytes = maxBytes;
-        this.quarantineMaxBytes = quarantineMaxBytes;
         this.nanoTime = nanoTime;
         this.lockChannel = lockChannel;
         this.lock = lock;
@@ -107,8 +96,7 @@ public final class Spool implements AutoCloseable {
                     + ") and quarantine max bytes >= 0 (got " + quarantineMaxBytes + ")");
         }
         Path directory = root.resolve(sinkName);
-        createPrivateDirectories(directory);
-        createPrivateDirectories(directory.resolve(QUARANTINE));
+        DurableFiles.createPrivateDirectories(directory);
         FileChannel lockChannel = FileChannel.open(directory.resolve(LOCK), StandardOpenOption.CREATE,
                 StandardOpenOption.WRITE);
         FileLock lock;
@@ -121,7 +109,17 @@ public final class Spool implements AutoCloseable {
             lockChannel.close();
             throw new IOException("spool " + directory + " is in use by another spool (lock " + LOCK + " held)");
         }
-        Spool spool = new Spool(sinkName, directory, maxBytes, quarantineMaxBytes, nanoTime, lockChannel, lock);
+        Spool spool;
+        try {
+            // Opened under the lock: opening removes the temp files a crash left.
+            QuarantineStore quarantine = QuarantineStore.open(directory.resolve(QUARANTINE), quarantineMaxBytes,
+                    ".batch", "spool " + sinkName);
+            spool = new Spool(sinkName, directory, quarantine, maxBytes, nanoTime, lockChannel, lock);
+        } catch (IOException | RuntimeException e) {
+            lock.release();
+            lockChannel.close();
+            throw e;
+        }
         try {
             spool.recover(epochMillis.getAsLong());
         } catch (IOException | RuntimeException e) {
@@ -129,17 +127,6 @@ public final class Spool implements AutoCloseable {
             throw e;
         }
         return spool;
-    }
-
-    private static void createPrivateDirectories(Path dir) throws IOException {
-        if (Files.isDirectory(dir)) {
-            return;
-        }
-        try {
-            Files.createDirectories(dir, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
-        } catch (UnsupportedOperationException e) {
-            Files.createDirectories(dir);
-        }
     }
 
     /** Rebuilds the queue from the directory: removes temp files, ages batches by mtime. */
@@ -153,7 +140,7 @@ public final class Spool implements AutoCloseable {
             for (Path f : files) {
                 String name = f.getFileName().toString();
                 Matcher m = BATCH.matcher(name);
-                if (name.endsWith(TEMP_SUFFIX)) {
+                if (name.endsWith(DurableFiles.TEMP_SUFFIX)) {
                     Files.deleteIfExists(f);
                     temps++;
                 } else if (m.matches()) {
@@ -171,32 +158,15 @@ public final class Spool implements AutoCloseable {
                 }
             }
         }
-        try (DirectoryStream<Path> files = Files.newDirectoryStream(quarantineDirectory)) {
-            for (Path f : files) {
-                String name = f.getFileName().toString();
-                Matcher m = BATCH.matcher(name);
-                Matcher r = REASON.matcher(name);
-                if (name.endsWith(TEMP_SUFFIX)) {
-                    Files.deleteIfExists(f);
-                    temps++;
-                } else if (m.matches()) {
-                    long seq = Long.parseLong(m.group(1));
-                    long size = Files.size(f);
-                    quarantined.merge(seq, size, Long::sum);
-                    quarantineBytes += size;
-                    highest = Math.max(highest, seq);
-                } else if (r.matches()) {
-                    long seq = Long.parseLong(r.group(1));
-                    long size = Files.size(f);
-                    quarantined.merge(seq, size, Long::sum);
-                    quarantineBytes += size;
-                    highest = Math.max(highest, seq);
-                }
+        // A quarantined batch keeps its name: never reuse it.
+        for (String name : quarantine.names()) {
+            if (SEQUENCE.matcher(name).matches()) {
+                highest = Math.max(highest, Long.parseLong(name));
             }
         }
         nextSequence = highest + 1;
         if (temps > 0) {
-            fsyncDirectory(directory);
+            DurableFiles.fsyncDirectory(directory);
             LOG.log(System.Logger.Level.INFO, "spool " + sink + ": removed " + temps
                     + " unfinished temp file(s) left by an earlier run");
         }
@@ -242,21 +212,9 @@ public final class Spool implements AutoCloseable {
                 }
                 dropOldestLocked(maxBytes - size);
             }
-            Path file = batchFile(directory, seq);
-            Path temp = file.resolveSibling(file.getFileName() + TEMP_SUFFIX);
-            try (FileChannel ch = FileChannel.open(temp, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
-                ByteBuffer[] parts = {encoded.header().duplicate(), ByteBuffer.wrap(encoded.payload()),
-                        encoded.trailer().duplicate()};
-                while (parts[2].hasRemaining()) {
-                    ch.write(parts);
-                }
-                ch.force(true);
-            } catch (IOException e) {
-                Files.deleteIfExists(temp);
-                throw e;
-            }
-            moveAtomically(temp, file);
-            fsyncDirectory(directory);
+            DurableFiles.write(batchFile(directory, seq), encoded.header().duplicate(),
+                    ByteBuffer.wrap(encoded.payload()), encoded.trailer().duplicate());
+            DurableFiles.fsyncDirectory(directory);
             synchronized (this) {
                 queue.put(seq, new Entry(seq, size, nanoTime.getAsLong()));
                 bytes += size;
@@ -278,7 +236,7 @@ public final class Spool implements AutoCloseable {
             freed += oldest.bytes();
         }
         if (count > 0) {
-            fsyncDirectory(directory);
+            DurableFiles.fsyncDirectory(directory);
             droppedBatches += count;
             droppedBytes += freed;
             LOG.log(System.Logger.Level.WARNING, "spool " + sink + ": full (max " + maxBytes + " bytes): dropped the "
@@ -353,7 +311,7 @@ public final class Spool implements AutoCloseable {
         }
         bytes -= e.bytes();
         Files.deleteIfExists(batchFile(directory, sequence));
-        fsyncDirectory(directory);
+        DurableFiles.fsyncDirectory(directory);
     }
 
     /** The sink rejected the batch for good: moves it to the quarantine folder beside a .reason file. */
@@ -367,67 +325,13 @@ public final class Spool implements AutoCloseable {
     private void quarantineLocked(long sequence, String reason) throws IOException {
         Entry e = queue.remove(sequence);
         bytes -= e.bytes();
-        quarantinedBatches++;
-        Path from = batchFile(directory, sequence);
-        if (quarantineMaxBytes == 0) {
-            Files.deleteIfExists(from);
-            fsyncDirectory(directory);
-            LOG.log(System.Logger.Level.WARNING, "spool " + sink + ": deleted rejected batch " + sequence
-                    + " (quarantine disabled): " + reason);
-            return;
-        }
-        byte[] text = (reason + "\n").getBytes(StandardCharsets.UTF_8);
-        Path reasonFile = quarantineDirectory.resolve(String.format("%020d.reason", sequence));
-        Path reasonTemp = reasonFile.resolveSibling(reasonFile.getFileName() + TEMP_SUFFIX);
-        try (FileChannel ch = FileChannel.open(reasonTemp, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
-                StandardOpenOption.TRUNCATE_EXISTING)) {
-            ByteBuffer b = ByteBuffer.wrap(text);
-            while (b.hasRemaining()) {
-                ch.write(b);
-            }
-            ch.force(true);
-        }
-        moveAtomically(reasonTemp, reasonFile);
-        Path to = batchFile(quarantineDirectory, sequence);
-        long size;
-        try {
-            moveAtomically(from, to);
-            size = e.bytes();
-        } catch (NoSuchFileException gone) {
-            size = 0;
-        }
-        fsyncDirectory(quarantineDirectory);
-        fsyncDirectory(directory);
-        long added = size + text.length;
-        quarantined.merge(sequence, added, Long::sum);
-        quarantineBytes += added;
-        // Keep the quarantine bounded too: the oldest rejected batches go first, never the one just moved.
-        long count = 0;
-        long freed = 0;
-        for (Long old : List.copyOf(quarantined.keySet())) {
-            if (quarantineBytes <= quarantineMaxBytes) {
-                break;
-            }
-            if (old == sequence) {
-                continue;
-            }
-            long size0 = quarantined.remove(old);
-            Files.deleteIfExists(batchFile(quarantineDirectory, old));
-            Files.deleteIfExists(quarantineDirectory.resolve(String.format("%020d.reason", old)));
-            quarantineBytes -= size0;
-            count++;
-            freed += size0;
-        }
-        if (count > 0) {
-            fsyncDirectory(quarantineDirectory);
-            LOG.log(System.Logger.Level.WARNING, "spool " + sink + ": quarantine full (max " + quarantineMaxBytes
-                    + " bytes): deleted the " + count + " oldest rejected batch(es), " + freed + " bytes");
-        }
+        quarantine.moveIn(String.format("%020d", sequence), batchFile(directory, sequence), e.bytes(), reason);
     }
 
     public synchronized SpoolStats stats() {
         long age = queue.isEmpty() ? 0 : Math.max(0, nanoTime.getAsLong() - queue.firstEntry().getValue().spooledAtNanos());
-        return new SpoolStats(queue.size(), bytes, age, droppedBatches, droppedBytes, quarantinedBatches, quarantineBytes);
+        QuarantineStore.Stats q = quarantine.stats();
+        return new SpoolStats(queue.size(), bytes, age, droppedBatches, droppedBytes, q.added(), q.bytes());
     }
 
     /** Sequence numbers waiting, oldest first (for tests and diagnostics). */
@@ -459,21 +363,6 @@ public final class Spool implements AutoCloseable {
 
     static Path batchFile(Path dir, long sequence) {
         return dir.resolve(String.format("%020d.batch", sequence));
-    }
-
-    private static void moveAtomically(Path from, Path to) throws IOException {
-        try {
-            Files.move(from, to, StandardCopyOption.ATOMIC_MOVE);
-        } catch (AtomicMoveNotSupportedException | FileAlreadyExistsException e) {
-            Files.move(from, to, StandardCopyOption.REPLACE_EXISTING);
-        }
-    }
-
-    /** Makes a rename or delete durable (the directory entry itself). */
-    private static void fsyncDirectory(Path dir) throws IOException {
-        try (FileChannel ch = FileChannel.open(dir, StandardOpenOption.READ)) {
-            ch.force(true);
-        }
     }
 
     @Override

@@ -6,6 +6,8 @@
  *       A producer calls {@code append(attributes, payload)} once per batch; the bytes are on disk before
  *       it returns. For Parca (and as the Kafka record value) the payload is one serialized
  *       {@code WriteRawRequest}; attributes carry what a sink needs besides (e.g. a Kafka key).</li>
+ *   <li>{@link dev.loupe.agent.ship.QuarantineStore}: a capped, fsynced folder of what a remote end refused for
+ *       good, each beside its reason; the spool's {@code quarantine/} and {@code loupe relay}'s quarantine.</li>
  *   <li>{@link dev.loupe.agent.ship.DeliveryLoop}: one thread per sink drains the spool, oldest first,
  *       through a {@link dev.loupe.agent.ship.BatchSender}; retries with capped full-jitter backoff,
  *       quarantines rejected batches, and {@code drainOnce(deadline)} makes the last attempt at SIGTERM.</li>

@@ -36,6 +36,7 @@ import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
+import java.util.function.UnaryOperator;
 import java.util.random.RandomGenerator;
 import java.util.stream.IntStream;
 
@@ -95,13 +96,18 @@ class KafkaRelayTest {
     }
 
     private KafkaRelay startRelay(String topic, String group, ParcaStandIn parca) throws Exception {
+        return startRelay(topic, group, parca, c -> c);
+    }
+
+    private KafkaRelay startRelay(String topic, String group, ParcaStandIn parca, UnaryOperator<KafkaRelay.Config> more)
+            throws Exception {
         ParcaClient client = ParcaClient.create(ParcaClientConfig.builder(parca.address()).insecure(true)
                 .timeout(Duration.ofSeconds(2)).build());
         cleanup.add(client);
-        KafkaRelay relay = KafkaRelay.create(KafkaRelay.Config.defaults(broker.bootstrapServers(), dir.resolve("quarantine-" + group))
+        KafkaRelay relay = KafkaRelay.create(more.apply(KafkaRelay.Config.defaults(broker.bootstrapServers(), dir.resolve("quarantine-" + group))
                 .withTopic(topic).withGroupId(group).withBackoff(FAST, Duration.ofSeconds(2))
                 .withMaxRequestBytes(64 << 10)
-                .withConsumerProperties(Map.of("request.timeout.ms", "5000", "default.api.timeout.ms", "10000")),
+                .withConsumerProperties(Map.of("request.timeout.ms", "5000", "default.api.timeout.ms", "10000"))),
                 client::writeRaw);
         Thread t = Thread.ofPlatform().name("test-relay-" + group).start(relay);
         cleanup.add(() -> {
@@ -319,6 +325,30 @@ class KafkaRelayTest {
             var value = dev.loupe.pprof.parca.WriteRawRequest.parseFrom(
                     Files.readAllBytes(q.resolve(names.stream().filter(n -> n.endsWith(".writeraw")).findFirst().orElseThrow())));
             assertEquals("3", label(value.getSeries(0), "seq"));
+        }
+    }
+
+    @Test
+    void theQuarantineKeepsToItsCapNewestFirst() throws Exception {
+        String topic = topic(1);
+        ParcaStandIn parca = standIn();
+        parca.answer((request, headers) -> request.getSeriesList().stream().anyMatch(s -> Long.parseLong(label(s, "seq")) >= 3)
+                ? new ParcaStandIn.Answer(Status.INVALID_ARGUMENT.withDescription("late"), true)
+                : ParcaStandIn.Answer.OK);
+        // A cap of one byte keeps only the record quarantined last (the newest is never deleted).
+        KafkaRelay relay = startRelay(topic, "g-cap", parca, c -> c.withQuarantineMaxBytes(1));
+        KafkaSender sender = sender(topic);
+        List<Integer> pids = List.of(1, 2);
+        for (int i = 0; i < 5; i++) {
+            assertEquals(SendResult.DELIVERED, sender.send(KafkaTestBatches.batch(i, i, pids), Duration.ofSeconds(10)));
+        }
+        await("offsets committed past the rejected records", Duration.ofSeconds(30), () -> committedLag(topic, "g-cap") == 0);
+        assertEquals(4, relay.stats().quarantined());
+        assertEquals(6, seriesCount(parca));
+        try (var files = Files.list(dir.resolve("quarantine-g-cap"))) {
+            // Two records per interval: seq 4 of pid 2 is offset 9.
+            assertEquals(List.of(topic + "-0-9.reason", topic + "-0-9.writeraw"),
+                    files.map(p -> p.getFileName().toString()).sorted().toList());
         }
     }
 }

@@ -4,6 +4,7 @@ import dev.loupe.agent.ship.SendResult;
 import dev.loupe.agent.ship.SpooledBatch;
 import dev.loupe.pprof.parca.WriteRawRequest;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.common.IsolationLevel;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
@@ -128,6 +129,9 @@ class KafkaSenderTest {
             SendResult away = sender.send(KafkaTestBatches.batch(1, 1, List.of(1)), Duration.ofSeconds(3));
             assertInstanceOf(SendResult.Retryable.class, away);
             assertTrue(((SendResult.Retryable) away).reason().contains("Kafka"), away.toString());
+            // Past delivery.timeout.ms (4 s from the send) the producer gives up on that first attempt's record,
+            // so it cannot land after the broker is back: exactly one copy of seq 1 is expected below.
+            Thread.sleep(3_000);
             broker.start();
             SendResult back = SendResult.DELIVERED;
             for (int attempt = 0; attempt < 10; attempt++) {
@@ -137,12 +141,21 @@ class KafkaSenderTest {
                 }
             }
             assertEquals(SendResult.DELIVERED, back);
+            assertEquals(2, sender.stats().records(), "acknowledged: batch 0 and batch 1 once");
+            assertEquals(2, sender.stats().batches());
         }
-        var seqs = new java.util.TreeSet<Long>();
-        for (var r : TopicReader.read(broker.bootstrapServers(), topic, 2, Duration.ofSeconds(30))) {
-            seqs.add(Long.parseLong(KafkaTestBatches.labelOf(WriteRawRequest.parseFrom(r.value()).getSeries(0), "seq")));
+        // Every record in the topic, in offset order: a second copy of seq 1 would show.
+        assertEquals(List.of("0/1", "1/1"), seqAndPid(TopicReader.read(broker.bootstrapServers(), topic, 2, Duration.ofSeconds(30))));
+    }
+
+    /** "seq/pid" of each record, in the order read. */
+    private static List<String> seqAndPid(List<ConsumerRecord<byte[], byte[]>> records) throws Exception {
+        List<String> out = new ArrayList<>();
+        for (var r : records) {
+            var s = WriteRawRequest.parseFrom(r.value()).getSeries(0);
+            out.add(KafkaTestBatches.labelOf(s, "seq") + "/" + KafkaTestBatches.labelOf(s, "pid"));
         }
-        assertEquals(java.util.Set.of(0L, 1L), seqs);
+        return out;
     }
 
     /** Random bytes do not compress: the record is as large as the raw profile. */
@@ -214,14 +227,27 @@ class KafkaSenderTest {
     }
 
     @Test
-    void transactionalBatchesAreVisibleToReadCommitted() throws Exception {
-        String topic = topic(2, Map.of());
+    void transactionalBatchesAreVisibleToReadCommittedAndAnAbortedOneIsNot() throws Exception {
+        String topic = topic(1, Map.of("max.message.bytes", "100000"));
+        byte[] tooLarge = new byte[150_000];
+        new Random(1).nextBytes(tooLarge);
+        // Batch 1: its first record is written, then the broker refuses the second as too large, so the
+        // transaction fails; the next producer (a failure makes a new one) aborts it.
+        var failing = new SpooledBatch(1, KafkaTestBatches.attributes(1), WriteRawRequest.newBuilder()
+                .addSeries(KafkaTestBatches.series(1, 501, new byte[] {1, 2, 3}))
+                .addSeries(KafkaTestBatches.series(1, 500, tooLarge))
+                .build().toByteArray());
         try (KafkaSender sender = KafkaSender.create(KafkaSenderConfig.of(broker.bootstrapServers(), "v")
                 .withTopic(topic).withTransactional(true))) {
-            for (int i = 0; i < 3; i++) {
-                assertEquals(SendResult.DELIVERED, sender.send(KafkaTestBatches.batch(i, i, List.of(1, 2)), TIMEOUT));
-            }
+            assertEquals(SendResult.DELIVERED, sender.send(KafkaTestBatches.batch(0, 0, List.of(1, 2)), TIMEOUT));
+            var rejected = assertInstanceOf(SendResult.Rejected.class, sender.send(failing, TIMEOUT));
+            assertTrue(rejected.reason().contains("test-node/500/cpu"), rejected.reason());
+            assertEquals(SendResult.DELIVERED, sender.send(KafkaTestBatches.batch(2, 2, List.of(1, 2)), TIMEOUT));
         }
-        assertEquals(6, TopicReader.read(broker.bootstrapServers(), topic, 6, Duration.ofSeconds(30)).size());
+        // The aborted record is in the log (a read_uncommitted consumer sees it), hidden from read_committed.
+        assertEquals(List.of("0/1", "0/2", "1/501", "2/1", "2/2"), seqAndPid(TopicReader.read(broker.bootstrapServers(),
+                topic, 5, Duration.ofSeconds(30), IsolationLevel.READ_UNCOMMITTED)));
+        assertEquals(List.of("0/1", "0/2", "2/1", "2/2"), seqAndPid(TopicReader.read(broker.bootstrapServers(),
+                topic, 4, Duration.ofSeconds(30))));
     }
 }

@@ -3,6 +3,7 @@ package dev.loupe.agent.ship.kafka;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.IsolationLevel;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
@@ -12,14 +13,20 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
-/** Reads a whole topic from the beginning (read_committed, no group) until it has {@code count} records. */
+/** Reads a whole topic from the beginning (no group) until it has {@code count} records. */
 public final class TopicReader {
     private TopicReader() {}
 
+    /** As a relay reads: records of open or aborted transactions are not returned. */
     public static List<ConsumerRecord<byte[], byte[]>> read(String bootstrap, String topic, int count, Duration within) {
+        return read(bootstrap, topic, count, within, IsolationLevel.READ_COMMITTED);
+    }
+
+    public static List<ConsumerRecord<byte[], byte[]>> read(String bootstrap, String topic, int count, Duration within,
+                                                            IsolationLevel isolation) {
         try (var consumer = new KafkaConsumer<>(Map.<String, Object>of(
                 ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap,
-                ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed",
+                ConsumerConfig.ISOLATION_LEVEL_CONFIG, isolation.toString(),
                 ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest",
                 ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false"),
                 new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
