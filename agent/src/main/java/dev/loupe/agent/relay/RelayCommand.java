@@ -94,7 +94,8 @@ public final class RelayCommand {
         try {
             relay.run();
             KafkaRelay.Stats s = relay.stats();
-            LOG.log(System.Logger.Level.INFO, "relay: stopped; " + s.forwarded() + " records forwarded, "
+            // Not through the logger: on SIGTERM java.util.logging's own shutdown hook may already have removed its handlers.
+            System.err.println("loupe relay: stopped; " + s.forwarded() + " records forwarded, "
                     + s.duplicatesDropped() + " duplicates dropped, " + s.quarantined() + " quarantined");
             return 0;
         } catch (RuntimeException e) {
