@@ -28,17 +28,18 @@ class PackageDependenciesTest {
     private static final String A = "dev.loupe.agent";
 
     /** Agent package → the agent packages it may import (leaves are always allowed). */
-    private static final Map<String, Set<String>> ALLOWED = Map.of(
-            A, Set.of("http", "latency", "logging", "relay", "sampling", "ship", "ship.kafka", "sink", "unwind"),
-            A + ".sampling", Set.of("logging", "sink", "unwind"),
-            A + ".unwind", Set.of("logging"),
-            A + ".sink", Set.of("logging"),
-            A + ".http", Set.of("logging", "sampling", "sink", "unwind"),
-            A + ".latency", Set.of("logging", "sampling"),
-            A + ".ship", Set.of("logging", "sink"),
-            A + ".ship.kafka", Set.of("logging", "ship"),
-            A + ".relay", Set.of("logging", "ship", "ship.kafka"),
-            A + ".logging", Set.of());
+    private static final Map<String, Set<String>> ALLOWED = Map.ofEntries(
+            Map.entry(A, Set.of("http", "latency", "logging", "relay", "sampling", "ship", "ship.kafka", "sink", "unwind")),
+            Map.entry(A + ".sampling", Set.of("logging", "sink", "unwind")),
+            Map.entry(A + ".unwind", Set.of("logging")),
+            Map.entry(A + ".sink", Set.of("logging")),
+            Map.entry(A + ".http", Set.of("logging", "sampling", "sink", "unwind")),
+            Map.entry(A + ".latency", Set.of("logging", "sampling")),
+            Map.entry(A + ".ship", Set.of("logging", "sink")),
+            Map.entry(A + ".ship.kafka", Set.of("logging", "ship")),
+            Map.entry(A + ".relay", Set.of("logging", "ship", "ship.kafka")),
+            Map.entry(A + ".logging", Set.of()),
+            Map.entry(A + ".service", Set.of()));
 
     private static final Pattern EDGE = Pattern.compile("^\\s+(\\S+)\\s+->\\s+(\\S+)\\s", Pattern.MULTILINE);
 
