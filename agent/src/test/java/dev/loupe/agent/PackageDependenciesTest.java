@@ -39,7 +39,8 @@ class PackageDependenciesTest {
             Map.entry(A + ".ship.kafka", Set.of("logging", "ship")),
             Map.entry(A + ".relay", Set.of("logging", "ship", "ship.kafka")),
             Map.entry(A + ".logging", Set.of()),
-            Map.entry(A + ".service", Set.of()));
+            Map.entry(A + ".service", Set.of()),
+            Map.entry(A + ".labels", Set.of()));
 
     private static final Pattern EDGE = Pattern.compile("^\\s+(\\S+)\\s+->\\s+(\\S+)\\s", Pattern.MULTILINE);
 
