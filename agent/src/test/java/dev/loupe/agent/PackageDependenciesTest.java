@@ -40,7 +40,8 @@ class PackageDependenciesTest {
             Map.entry(A + ".relay", Set.of("logging", "ship", "ship.kafka")),
             Map.entry(A + ".logging", Set.of()),
             Map.entry(A + ".service", Set.of()),
-            Map.entry(A + ".labels", Set.of()));
+            Map.entry(A + ".labels", Set.of()),
+            Map.entry(A + ".relabel", Set.of()));
 
     private static final Pattern EDGE = Pattern.compile("^\\s+(\\S+)\\s+->\\s+(\\S+)\\s", Pattern.MULTILINE);
 
