@@ -163,6 +163,30 @@ class ProfileBuilderTest {
     }
 
     @Test
+    void locationAtKeepsTheFirstLocationAtAnAddress() {
+        ProfileBuilder b = new ProfileBuilder(PERIOD, T0);
+        long m = b.mapping(0x1000, 0x2000, 0, "/a", null, true);
+        long f = b.location(m, 0x1100, "f", "f.c");
+        long g = b.location(m, 0x1100, "g", null);
+        assertEquals(f, b.locationAt(m, 0x1100, "h"), "the first location there, whatever its name");
+        assertEquals(f, b.locationAt(m, 0x1100, null));
+        long bare = b.locationAt(0, 0x1100, null);
+        assertEquals(3, bare, "another mapping: new");
+        assertEquals(bare, b.locationAt(0, 0x1100, "named later"));
+        assertEquals(4, b.locationAt(m, 0x1200, "h"));
+        assertEquals(4, b.location(m, 0x1200, "h", "ignored.c"), "the exact lookup finds it too");
+        assertEquals(g, b.location(m, 0x1100, "g", null));
+        assertThrows(IllegalArgumentException.class, () -> b.locationAt(2, 0x1100, "f"), "no mapping 2");
+
+        Profile p = b.build(T0 + 1);
+        assertEquals(4, p.getLocationCount());
+        assertEquals(0, p.getLocation(2).getLineCount());
+        Location h = p.getLocation(3);
+        assertEquals("h", s(p, p.getFunction((int) h.getLine(0).getFunctionId() - 1).getName()));
+        assertEquals(0, p.getFunction((int) h.getLine(0).getFunctionId() - 1).getFilename(), "no file");
+    }
+
+    @Test
     void functionsAreDeduplicatedOnNameAndFile() {
         ProfileBuilder b = new ProfileBuilder(PERIOD, T0);
         b.location(0, 1, "f", "f.c");
