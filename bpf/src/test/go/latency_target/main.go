@@ -11,13 +11,16 @@
 //	sum_ns S
 //	path short|long count C sum_ns S
 //	bucket K C      (the same 2^k microsecond buckets as Loupe)
+//	goids G1 G2 ... (the goroutines that called the function, in the runtime's own numbering)
 package main
 
 import (
 	"fmt"
 	"math/bits"
 	"os"
+	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -63,6 +66,26 @@ func recurse(level int, rec func(int64)) int {
 	return n + r + int(buf[level*13])
 }
 
+// goid is the calling goroutine's id as the runtime prints it: the first line of its stack trace reads
+// "goroutine N [running]:".
+func goid() int64 {
+	var b [64]byte
+	f := strings.Fields(string(b[:runtime.Stack(b[:], false)]))
+	id, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil || f[0] != "goroutine" {
+		panic("no goroutine id in " + string(b[:]))
+	}
+	return id
+}
+
+func printGoids(goids []int64) {
+	s := make([]string, len(goids))
+	for i, id := range goids {
+		s[i] = strconv.FormatInt(id, 10)
+	}
+	fmt.Printf("goids %s\n", strings.Join(s, " "))
+}
+
 func bucketOf(ns int64) int {
 	us := (ns + 999) / 1000
 	if us <= 1 {
@@ -80,6 +103,7 @@ func main() {
 	each, _ := strconv.Atoi(os.Args[3])
 	var count, sum [2]int64
 	var hist [32]int64
+	goids := make([]int64, goroutines)
 	if os.Args[1] == "rec" {
 		record := func(d int64) {
 			atomic.AddInt64(&count[0], 1)
@@ -88,9 +112,11 @@ func main() {
 		}
 		var wg sync.WaitGroup
 		for g := 0; g < goroutines; g++ {
+			g := g // captured, not passed: a go statement with arguments adds a wrapper frame to the stacks
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				goids[g] = goid()
 				for j := 0; j < each; j++ {
 					start := time.Now()
 					recurse(0, record)
@@ -105,6 +131,7 @@ func main() {
 				fmt.Printf("bucket %d %d\n", k, n)
 			}
 		}
+		printGoids(goids)
 		return
 	}
 	var sink int64
@@ -113,6 +140,7 @@ func main() {
 		wg.Add(1)
 		go func(g int) {
 			defer wg.Done()
+			goids[g] = goid()
 			for j := 0; j < each; j++ {
 				long := (g+j)%2 == 1
 				start := time.Now()
@@ -139,5 +167,6 @@ func main() {
 			fmt.Printf("bucket %d %d\n", k, n)
 		}
 	}
+	printGoids(goids)
 	fmt.Fprintf(os.Stderr, "sink %d\n", sink)
 }

@@ -148,6 +148,8 @@ class LatencyProbesTest {
         java.util.Map<Long, Long> perGoid = new java.util.HashMap<>();
         groups.forEach(x -> perGoid.merge(x.goid(), x.count(), Long::sum));
         assertEquals(GOROUTINES, perGoid.size(), "one goid per worker goroutine: " + report);
+        assertEquals(printedGoids(truth.output(), GOROUTINES), perGoid.keySet(),
+                "the goids the goroutines printed for themselves (the runtime's numbering, not another field of g)");
         assertTrue(perGoid.values().stream().allMatch(n -> n == CALLS_EACH), "each goroutine's own count: " + perGoid);
         assertEquals(0, s.groupsFull() + s.stacksFull(), report);
         assertEquals(List.of(), probes.drainGroups().stream().filter(x -> x.probe() == id).toList(), "drained: read and deleted");
@@ -196,6 +198,7 @@ class LatencyProbesTest {
         assertEquals(truth.calls(), groups.stream().mapToLong(LatencyGroup::count).sum(), report);
         assertEquals(java.util.Map.of(1, 200L, 2, 200L, 3, 200L, 4, 200L), byDepth, report);
         assertEquals(100, goids.size(), report);
+        assertEquals(printedGoids(ran.output(), 100), goids, "the goids the goroutines printed for themselves: " + report);
         assertEquals(0, s.stacksFull() + s.groupsFull() + s.unmatchedExits(), report);
     }
 
@@ -395,6 +398,17 @@ class LatencyProbesTest {
         assertTrue(probes.detach(20));
         assertFalse(probes.detach(20));
         assertFalse(probes.attachedProbes().contains(20));
+    }
+
+    /** The goids a Go target's calling goroutines printed for themselves ("goids 18 19 ..."): {@code n} distinct ones. */
+    static java.util.Set<Long> printedGoids(String output, int n) {
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("(?m)^goids ([0-9 ]+)$").matcher(output);
+        assertTrue(m.find(), "the target printed no goids: " + output);
+        List<Long> goids = Arrays.stream(m.group(1).split(" ")).map(Long::valueOf).toList();
+        assertEquals(n, goids.size(), m.group());
+        java.util.Set<Long> distinct = new java.util.HashSet<>(goids);
+        assertEquals(n, distinct.size(), "one goid per goroutine: " + m.group());
+        return distinct;
     }
 
     /** Java's bucket rule is the kernel's: boundaries at exactly 2^k µs. */

@@ -18,11 +18,16 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import java.util.stream.Collectors;
 import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -37,7 +42,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 class LatencyProbeEndToEndTest {
     static final Path GO = Path.of("/usr/lib/go-1.19/bin/go");
-    static final Path GO_SOURCES = Targets.SOURCES.toAbsolutePath().getParent().resolve("go/latency_target");
+    /** The bpf module's latency target, one source for both its tests and these. */
+    static final Path GO_SOURCES = Path.of(System.getProperty("loupe.repo", "..")).toAbsolutePath()
+            .resolve("bpf/src/test/go/latency_target");
     static final int GOROUTINES = 1000;
     static final int CALLS_EACH = 4;
 
@@ -71,8 +78,8 @@ class LatencyProbeEndToEndTest {
         return out;
     }
 
-    /** A target's own measurement. */
-    record Truth(long calls, long sumNs, String output) {
+    /** A target's own measurement; a Go target's also names the goroutines that made the calls. */
+    record Truth(long calls, long sumNs, Set<Long> goids, String output) {
         double meanNs() {
             return (double) sumNs / calls;
         }
@@ -90,7 +97,9 @@ class LatencyProbeEndToEndTest {
         Matcher calls = Pattern.compile("(?m)^calls (\\d+)$").matcher(out);
         Matcher sum = Pattern.compile("(?m)^sum_ns (\\d+)$").matcher(out);
         assertTrue(calls.find() && sum.find(), "no ground truth from " + bin + ":\n" + out);
-        return new Truth(Long.parseLong(calls.group(1)), Long.parseLong(sum.group(1)), out);
+        Matcher goids = Pattern.compile("(?m)^goids ([0-9 ]+)$").matcher(out);
+        Set<Long> g = goids.find() ? Arrays.stream(goids.group(1).split(" ")).map(Long::valueOf).collect(Collectors.toSet()) : Set.of();
+        return new Truth(Long.parseLong(calls.group(1)), Long.parseLong(sum.group(1)), g, out);
     }
 
     @Test
@@ -144,6 +153,7 @@ class LatencyProbeEndToEndTest {
 
         Map<String, Long> profileCalls = new HashMap<>();
         Map<String, Long> profileNanos = new HashMap<>();
+        Map<String, Set<Long>> profileGoids = new HashMap<>();
         List<Path> files;
         try (Stream<Path> s = Files.list(out)) {
             files = s.filter(p -> p.getFileName().toString().startsWith("latency-")).sorted().toList();
@@ -158,6 +168,7 @@ class LatencyProbeEndToEndTest {
                 String key = str(p, s, "binary") + " " + str(p, s, "function");
                 profileCalls.merge(key, s.getValue(0), Long::sum);
                 profileNanos.merge(key, s.getValue(1), Long::sum);
+                goid(p, s).ifPresent(g -> profileGoids.computeIfAbsent(key, k -> new HashSet<>()).add(g));
             }
         }
         // The Go and C targets may have run in different intervals: check each in a file that has it.
@@ -186,6 +197,11 @@ class LatencyProbeEndToEndTest {
             assertEquals(count, value(metrics, series("bucket", bin, f).replace("}", ",le=\"+Inf\"}")), line);
             assertEquals(t.calls(), profileCalls.get(bin + " " + f), "per-interval deltas add up to the total: " + line);
             assertEquals(sumSeconds * 1e9, profileNanos.get(bin + " " + f), 1e-6 * sumSeconds * 1e9, line);
+            assertEquals(t.goids(), profileGoids.getOrDefault(bin + " " + f, Set.of()),
+                    "goid labels: exactly the goroutines the Go target printed (none for C): " + line);
+        }
+        for (Path bin : List.of(goNormal, goPie, goStrippedPie)) {
+            assertEquals(GOROUTINES, truth.get(bin).goids().size(), bin + " printed one goid per goroutine");
         }
         report.append("thread migrations ").append(value(metrics, "loupe_probe_thread_migrations_total"))
                 .append(", re-entries ").append(value(metrics, "loupe_probe_reentries_total"))
@@ -227,6 +243,12 @@ class LatencyProbeEndToEndTest {
             }
         }
         throw new AssertionError("sample without label " + key);
+    }
+
+    /** The numeric goid label, absent for native functions. */
+    static Optional<Long> goid(Profile p, Sample s) {
+        return s.getLabelList().stream().filter(l -> p.getStringTable((int) l.getKey()).equals("goid")).findFirst()
+                .map(dev.loupe.pprof.proto.Label::getNum);
     }
 
     static String get(HttpClient http, String url) throws Exception {

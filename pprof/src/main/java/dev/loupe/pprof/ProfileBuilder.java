@@ -14,6 +14,7 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 
 /**
  * Builds one CPU profile for one time window.
@@ -39,11 +40,15 @@ public final class ProfileBuilder {
 
     private final Map<String, Integer> stringIds = new HashMap<>();
     private final List<String> strings = new ArrayList<>();
-    private final Map<MappingKey, Integer> mappingIds = new HashMap<>();
+    // Mappings and locations are looked up once per frame: their ids are filed under primitive keys, and the
+    // remaining fields (kept by id - 1) compared along each key's chain, so a lookup neither boxes nor allocates.
+    private final LongPairIndex mappingIds = new LongPairIndex(64); // by (start, limit)
+    private final List<MappingKey> mappingKeys = new ArrayList<>();
     private final List<Mapping> mappings = new ArrayList<>();
     private final Map<FunctionKey, Integer> functionIds = new HashMap<>();
     private final List<Function> functions = new ArrayList<>();
-    private final Map<LocationKey, Integer> locationIds = new HashMap<>();
+    private final LongPairIndex locationIds = new LongPairIndex(1024); // by (mapping id, address)
+    private final List<String> locationFunctions = new ArrayList<>();
     private final List<Location> locations = new ArrayList<>();
     // Label lists repeat on nearly every sample (one per thread, roughly): encode each list once and key
     // samples by its small int id instead of hashing the labels into every sample key.
@@ -59,8 +64,6 @@ public final class ProfileBuilder {
     private record MappingKey(long start, long limit, long offset, String file, String buildId, boolean hasFunctions) {}
 
     private record FunctionKey(String name, String file) {}
-
-    private record LocationKey(long mappingId, long address, String function) {}
 
     /** A stack (compared by content) plus a label-set id; the hash is computed once. */
     private static final class SampleKey {
@@ -134,16 +137,22 @@ public final class ProfileBuilder {
         if (buildId != null && buildId.isEmpty()) {
             buildId = null; // both encode as string 0; one key keeps them one mapping
         }
-        MappingKey key = new MappingKey(memoryStart, memoryLimit, fileOffset, filename == null ? "" : filename,
-                buildId, hasFunctions);
-        Integer id = mappingIds.get(key);
-        if (id == null) {
-            id = mappings.size() + 1;
-            mappings.add(Mapping.newBuilder().setId(id).setMemoryStart(memoryStart).setMemoryLimit(memoryLimit)
-                    .setFileOffset(fileOffset).setFilename(intern(key.file()))
-                    .setBuildId(buildId == null ? 0 : intern(buildId)).setHasFunctions(hasFunctions).build());
-            mappingIds.put(key, id);
+        if (filename == null) {
+            filename = "";
         }
+        for (int id = mappingIds.first(memoryStart, memoryLimit); id != 0; id = mappingIds.next(id)) {
+            MappingKey k = mappingKeys.get(id - 1);
+            if (k.offset() == fileOffset && k.hasFunctions() == hasFunctions && Objects.equals(k.file(), filename)
+                    && Objects.equals(k.buildId(), buildId)) {
+                return id;
+            }
+        }
+        int id = mappings.size() + 1;
+        mappingKeys.add(new MappingKey(memoryStart, memoryLimit, fileOffset, filename, buildId, hasFunctions));
+        mappings.add(Mapping.newBuilder().setId(id).setMemoryStart(memoryStart).setMemoryLimit(memoryLimit)
+                .setFileOffset(fileOffset).setFilename(intern(filename))
+                .setBuildId(buildId == null ? 0 : intern(buildId)).setHasFunctions(hasFunctions).build());
+        mappingIds.add(memoryStart, memoryLimit, id);
         return id;
     }
 
@@ -156,20 +165,40 @@ public final class ProfileBuilder {
      * @param functionFile source file of the function, or null; only used when the location is new
      */
     public long location(long mappingId, long address, String functionName, String functionFile) {
+        for (int id = locationIds.first(mappingId, address); id != 0; id = locationIds.next(id)) {
+            if (Objects.equals(locationFunctions.get(id - 1), functionName)) {
+                return id;
+            }
+        }
+        return newLocation(mappingId, address, functionName, functionFile);
+    }
+
+    /**
+     * Returns the id of the first location added at this address in this mapping, whatever its function, or
+     * adds one named {@code functionName} (no file) if there is none: one lookup on two longs, no name
+     * compared. For callers whose address in a mapping names one function while the builder lives (a CPU
+     * profile window); a later name for a known address is not recorded.
+     *
+     * @param mappingId an id from {@link #mapping}, or 0 for none
+     */
+    public long locationAt(long mappingId, long address, String functionName) {
+        int id = locationIds.first(mappingId, address);
+        return id != 0 ? id : newLocation(mappingId, address, functionName, null);
+    }
+
+    /** Adds a location; a known one was checked when it was added, so only new ones check their mapping. */
+    private int newLocation(long mappingId, long address, String functionName, String functionFile) {
         if (mappingId < 0 || mappingId > mappings.size()) {
             throw new IllegalArgumentException("unknown mapping id " + mappingId);
         }
-        LocationKey key = new LocationKey(mappingId, address, functionName);
-        Integer id = locationIds.get(key);
-        if (id == null) {
-            id = locations.size() + 1;
-            Location.Builder b = Location.newBuilder().setId(id).setMappingId(mappingId).setAddress(address);
-            if (functionName != null) {
-                b.addLine(Line.newBuilder().setFunctionId(function(functionName, functionFile)));
-            }
-            locations.add(b.build());
-            locationIds.put(key, id);
+        int id = locations.size() + 1;
+        Location.Builder b = Location.newBuilder().setId(id).setMappingId(mappingId).setAddress(address);
+        if (functionName != null) {
+            b.addLine(Line.newBuilder().setFunctionId(function(functionName, functionFile)));
         }
+        locations.add(b.build());
+        locationFunctions.add(functionName);
+        locationIds.add(mappingId, address, id);
         return id;
     }
 

@@ -8,8 +8,11 @@ import dev.loupe.pprof.proto.Sample;
 import dev.loupe.pprof.proto.ValueType;
 import org.junit.jupiter.api.Test;
 
+import java.security.MessageDigest;
 import java.util.ArrayList;
+import java.util.HexFormat;
 import java.util.List;
+import java.util.Random;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -34,6 +37,44 @@ class ProfileBuilderTest {
         b.addSample(new long[] {bare, leaf, root}, 1, List.of(Label.num("pid", 43)));
         b.comment("loupe test");
         return b.build(T0 + 10_000_000_000L);
+    }
+
+    /**
+     * Many locations through {@link ProfileBuilder#location}: repeated and new addresses, one address under
+     * several names, mappings spelled with an unknown build id or path two ways, functions in two files.
+     */
+    static Profile mixedProfile() {
+        ProfileBuilder b = new ProfileBuilder(PERIOD, T0);
+        Random r = new Random(14);
+        List<String> names = List.of("main", "work", "hot", "memcpy", "read");
+        long[] stack = new long[16];
+        for (int sample = 0; sample < 2000; sample++) {
+            int depth = 1 + r.nextInt(stack.length);
+            for (int i = 0; i < depth; i++) {
+                int mapping = r.nextInt(5);
+                long m = switch (mapping) {
+                    case 0 -> 0;
+                    case 1 -> b.mapping(0x400000, 0x480000, 0, "/bin/app", r.nextBoolean() ? "" : null, true);
+                    case 2 -> b.mapping(0x400000, 0x480000, 0, r.nextBoolean() ? "" : null, null, false);
+                    case 3 -> b.mapping(0x400000, 0x480000, 0x1000, "/bin/app", "abc", true);
+                    default -> b.mapping(0x7f0000000000L, 0x7f0000100000L, 0, "/lib/libc.so.6", "def", true);
+                };
+                String name = r.nextInt(6) == 0 ? null : names.get(r.nextInt(names.size()));
+                String file = r.nextInt(3) == 0 ? null : r.nextBoolean() ? "" : name + ".c";
+                stack[i] = b.location(m, 0x400000 + 4L * r.nextInt(100), name, file);
+            }
+            long[] s = java.util.Arrays.copyOf(stack, depth);
+            b.addSample(s, 1 + r.nextInt(3), List.of(Label.num("pid", r.nextInt(3)), Label.str("comm", "app")));
+        }
+        return b.build(T0 + 10_000_000_000L);
+    }
+
+    @Test
+    void encodesTheSameBytesAsBeforeTheLocationTableWasKeyedOnLongs() throws Exception {
+        // Captured from the builder with record-keyed hash maps (commit ebe7c12).
+        byte[] bytes = mixedProfile().toByteArray();
+        String sha = HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(bytes));
+        assertEquals("119925 462882ee10a7a5f40354dd9e3f2a41eb5fc501415b4d1160840e6e384655cc99", bytes.length + " " + sha);
     }
 
     private static String s(Profile p, long index) {
@@ -119,6 +160,30 @@ class ProfileBuilderTest {
         assertEquals(0, p.getLocation(1).getMappingId());
         assertEquals(0, p.getLocation(4).getLineCount(), "no name, no line: pprof shows the address");
         assertEquals(0x1100, p.getLocation(4).getAddress());
+    }
+
+    @Test
+    void locationAtKeepsTheFirstLocationAtAnAddress() {
+        ProfileBuilder b = new ProfileBuilder(PERIOD, T0);
+        long m = b.mapping(0x1000, 0x2000, 0, "/a", null, true);
+        long f = b.location(m, 0x1100, "f", "f.c");
+        long g = b.location(m, 0x1100, "g", null);
+        assertEquals(f, b.locationAt(m, 0x1100, "h"), "the first location there, whatever its name");
+        assertEquals(f, b.locationAt(m, 0x1100, null));
+        long bare = b.locationAt(0, 0x1100, null);
+        assertEquals(3, bare, "another mapping: new");
+        assertEquals(bare, b.locationAt(0, 0x1100, "named later"));
+        assertEquals(4, b.locationAt(m, 0x1200, "h"));
+        assertEquals(4, b.location(m, 0x1200, "h", "ignored.c"), "the exact lookup finds it too");
+        assertEquals(g, b.location(m, 0x1100, "g", null));
+        assertThrows(IllegalArgumentException.class, () -> b.locationAt(2, 0x1100, "f"), "no mapping 2");
+
+        Profile p = b.build(T0 + 1);
+        assertEquals(4, p.getLocationCount());
+        assertEquals(0, p.getLocation(2).getLineCount());
+        Location h = p.getLocation(3);
+        assertEquals("h", s(p, p.getFunction((int) h.getLine(0).getFunctionId() - 1).getName()));
+        assertEquals(0, p.getFunction((int) h.getLine(0).getFunctionId() - 1).getFilename(), "no file");
     }
 
     @Test

@@ -6,18 +6,13 @@ import dev.loupe.pprof.proto.Profile;
 import dev.loupe.unwinder.symbolize.Frame;
 import dev.loupe.unwinder.symbolize.MappingRef;
 
-import java.util.IdentityHashMap;
 import java.util.List;
-import java.util.Map;
 
 /** One profile being filled for a time window: the periodic file profile, or one HTTP request's. */
 final class ProfileWindow {
     private final ProfileBuilder builder;
     private final long startMonotonicNanos;
     private final long startWallNanos;
-    // Per-frame fast paths: the symbolizer hands out one MappingRef instance per mapping.
-    private final Map<MappingRef, Long> mappingIds = new IdentityHashMap<>();
-    private final LocationIds locationIds = new LocationIds();
     private boolean finished;
 
     /** A window opened at {@code startWallNanos} (written into the profile) and {@code startMonotonicNanos}. */
@@ -37,24 +32,19 @@ final class ProfileWindow {
             return;
         }
         long[] ids = new long[frames.size()];
+        MappingRef previous = null; // neighbouring frames mostly share a mapping (one MappingRef instance each)
+        long mappingId = 0;
         for (int i = 0; i < ids.length; i++) {
             Frame f = frames.get(i);
             MappingRef m = f.mapping();
-            long mappingId = 0;
-            if (m != null) {
-                Long known = mappingIds.get(m);
-                if (known == null) {
-                    known = builder.mapping(m.start(), m.limit(), m.fileOffset(), m.path(), m.buildId(), m.hasFunctions());
-                    mappingIds.put(m, known);
-                }
-                mappingId = known;
+            if (m == null) {
+                mappingId = 0;
+            } else if (m != previous) {
+                mappingId = builder.mapping(m.start(), m.limit(), m.fileOffset(), m.path(), m.buildId(), m.hasFunctions());
             }
-            long id = locationIds.get(mappingId, f.address());
-            if (id == 0) {
-                id = builder.location(mappingId, f.address(), f.function(), null);
-                locationIds.put(mappingId, f.address(), id);
-            }
-            ids[i] = id;
+            previous = m;
+            // Within one window an address in a mapping names one function: the first name seen is kept.
+            ids[i] = builder.locationAt(mappingId, f.address(), f.function());
         }
         builder.addSample(ids, 1, labels);
     }

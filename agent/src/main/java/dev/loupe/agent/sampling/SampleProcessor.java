@@ -32,7 +32,7 @@ final class SampleProcessor implements Consumer<RawSample> {
     private final AtomicLong processed = new AtomicLong();
     private final AtomicLong empty = new AtomicLong();
     private volatile UnwindTableUploader unwind;
-    // Synthetic frames get addresses of their own (windows cache locations by mapping and address).
+    // Synthetic frames get addresses of their own (a window keeps one location per mapping and address).
     private final java.util.Map<String, Frame> synthetic = new java.util.HashMap<>();
     // A thread's label list, reused while it stays the same: one list per sample would be built and hashed
     // again (with the strings decoded afresh) by every window.

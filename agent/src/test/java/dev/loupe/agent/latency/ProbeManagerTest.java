@@ -84,7 +84,7 @@ class ProbeManagerTest {
 
     /**
      * pid, comm and goid labels and caller stacks against a Go target with 1,000 goroutines: every goroutine's
-     * calls under its own goid, the stack of the main goroutine's calls through main.main, the others'
+     * calls under its own goid, exactly the goids the goroutines printed for themselves (main's is 1), the stack of the main goroutine's calls through main.main, the others'
      * through the goroutine's closure; checked in the profile and by go tool pprof -tagfocus=goid=N.
      */
     @Test
@@ -97,8 +97,12 @@ class ProbeManagerTest {
             java.io.BufferedReader out = new java.io.BufferedReader(new java.io.InputStreamReader(p.getInputStream()));
             String calls = out.readLine();
             String goroutines = out.readLine();
+            String goidLine = out.readLine();
             assertEquals("calls 3003", calls);
             assertEquals("goroutines 1001", goroutines);
+            assertTrue(goidLine.startsWith("goids 1 "), "the main goroutine is 1: " + goidLine);
+            List<Long> printed = java.util.Arrays.stream(goidLine.substring("goids ".length()).split(" ")).map(Long::valueOf).toList();
+            assertEquals(1001, java.util.Set.copyOf(printed).size(), "one goid per goroutine: " + goidLine);
             Profile prof = m.interval(1_000_000_000L, 1_000_000_000L).orElseThrow();
             assertEquals(List.of(), ParcaRules.violations(prof));
             java.util.Map<Long, Long> perGoid = new java.util.HashMap<>();
@@ -124,8 +128,10 @@ class ProbeManagerTest {
             }
             assertEquals(3003, total);
             assertEquals(1001, perGoid.size(), "one goid per goroutine");
+            assertEquals(java.util.Set.copyOf(printed), perGoid.keySet(),
+                    "the goids the goroutines printed for themselves (the runtime's numbering, not another field of g)");
             assertTrue(perGoid.values().stream().allMatch(n -> n == 3), "each goroutine called work() 3 times: " + perGoid);
-            assertTrue(mainGoid > 0, "the main goroutine's calls came through main.main");
+            assertEquals(1, mainGoid, "the main goroutine's calls came through main.main, under its goid");
             assertEquals(3003, value(metrics(m), "loupe_function_duration_seconds_count{binary=\"" + go + "\",function=\"main.work\"}"));
             assertEquals(0, value(metrics(m), "loupe_probe_groups_full_total"));
 

@@ -56,7 +56,9 @@ final class TestBinaries {
 
     /**
      * "go-many N EACH": N goroutines and the main goroutine each call caller(), which calls work() EACH
-     * times; prints "calls C" and "goroutines N", then runs until stdin is closed (so it can be symbolized).
+     * times; prints "calls C", "goroutines N" and "goids MAIN G1 G2 ..." (each caller's goroutine id as the
+     * runtime numbers it: the first line of its stack trace reads "goroutine ID [running]:"), then runs until
+     * stdin is closed (so it can be symbolized).
      */
     static final String GO_MANY_SOURCE = """
             package main
@@ -64,10 +66,21 @@ final class TestBinaries {
             import (
             	"fmt"
             	"os"
+            	"runtime"
             	"strconv"
+            	"strings"
             	"sync"
             	"time"
             )
+
+            func goid() string {
+            	var b [64]byte
+            	f := strings.Fields(string(b[:runtime.Stack(b[:], false)]))
+            	if f[0] != "goroutine" {
+            		panic("no goroutine id in " + string(b[:]))
+            	}
+            	return f[1]
+            }
 
             //go:noinline
             func work(i int) int {
@@ -87,17 +100,21 @@ final class TestBinaries {
             func main() {
             	n, _ := strconv.Atoi(os.Args[1])
             	each, _ := strconv.Atoi(os.Args[2])
+            	goids := make([]string, n+1)
             	var wg sync.WaitGroup
             	for g := 0; g < n; g++ {
+            		g := g // captured, not passed: a go statement with arguments adds a wrapper frame to the stacks
             		wg.Add(1)
             		go func() {
             			defer wg.Done()
+            			goids[g+1] = goid()
             			caller(each)
             		}()
             	}
             	wg.Wait()
+            	goids[0] = goid()
             	caller(each)
-            	fmt.Printf("calls %d\\ngoroutines %d\\n", (n+1)*each, n+1)
+            	fmt.Printf("calls %d\\ngoroutines %d\\ngoids %s\\n", (n+1)*each, n+1, strings.Join(goids, " "))
             	os.Stdout.Sync()
             	b := make([]byte, 1)
             	for {
