@@ -9,6 +9,7 @@ import dev.loupe.agent.sink.ProfileSink;
 import dev.loupe.agent.unwind.KernelUnwindTarget;
 import dev.loupe.agent.unwind.UnwindMetrics;
 import dev.loupe.agent.unwind.UnwindTableUploader;
+import dev.loupe.agent.unwind.UnwinderAbi;
 import dev.loupe.bpf.BpfAvailability;
 import dev.loupe.bpf.BpfException;
 import dev.loupe.bpf.PerfEventSampler;
@@ -81,7 +82,7 @@ public final class Main {
         try {
             sampler = config.unwindTables()
                     ? PerfEventSampler.open(config.frequencyHz(), config.pids(),
-                            dev.loupe.bpf.UnwindMaps.Capacity.forBudget(config.unwindTableBudget()))
+                            dev.loupe.bpf.UnwindMaps.Capacity.forBudget(config.unwindTableBudget()), UnwinderAbi.constants())
                     : PerfEventSampler.openWithoutUnwindTables(config.frequencyHz(), config.pids());
         } catch (BpfException e) {
             System.err.println("loupe: " + e.getMessage());
