@@ -4,10 +4,13 @@ import java.lang.foreign.GroupLayout;
 import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.StructLayout;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.TreeMap;
+import java.util.TreeSet;
 
 import static java.lang.foreign.MemoryLayout.PathElement.groupElement;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
@@ -132,7 +135,7 @@ public final class KernelAbi {
         problems.addAll(structProblems(btf, UNWIND_PAGE));
         problems.addAll(structProblems(btf, EXEC_MAPPING));
         problems.addAll(structProblems(btf, PROC_UNWIND));
-        for (Map.Entry<String, Map<String, Long>> e : new java.util.TreeMap<>(PROFILER_ENUMS).entrySet()) {
+        for (Map.Entry<String, Map<String, Long>> e : new TreeMap<>(PROFILER_ENUMS).entrySet()) {
             problems.addAll(enumProblems(btf, e.getKey(), e.getValue()));
         }
         if (unwinderConstants.isPresent()) {
@@ -209,7 +212,7 @@ public final class KernelAbi {
      */
     static List<String> enumsProblems(Btf btf, List<String> names, Map<String, Long> java) throws BpfException {
         List<String> problems = new ArrayList<>();
-        Map<String, Long> unclaimed = new LinkedHashMap<>(java);
+        Map<String, Long> unclaimed = new HashMap<>(java);
         for (String name : names) {
             Optional<Map<String, Long>> c = btf.enumeration(name);
             if (c.isEmpty()) {
@@ -224,7 +227,7 @@ public final class KernelAbi {
             }
             problems.addAll(valueProblems(name, c.get(), mine));
         }
-        for (String k : unclaimed.keySet()) {
+        for (String k : new TreeSet<>(unclaimed.keySet())) {
             problems.add(k + " is missing in C (in none of enum " + String.join(", ", names) + ")");
         }
         return problems;
@@ -241,7 +244,7 @@ public final class KernelAbi {
                 problems.add("enum " + name + ": " + e.getKey() + " is " + e.getValue() + " in C, " + j + " in Java");
             }
         }
-        for (String k : new java.util.TreeSet<>(java.keySet())) {
+        for (String k : new TreeSet<>(java.keySet())) {
             if (!c.containsKey(k)) {
                 problems.add("enum " + name + ": " + k + " is missing in C");
             }

@@ -5,6 +5,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -141,7 +142,7 @@ class KernelAbiTest {
         String header = Files.readString(C_SOURCES.resolve("loupe_abi.h"));
         assertTrue(header.contains(from), "test premise: the header has " + from);
         Files.writeString(dir.resolve("loupe_abi.h"), header.replace(from, to));
-        Files.copy(C_SOURCES.resolve("profiler.bpf.c"), dir.resolve("profiler.bpf.c"));
+        Files.copy(C_SOURCES.resolve("profiler.bpf.c"), dir.resolve("profiler.bpf.c"), StandardCopyOption.REPLACE_EXISTING);
         Path obj = dir.resolve("drifted.bpf.o");
         Process p = new ProcessBuilder("clang", "-g", "-O2", "-target", "bpf", "-D__TARGET_ARCH_x86",
                 "-I/usr/include/x86_64-linux-gnu", "-c", dir.resolve("profiler.bpf.c").toString(), "-o", obj.toString())

@@ -10,7 +10,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** latency_abi.h against LatencyAbi: the shipped object agrees, a drifted one is refused naming the field. */
+/** latency_abi.h against LatencyAbi: the shipped object agrees, a drifted one is refused naming the field or constant. */
 class LatencyAbiTest {
     private static final Path C_SOURCES = Path.of("src/main/c");
 
@@ -50,6 +50,15 @@ class LatencyAbiTest {
         try (BpfObject o = BpfObject.open("drifted", Files.readAllBytes(obj)); Btf btf = o.btf()) {
             BpfException e = assertThrows(BpfException.class, () -> LatencyAbi.check(btf));
             assertTrue(e.getMessage().contains("LSTAT_NEW is missing in Java"), e.getMessage());
+        }
+    }
+
+    @Test
+    void aChangedConstantIsRefusedNamingBothValues() throws Exception {
+        Path obj = compileDrifted("LAT_G_TLS = 1,", "LAT_G_TLS = 2,");
+        try (BpfObject o = BpfObject.open("drifted", Files.readAllBytes(obj)); Btf btf = o.btf()) {
+            BpfException e = assertThrows(BpfException.class, () -> LatencyAbi.check(btf));
+            assertTrue(e.getMessage().contains("enum latency_g_source: LAT_G_TLS is 2 in C, 1 in Java"), e.getMessage());
         }
     }
 
