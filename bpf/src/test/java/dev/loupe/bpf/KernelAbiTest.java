@@ -44,16 +44,10 @@ class KernelAbiTest {
     /** A constant changed in a copy of the header: the check names the enum, the constant and both values. */
     @Test
     void aConstantChangedInCIsRefusedNamingIt() throws Exception {
-        Path obj = compileDrifted("MAPPING_STOP  = 2,", "MAPPING_STOP  = 3,");
-        try (BpfObject o = BpfObject.open("drifted", Files.readAllBytes(obj)); Btf btf = o.btf()) {
-            BpfException e = assertThrows(BpfException.class, () -> KernelAbi.checkProfiler(btf, Optional.empty()));
-            assertTrue(e.getMessage().contains("enum mapping_kind: MAPPING_STOP is 3 in C, 2 in Java"), e.getMessage());
-        }
-        obj = compileDrifted("SAMPLE_F_FP_FALLBACK     = 8,", "SAMPLE_F_FP_FALLBACK     = 32,");
-        try (BpfObject o = BpfObject.open("drifted", Files.readAllBytes(obj)); Btf btf = o.btf()) {
-            BpfException e = assertThrows(BpfException.class, () -> KernelAbi.checkProfiler(btf, Optional.empty()));
-            assertTrue(e.getMessage().contains("enum sample_flag: SAMPLE_F_FP_FALLBACK is 32 in C, 8 in Java"), e.getMessage());
-        }
+        String kind = refusal("MAPPING_STOP  = 2,", "MAPPING_STOP  = 3,");
+        assertTrue(kind.contains("enum mapping_kind: MAPPING_STOP is 3 in C, 2 in Java"), kind);
+        String flag = refusal("SAMPLE_F_FP_FALLBACK     = 8,", "SAMPLE_F_FP_FALLBACK     = 32,");
+        assertTrue(flag.contains("enum sample_flag: SAMPLE_F_FP_FALLBACK is 32 in C, 8 in Java"), flag);
     }
 
     /**
@@ -88,25 +82,19 @@ class KernelAbiTest {
     /** One field's size changed in a copy of the header: the check names struct, field and both layouts. */
     @Test
     void aFieldResizedInCIsRefusedNamingIt() throws Exception {
-        Path obj = compileDrifted("__u16 kernel_frames;", "__u32 kernel_frames;");
-        try (BpfObject o = BpfObject.open("drifted", Files.readAllBytes(obj)); Btf btf = o.btf()) {
-            BpfException e = assertThrows(BpfException.class, () -> KernelAbi.checkProfiler(btf, Optional.empty()));
-            assertTrue(e.getMessage().contains("sample.kernel_frames is at offset 12 size 4 in C, offset 12 size 2 in Java"),
-                    e.getMessage());
-            // Every later field moved too, and the check says so rather than stopping at the first.
-            assertTrue(e.getMessage().contains("sample.user_frames is at offset 16"), e.getMessage());
-        }
+        String refused = refusal("__u16 kernel_frames;", "__u32 kernel_frames;");
+        assertTrue(refused.contains("sample.kernel_frames is at offset 12 size 4 in C, offset 12 size 2 in Java"),
+                refused);
+        // Every later field moved too, and the check says so rather than stopping at the first.
+        assertTrue(refused.contains("sample.user_frames is at offset 16"), refused);
     }
 
     @Test
     void aNewCounterInCIsRefused() throws Exception {
-        Path obj = compileDrifted("STAT_KERNEL_ERRORS,", "STAT_KERNEL_ERRORS,\n\tSTAT_NEW_THING,");
-        try (BpfObject o = BpfObject.open("drifted", Files.readAllBytes(obj)); Btf btf = o.btf()) {
-            BpfException e = assertThrows(BpfException.class, () -> KernelAbi.checkProfiler(btf, Optional.empty()));
-            int max = KernelAbi.STATS.size() - 1;
-            assertTrue(e.getMessage().contains("enum stat: STAT_MAX is " + (max + 1) + " in C, " + max + " in Java"), e.getMessage());
-            assertTrue(e.getMessage().contains("enum stat: STAT_NEW_THING is missing in Java"), e.getMessage());
-        }
+        String refused = refusal("STAT_KERNEL_ERRORS,", "STAT_KERNEL_ERRORS,\n\tSTAT_NEW_THING,");
+        int max = KernelAbi.STATS.size() - 1;
+        assertTrue(refused.contains("enum stat: STAT_MAX is " + (max + 1) + " in C, " + max + " in Java"), refused);
+        assertTrue(refused.contains("enum stat: STAT_NEW_THING is missing in Java"), refused);
     }
 
     /** bpftool reads the same BTF independently: its offsets of run_time_ns and run_cnt are the oracle. */
@@ -136,6 +124,14 @@ class KernelAbiTest {
         Matcher m = Pattern.compile("'" + name + "' type_id=\\d+ bits_offset=(\\d+)").matcher(members);
         assertTrue(m.find(), name + " in " + members);
         return Long.parseLong(m.group(1));
+    }
+
+    /** KernelAbi's refusal of an object built from the header with {@code from} replaced by {@code to}. */
+    private String refusal(String from, String to) throws Exception {
+        Path obj = compileDrifted(from, to);
+        try (BpfObject o = BpfObject.open("drifted", Files.readAllBytes(obj)); Btf btf = o.btf()) {
+            return assertThrows(BpfException.class, () -> KernelAbi.checkProfiler(btf, Optional.empty())).getMessage();
+        }
     }
 
     private Path compileDrifted(String from, String to) throws Exception {
