@@ -112,8 +112,8 @@ struct {
 	__type(value, __u64);
 } latency_stats SEC(".maps");
 
-/* Read by nobody: puts enum latency_stat into the object's BTF for Java's ABI check. */
-const volatile enum latency_stat latency_stat_count_for_btf = LSTAT_MAX;
+/* Read by nobody: its type puts every shared enum into the object's BTF for Java's ABI check. */
+struct latency_constants latency_constants;
 
 static __always_inline void count(__u32 which)
 {

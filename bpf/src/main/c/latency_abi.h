@@ -1,22 +1,34 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * What latency.bpf.c and Java (dev.loupe.bpf.LatencyAbi) exchange: per-probe config, in-flight calls,
- * histograms and counters. Java checks these layouts against the compiled object's BTF when it opens it.
+ * histograms and counters. Java checks these layouts, and every enumerator of the enums in struct
+ * latency_constants, against the compiled object's BTF when it opens it (constants are enumerators,
+ * not #defines: only types reach BTF).
  */
 #ifndef LATENCY_ABI_H
 #define LATENCY_ABI_H
 
 #include <linux/types.h>
 
-/* Bucket k counts calls of at most 2^k microseconds (k = 0..30); the last one (+Inf) the rest. */
-#define LAT_FINITE_BUCKETS 31
+/*
+ * Bucket k counts calls of at most 2^k microseconds (k = 0..30); the last one (+Inf) the rest.
+ * Caller stacks hold at most LAT_STACK_MAX addresses (a power of two).
+ */
+enum latency_limit {
+	LAT_FINITE_BUCKETS = 31,
+	LAT_STACK_MAX = 64,
+};
 #define LAT_BUCKETS (LAT_FINITE_BUCKETS + 1)
 
-#define LAT_KIND_GO     0 /* entry uprobe + a uprobe on every RET; keyed by goroutine */
-#define LAT_KIND_NATIVE 1 /* entry uprobe + uretprobe; keyed by thread */
+enum latency_kind {
+	LAT_KIND_GO     = 0, /* entry uprobe + a uprobe on every RET; keyed by goroutine */
+	LAT_KIND_NATIVE = 1, /* entry uprobe + uretprobe; keyed by thread */
+};
 
-#define LAT_G_R14 0 /* Go >= 1.17 ABIInternal: g in R14 at entry and at RET */
-#define LAT_G_TLS 1 /* g at fs_base - 8 (task_struct thread.fsbase) */
+enum latency_g_source {
+	LAT_G_R14 = 0, /* Go >= 1.17 ABIInternal: g in R14 at entry and at RET */
+	LAT_G_TLS = 1, /* g at fs_base - 8 (task_struct thread.fsbase) */
+};
 
 /* probes[probe id]: written by Java before the probe's links are attached. The id is the BPF cookie. */
 struct latency_probe {
@@ -47,9 +59,10 @@ struct latency_call {
 };
 
 /* Caller stacks at entry (probes with stacks on): ctx->ip, the return address at [SP], then the frame-pointer chain. */
-#define LAT_STACK_MAX 64
-#define LAT_STACK_NONE 0 /* stacks off for the probe */
-#define LAT_STACK_LOST 1 /* the stacks map was full */
+enum latency_stack_id {
+	LAT_STACK_NONE = 0, /* stacks off for the probe */
+	LAT_STACK_LOST = 1, /* the stacks map was full */
+};
 
 /* stacks[stack id]: the id is a 64-bit hash of tgid and the addresses (never 0 or 1). */
 struct latency_stack {
@@ -99,6 +112,18 @@ enum latency_stat {
 	LSTAT_GROUPS_FULL,      /* the groups map was full: the call is in the histogram but in no group */
 	LSTAT_STACKS_FULL,      /* the stacks map was full: the call's group has stack LAT_STACK_LOST */
 	LSTAT_MAX
+};
+
+/*
+ * One member per enum Java checks. clang writes into BTF only the types something uses; latency.bpf.c's
+ * latency_constants global has this type, so every enumerator above reaches the object's BTF.
+ */
+struct latency_constants {
+	enum latency_limit limit;
+	enum latency_kind kind;
+	enum latency_g_source g_source;
+	enum latency_stack_id stack_id;
+	enum latency_stat stat;
 };
 
 #endif

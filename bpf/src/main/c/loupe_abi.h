@@ -1,18 +1,22 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * The one definition of what Loupe's BPF programs and Java exchange: the sample record, the counters
- * and the config. Java (dev.loupe.bpf.KernelAbi) declares the same layouts and checks them against the
+ * The one definition of what Loupe's BPF programs and Java exchange: the sample record, the counters,
+ * the config and the unwind maps, and the constants in them. Java (dev.loupe.bpf.KernelAbi) declares the
+ * same layouts and checks them, and every enumerator of the enums in struct abi_constants, against the
  * compiled object's BTF when it is opened, so a change here that Java does not follow fails loudly.
+ * Shared constants are therefore enumerators, not #defines: only types reach BTF.
  */
 #ifndef LOUPE_ABI_H
 #define LOUPE_ABI_H
 
 #include <linux/types.h>
 
-#define MAX_KERNEL_FRAMES 127
-#define MAX_USER_FRAMES 127
+enum sample_limit {
+	MAX_KERNEL_FRAMES = 127,
+	MAX_USER_FRAMES = 127,
+	TASK_COMM_LEN = 16,
+};
 #define MAX_FRAMES (MAX_KERNEL_FRAMES + MAX_USER_FRAMES)
-#define TASK_COMM_LEN 16
 
 /* Ring-buffer record, one per sample; variable length: only the used frames are sent. */
 struct sample {
@@ -30,17 +34,23 @@ struct sample {
 	__u64 frames[MAX_FRAMES]; /* kernel frames (leaf first), then user frames (leaf first) */
 };
 
-#define SAMPLE_F_USER_TRUNCATED  1
-#define SAMPLE_F_USER_READ_ERROR 2
-#define SAMPLE_F_KERNEL_ERROR    4
-#define SAMPLE_F_FP_FALLBACK     8  /* the process had no unwind state yet: frame pointers only */
-#define SAMPLE_F_UNWIND_STOPPED  16 /* the user stack ends in a marker frame naming why */
+enum sample_flag {
+	SAMPLE_F_USER_TRUNCATED  = 1,
+	SAMPLE_F_USER_READ_ERROR = 2,
+	SAMPLE_F_KERNEL_ERROR    = 4,
+	SAMPLE_F_FP_FALLBACK     = 8,  /* the process had no unwind state yet: frame pointers only */
+	SAMPLE_F_UNWIND_STOPPED  = 16, /* the user stack ends in a marker frame naming why */
+};
 
 /*
  * A user "frame" that is not an address: UNWIND_MARKER | reason (dev.loupe.unwinder.ehframe.StopReason
- * codes). User addresses are below 2^47, so the top bits tell markers apart.
+ * codes), every bit above the reason set. User addresses are below 2^47, so the top bits tell markers
+ * apart. Checked through its reason width: an enumerator is an int (clang 14 writes no 64-bit enums).
  */
-#define UNWIND_MARKER 0xffffffffffff0000ULL
+enum unwind_marker {
+	UNWIND_REASON_BITS = 16,
+};
+#define UNWIND_MARKER (~0ULL << UNWIND_REASON_BITS)
 
 /* Per-CPU counters, indexes into the stats map. */
 enum stat {
@@ -85,33 +95,47 @@ struct unwind_page {
 	__u32 row_count;
 };
 
-#define RULE_CFA_RSP 0
-#define RULE_CFA_RBP 1
-#define RULE_PLT     2
-#define RULE_SIGNAL  3
-#define RULE_STOP    4
-#define RBP_UNCHANGED 0
-#define RBP_SAVED     1
-#define RBP_UNKNOWN   2
-/* rt_sigframe after __restore_rt's return address was popped: uc_mcontext at 40 */
-#define SIGNAL_RBP_OFFSET (40 + 10 * 8)
-#define SIGNAL_RSP_OFFSET (40 + 15 * 8)
-#define SIGNAL_RIP_OFFSET (40 + 16 * 8)
+/* A rule's kind (dev.loupe.unwinder.ehframe.UnwindRule.KIND_*). */
+enum rule_kind {
+	RULE_CFA_RSP = 0,
+	RULE_CFA_RBP = 1,
+	RULE_PLT     = 2,
+	RULE_SIGNAL  = 3,
+	RULE_STOP    = 4,
+};
+
+/* A rule's aux byte for the CFA kinds: how the caller's RBP is recovered (UnwindRule.RBP_*). */
+enum rbp_rule {
+	RBP_UNCHANGED = 0,
+	RBP_SAVED     = 1,
+	RBP_UNKNOWN   = 2,
+};
+
+/* rt_sigframe after __restore_rt's return address was popped: uc_mcontext at 40 (UnwindRule.SIGNAL_*). */
+enum signal_frame_offset {
+	SIGNAL_RBP_OFFSET = 40 + 10 * 8,
+	SIGNAL_RSP_OFFSET = 40 + 15 * 8,
+	SIGNAL_RIP_OFFSET = 40 + 16 * 8,
+};
 
 /* Stop reasons the walker itself finds (codes shared with Java's StopReason). */
-#define STOP_NO_UNWIND_INFO 1
-#define STOP_END_OF_STACK   2
-#define STOP_MALFORMED      8
-#define STOP_NO_TABLE       32
-#define STOP_READ_FAILED    33
-#define STOP_RBP_UNKNOWN    34
-#define STOP_NO_PROGRESS    35
-#define STOP_ZERO_RA        37
+enum stop_reason {
+	STOP_NO_UNWIND_INFO = 1,
+	STOP_END_OF_STACK   = 2,
+	STOP_MALFORMED      = 8,
+	STOP_NO_TABLE       = 32,
+	STOP_READ_FAILED    = 33,
+	STOP_RBP_UNKNOWN    = 34,
+	STOP_NO_PROGRESS    = 35,
+	STOP_ZERO_RA        = 37,
+};
 
 /* How a process's executable mapping is unwound. */
-#define MAPPING_FP    0 /* frame pointers: JIT/anonymous code, Go */
-#define MAPPING_TABLE 1 /* table_id names its unwind table */
-#define MAPPING_STOP  2 /* no table can exist (table_id holds the reason code) */
+enum mapping_kind {
+	MAPPING_FP    = 0, /* frame pointers: JIT/anonymous code, Go */
+	MAPPING_TABLE = 1, /* table_id names its unwind table */
+	MAPPING_STOP  = 2, /* no table can exist (table_id holds the reason code) */
+};
 
 /* One executable mapping; a process's mappings are a sorted slice of the mappings array. */
 struct exec_mapping {
@@ -127,7 +151,9 @@ struct exec_mapping {
  * in clock ticks (USER_HZ, 10 ms), as /proc/PID/stat gives it, so Java can register a process it found
  * in /proc before any sample.
  */
-#define NSEC_PER_TICK 10000000ULL
+enum proc_clock {
+	NSEC_PER_TICK = 10000000, /* dev.loupe.unwinder.proc.ProcessRegistry.NANOS_PER_TICK */
+};
 struct proc_unwind {
 	__u64 start_ticks;
 	__u32 first;
@@ -136,5 +162,22 @@ struct proc_unwind {
 
 #define MAPPING_SEARCH_STEPS 12 /* up to 4096 executable mappings per process */
 #define ROW_SEARCH_STEPS 16     /* a page holds at most 65536 rows */
+
+/*
+ * One member per enum Java checks. clang writes into BTF only the types something uses; profiler.bpf.c's
+ * abi_constants global has this type, so every enumerator above reaches the object's BTF.
+ */
+struct abi_constants {
+	enum sample_limit sample_limit;
+	enum sample_flag sample_flag;
+	enum unwind_marker unwind_marker;
+	enum stat stat;
+	enum rule_kind rule_kind;
+	enum rbp_rule rbp_rule;
+	enum signal_frame_offset signal_frame_offset;
+	enum stop_reason stop_reason;
+	enum mapping_kind mapping_kind;
+	enum proc_clock proc_clock;
+};
 
 #endif

@@ -79,8 +79,8 @@ struct {
 	__type(value, __u8);
 } pid_filter SEC(".maps");
 
-/* Read by nobody: puts enum stat into the object's BTF for Java's ABI check (array keys must be ints). */
-const volatile enum stat stat_count_for_btf = STAT_MAX;
+/* Read by nobody: its type puts every shared enum into the object's BTF for Java's ABI check. */
+struct abi_constants abi_constants;
 
 /* When a sample last forced a ring buffer wakeup for a process without unwind state (racy by design: a
  * lost update only costs one more wakeup). */

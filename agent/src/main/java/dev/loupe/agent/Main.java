@@ -9,6 +9,7 @@ import dev.loupe.agent.sink.ProfileSink;
 import dev.loupe.agent.unwind.KernelUnwindTarget;
 import dev.loupe.agent.unwind.UnwindMetrics;
 import dev.loupe.agent.unwind.UnwindTableUploader;
+import dev.loupe.agent.unwind.UnwinderAbi;
 import dev.loupe.bpf.BpfAvailability;
 import dev.loupe.bpf.BpfException;
 import dev.loupe.bpf.PerfEventSampler;
@@ -137,7 +138,8 @@ public final class Main {
         PerfEventSampler sampler;
         try {
             sampler = config.unwindTables()
-                    ? PerfEventSampler.open(config.frequencyHz(), config.pids(), UnwindMaps.Capacity.forBudget(config.unwindTableBudget()))
+                    ? PerfEventSampler.open(config.frequencyHz(), config.pids(), UnwindMaps.Capacity.forBudget(config.unwindTableBudget()),
+                            UnwinderAbi.constants())
                     : PerfEventSampler.openWithoutUnwindTables(config.frequencyHz(), config.pids());
         } catch (BpfException e) {
             Sinks.closeAll(sinks);

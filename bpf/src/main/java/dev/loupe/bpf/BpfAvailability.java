@@ -11,7 +11,8 @@ import java.util.function.Supplier;
  * Whether this host can run Loupe's BPF programs, and if not, exactly why, in one line (in the manner of
  * Netty's {@code Epoll.unavailabilityCause()}). The kernel is probed for what the programs use (program
  * and map types, each helper), not judged by its version: a 5.14 kernel with backports works, and a
- * kernel missing one helper is named precisely. Checked once per process.
+ * kernel missing one helper is named precisely, with its release so the line says which kernel that is.
+ * Checked once per process.
  */
 public final class BpfAvailability {
     private static final int CAP_SYS_ADMIN = 21;
@@ -65,22 +66,24 @@ public final class BpfAvailability {
     private final Supplier<String> libbpfError;
     private final Path btf;
     private final Path procStatus;
+    private final Path osRelease;
     private final Supplier<KernelProbes> probes;
 
-    BpfAvailability(String osName, String osArch, Supplier<String> libbpfError, Path btf, Path procStatus,
+    BpfAvailability(String osName, String osArch, Supplier<String> libbpfError, Path btf, Path procStatus, Path osRelease,
                     Supplier<KernelProbes> probes) {
         this.osName = osName;
         this.osArch = osArch;
         this.libbpfError = libbpfError;
         this.btf = btf;
         this.procStatus = procStatus;
+        this.osRelease = osRelease;
         this.probes = probes;
     }
 
     private static final class Host {
         static final Optional<String> REASON = new BpfAvailability(System.getProperty("os.name"),
                 System.getProperty("os.arch"), LibBpf::loadError, Path.of("/sys/kernel/btf/vmlinux"),
-                Path.of("/proc/self/status"), () -> LIBBPF_PROBES).reason();
+                Path.of("/proc/self/status"), Path.of("/proc/sys/kernel/osrelease"), () -> LIBBPF_PROBES).reason();
     }
 
     /** Empty when BPF sampling can be used on this host; otherwise one line naming what is missing. */
@@ -109,24 +112,26 @@ public final class BpfAvailability {
         if (lib != null) {
             return Optional.of(lib);
         }
-        return kernelReason(probes.get());
+        String release = read(osRelease);
+        return kernelReason(probes.get(), release == null ? null : release.trim());
     }
 
-    /** The first kernel feature the sampler needs and this kernel lacks. */
-    static Optional<String> kernelReason(KernelProbes p) {
+    /** The first kernel feature the sampler needs and this kernel ({@code release}; null: unknown) lacks. */
+    static Optional<String> kernelReason(KernelProbes p, String release) {
+        String kernel = release == null || release.isEmpty() ? "kernel" : "kernel " + release;
         int prog = p.progType(PROG_PERF_EVENT);
         if (prog <= 0) {
-            return Optional.of("kernel lacks BPF perf_event programs" + probeError(prog));
+            return Optional.of(kernel + " lacks BPF perf_event programs" + probeError(prog));
         }
         int rb = p.mapType(MAP_RINGBUF);
         if (rb <= 0) {
-            return Optional.of("kernel lacks BPF ring buffers (BPF_MAP_TYPE_RINGBUF, Linux >= 5.8 or a backport)"
+            return Optional.of(kernel + " lacks BPF ring buffers (BPF_MAP_TYPE_RINGBUF, Linux >= 5.8 or a backport)"
                     + probeError(rb));
         }
         for (Helper h : SAMPLER_HELPERS) {
             int r = p.helper(h.progType(), h.id());
             if (r <= 0) {
-                return Optional.of("kernel lacks BPF helper " + h.name() + " for perf_event programs (Linux >= "
+                return Optional.of(kernel + " lacks BPF helper " + h.name() + " for perf_event programs (Linux >= "
                         + h.since() + " or a backport)" + probeError(r));
             }
         }

@@ -71,14 +71,32 @@ public final class BpfProgram {
         }
     }
 
-    /** Cumulative run time and count (both 0 unless kernel.bpf_stats_enabled=1). */
+    /**
+     * Cumulative run time and count (both 0 unless kernel.bpf_stats_enabled=1 or {@link #enableRunStats}).
+     * Fails if the running kernel's BTF does not say where they are.
+     */
     public RunStats runStats() throws BpfException {
+        KernelAbi.ProgInfoOffsets at = KernelAbi.progInfoOffsets();
         try (Arena a = Arena.ofConfined()) {
             MemorySegment info = a.allocate(KernelAbi.PROG_INFO_SIZE, 8);
             LibBpf.objGetInfoByFd(fd, info);
-            return new RunStats(info.get(JAVA_LONG, KernelAbi.progInfoRunTimeOffset()),
-                    info.get(JAVA_LONG, KernelAbi.progInfoRunCountOffset()));
+            return new RunStats(info.get(JAVA_LONG, at.runTimeNs()), info.get(JAVA_LONG, at.runCount()));
         }
+    }
+
+    /**
+     * Turns on run statistics for every BPF program until the returned handle is closed (BPF_ENABLE_STATS:
+     * the kernel counts holders, so this neither undoes nor is undone by kernel.bpf_stats_enabled).
+     */
+    static RunStatsOn enableRunStats() throws BpfException {
+        int fd = LibBpf.ENABLE_STATS.status("BPF_STATS_RUN_TIME", LibBpf.BPF_STATS_RUN_TIME);
+        return () -> LibC.close(fd);
+    }
+
+    /** Run statistics on until closed. */
+    interface RunStatsOn extends AutoCloseable {
+        @Override
+        void close();
     }
 
     /** A program's cumulative kernel run time and run count. */

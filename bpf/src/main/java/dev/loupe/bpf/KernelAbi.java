@@ -4,10 +4,13 @@ import java.lang.foreign.GroupLayout;
 import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.StructLayout;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.TreeMap;
+import java.util.TreeSet;
 
 import static java.lang.foreign.MemoryLayout.PathElement.groupElement;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
@@ -17,8 +20,13 @@ import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 
 /**
  * Java's one definition of the records in {@code loupe_abi.h}, checked against the BTF of the compiled
- * object when it is opened ({@link #check}): a field renamed, moved or resized on either side fails the
- * load with a message naming the struct and the field, instead of decoding garbage.
+ * object when it is opened ({@link #checkProfiler}): a field renamed, moved or resized on either side fails
+ * the load with a message naming the struct and the field, instead of decoding garbage. The constants are
+ * checked the same way: every enumerator of the header's shared enums against Java's value, by name. Those
+ * whose Java definition lives in the unwinder (rule kinds, RBP rules, signal frame offsets, stop reasons,
+ * the /proc clock tick: {@link #UNWINDER_ENUMS}) cannot be named here, since bpf does not import the
+ * unwinder: the composition root passes their values to {@link PerfEventSampler#open(int, java.util.Set,
+ * UnwindMaps.Capacity, Map)}.
  */
 public final class KernelAbi {
     public static final int MAX_KERNEL_FRAMES = 127;
@@ -83,8 +91,26 @@ public final class KernelAbi {
             JAVA_INT.withName("count")
     ).withName("proc_unwind");
 
+    /** The low bits of an unwind marker that hold the reason; every bit above them is set. */
+    static final int UNWIND_REASON_BITS = 16;
     /** UNWIND_MARKER | reason: a user "frame" that names why the walk stopped. */
-    public static final long UNWIND_MARKER = 0xffffffffffff0000L;
+    public static final long UNWIND_MARKER = -1L << UNWIND_REASON_BITS;
+
+    /** The C enums of loupe_abi.h whose Java values the caller supplies (the unwinder's), checked complete. */
+    public static final List<String> UNWINDER_ENUMS = List.of("rule_kind", "rbp_rule", "signal_frame_offset", "stop_reason",
+            "proc_clock");
+
+    /** The C enums of loupe_abi.h defined in Java here, by enum name: enumerator to Java's value. */
+    static final Map<String, Map<String, Long>> PROFILER_ENUMS = Map.of(
+            "sample_limit", Map.of("MAX_KERNEL_FRAMES", (long) MAX_KERNEL_FRAMES, "MAX_USER_FRAMES", (long) MAX_USER_FRAMES,
+                    "TASK_COMM_LEN", (long) TASK_COMM_LEN),
+            "sample_flag", Map.of("SAMPLE_F_USER_TRUNCATED", (long) RawSample.USER_TRUNCATED,
+                    "SAMPLE_F_USER_READ_ERROR", (long) RawSample.USER_READ_ERROR, "SAMPLE_F_KERNEL_ERROR", (long) RawSample.KERNEL_ERROR,
+                    "SAMPLE_F_FP_FALLBACK", (long) RawSample.FP_FALLBACK, "SAMPLE_F_UNWIND_STOPPED", (long) RawSample.UNWIND_STOPPED),
+            "unwind_marker", Map.of("UNWIND_REASON_BITS", (long) UNWIND_REASON_BITS),
+            "stat", ordinals(STATS),
+            "mapping_kind", Map.of("MAPPING_FP", (long) UnwindMaps.KIND_FRAME_POINTERS, "MAPPING_TABLE", (long) UnwindMaps.KIND_TABLE,
+                    "MAPPING_STOP", (long) UnwindMaps.KIND_STOP));
 
     static final long SAMPLE_HEADER_SIZE = offset(SAMPLE, "frames");
 
@@ -97,8 +123,11 @@ public final class KernelAbi {
         return layout.byteOffset(groupElement(field));
     }
 
-    /** Checks the profiler object's struct sample, struct config and enum stat against Java's layouts. */
-    static void checkProfiler(Btf btf) throws BpfException {
+    /**
+     * Checks the profiler object's structs and the enums defined here against Java's, and, if given, the
+     * enums of {@link #UNWINDER_ENUMS} against {@code unwinderConstants} (enumerator name to Java's value).
+     */
+    static void checkProfiler(Btf btf, Optional<Map<String, Long>> unwinderConstants) throws BpfException {
         List<String> problems = new ArrayList<>();
         problems.addAll(structProblems(btf, SAMPLE));
         problems.addAll(structProblems(btf, CONFIG));
@@ -106,11 +135,25 @@ public final class KernelAbi {
         problems.addAll(structProblems(btf, UNWIND_PAGE));
         problems.addAll(structProblems(btf, EXEC_MAPPING));
         problems.addAll(structProblems(btf, PROC_UNWIND));
-        problems.addAll(enumProblems(btf, "stat", STATS));
+        for (Map.Entry<String, Map<String, Long>> e : new TreeMap<>(PROFILER_ENUMS).entrySet()) {
+            problems.addAll(enumProblems(btf, e.getKey(), e.getValue()));
+        }
+        if (unwinderConstants.isPresent()) {
+            problems.addAll(enumsProblems(btf, UNWINDER_ENUMS, unwinderConstants.get()));
+        }
         if (!problems.isEmpty()) {
             throw new BpfException("kernel ABI mismatch between " + btf.source() + " and Java (dev.loupe.bpf.KernelAbi): "
                     + String.join("; ", problems), 0);
         }
+    }
+
+    /** enum values that count from 0 in declaration order (the last is the count). */
+    static Map<String, Long> ordinals(List<String> names) {
+        Map<String, Long> out = new LinkedHashMap<>();
+        for (int i = 0; i < names.size(); i++) {
+            out.put(names.get(i), (long) i);
+        }
+        return out;
     }
 
     /** Every difference between a Java struct layout and the BTF struct of the same name, one line each. */
@@ -151,62 +194,101 @@ public final class KernelAbi {
         return problems;
     }
 
-    static List<String> enumProblems(Btf btf, String name, List<String> javaOrder) throws BpfException {
+    /**
+     * Every difference between Java's values for one C enum's enumerators and the BTF enum of that name: an
+     * enumerator with another value ("enum stat: STAT_MAX is 12 in C, 11 in Java") or on one side only.
+     */
+    static List<String> enumProblems(Btf btf, String name, Map<String, Long> java) throws BpfException {
         Optional<Map<String, Long>> found = btf.enumeration(name);
         if (found.isEmpty()) {
             return List.of("enum " + name + " is not in the BTF");
         }
+        return valueProblems(name, found.get(), java);
+    }
+
+    /**
+     * As {@link #enumProblems} for several C enums whose Java values come as one map by enumerator name: each
+     * value must be an enumerator of one of them, and each of their enumerators must have a value.
+     */
+    static List<String> enumsProblems(Btf btf, List<String> names, Map<String, Long> java) throws BpfException {
         List<String> problems = new ArrayList<>();
-        Map<String, Long> c = found.get();
-        for (int i = 0; i < javaOrder.size(); i++) {
-            Long v = c.get(javaOrder.get(i));
-            if (v == null) {
-                problems.add("enum " + name + ": " + javaOrder.get(i) + " is missing in C");
-            } else if (v != i) {
-                problems.add("enum " + name + ": " + javaOrder.get(i) + " is " + v + " in C, " + i + " in Java");
+        Map<String, Long> unclaimed = new HashMap<>(java);
+        for (String name : names) {
+            Optional<Map<String, Long>> c = btf.enumeration(name);
+            if (c.isEmpty()) {
+                problems.add("enum " + name + " is not in the BTF");
+                continue;
+            }
+            Map<String, Long> mine = new LinkedHashMap<>();
+            for (String k : c.get().keySet()) {
+                if (unclaimed.containsKey(k)) {
+                    mine.put(k, unclaimed.remove(k));
+                }
+            }
+            problems.addAll(valueProblems(name, c.get(), mine));
+        }
+        for (String k : new TreeSet<>(unclaimed.keySet())) {
+            problems.add(k + " is missing in C (in none of enum " + String.join(", ", names) + ")");
+        }
+        return problems;
+    }
+
+    /** In C's declaration order, then Java's extras by name. */
+    private static List<String> valueProblems(String name, Map<String, Long> c, Map<String, Long> java) {
+        List<String> problems = new ArrayList<>();
+        for (Map.Entry<String, Long> e : c.entrySet()) {
+            Long j = java.get(e.getKey());
+            if (j == null) {
+                problems.add("enum " + name + ": " + e.getKey() + " is missing in Java");
+            } else if (!j.equals(e.getValue())) {
+                problems.add("enum " + name + ": " + e.getKey() + " is " + e.getValue() + " in C, " + j + " in Java");
             }
         }
-        for (String k : c.keySet()) {
-            if (!javaOrder.contains(k)) {
-                problems.add("enum " + name + ": " + k + " is missing in Java");
+        for (String k : new TreeSet<>(java.keySet())) {
+            if (!c.containsKey(k)) {
+                problems.add("enum " + name + ": " + k + " is missing in C");
             }
         }
         return problems;
     }
 
-    // ---- struct bpf_prog_info: offsets from the running kernel's BTF, UAPI values if it has none ----
+    // ---- struct bpf_prog_info: the run statistics' offsets from the running kernel's BTF ----
 
-    private static final class ProgInfo {
-        static final long RUN_TIME_NS;
-        static final long RUN_CNT;
+    /** Where struct bpf_prog_info holds run_time_ns and run_cnt. */
+    record ProgInfoOffsets(long runTimeNs, long runCount) {
+        /** Reads them from a kernel's BTF; fails naming what is missing (no guessed offsets). */
+        static ProgInfoOffsets read(Btf kernel) throws BpfException {
+            Btf.Struct info = kernel.struct("bpf_prog_info").orElseThrow(() -> new BpfException(
+                    "struct bpf_prog_info is not in the BTF of " + kernel.source() + ": no BPF run statistics", 0));
+            return new ProgInfoOffsets(member(kernel, info, "run_time_ns"), member(kernel, info, "run_cnt"));
+        }
 
-        static {
-            long rt = 192;
-            long rc = 200;
-            try (Btf v = Btf.vmlinux()) {
-                Optional<Btf.Struct> s = v.struct("bpf_prog_info");
-                if (s.isPresent()) {
-                    for (Btf.Member m : s.get().members()) {
-                        if (m.name().equals("run_time_ns")) {
-                            rt = m.offset();
-                        } else if (m.name().equals("run_cnt")) {
-                            rc = m.offset();
-                        }
+        private static long member(Btf kernel, Btf.Struct info, String name) throws BpfException {
+            for (Btf.Member m : info.members()) {
+                if (m.name().equals(name)) {
+                    if (m.size() != 8 || m.offset() + 8 > PROG_INFO_SIZE) {
+                        throw new BpfException("bpf_prog_info." + name + " in the BTF of " + kernel.source() + " is at offset "
+                                + m.offset() + " size " + m.size() + ": not a u64 within the " + PROG_INFO_SIZE + " bytes asked for", 0);
                     }
+                    return m.offset();
                 }
-            } catch (BpfException | RuntimeException e) {
-                // keep the UAPI offsets
             }
-            RUN_TIME_NS = rt + 8 <= PROG_INFO_SIZE ? rt : 192;
-            RUN_CNT = rc + 8 <= PROG_INFO_SIZE ? rc : 200;
+            throw new BpfException("bpf_prog_info." + name + " is not in the BTF of " + kernel.source()
+                    + ": no BPF run statistics", 0);
         }
     }
 
-    static long progInfoRunTimeOffset() {
-        return ProgInfo.RUN_TIME_NS;
-    }
+    private static volatile ProgInfoOffsets progInfo;
 
-    static long progInfoRunCountOffset() {
-        return ProgInfo.RUN_CNT;
+    /** The running kernel's bpf_prog_info offsets, read from /sys/kernel/btf/vmlinux once they are first asked for. */
+    static ProgInfoOffsets progInfoOffsets() throws BpfException {
+        ProgInfoOffsets p = progInfo;
+        if (p == null) {
+            try (Btf vmlinux = Btf.vmlinux()) {
+                p = ProgInfoOffsets.read(vmlinux);
+            }
+            progInfo = p;
+        }
+        return p;
     }
 }

@@ -4,13 +4,15 @@ import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.StructLayout;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 /**
- * Java's definition of the records in {@code latency_abi.h}, checked against the BTF of the compiled
- * latency object when it is opened, as {@link KernelAbi} does for the profiler.
+ * Java's definition of the records and constants in {@code latency_abi.h}, checked against the BTF of the
+ * compiled latency object when it is opened, as {@link KernelAbi} does for the profiler.
  */
 final class LatencyAbi {
     static final int FINITE_BUCKETS = 31;
@@ -43,6 +45,7 @@ final class LatencyAbi {
     ).withName("latency_call");
 
     static final int STACK_MAX = 64;
+    /** latency_call.stack_id when the probe takes no stacks, or when the stacks map was full. */
     static final long STACK_NONE = 0;
     static final long STACK_LOST = 1;
 
@@ -78,6 +81,14 @@ final class LatencyAbi {
             "LSTAT_STALE_REPLACED", "LSTAT_UNMATCHED_EXITS", "LSTAT_INFLIGHT_FULL", "LSTAT_G_READ_ERRORS",
             "LSTAT_UNCONFIGURED", "LSTAT_GROUPS_FULL", "LSTAT_STACKS_FULL", "LSTAT_MAX");
 
+    /** The C enums of latency_abi.h, by enum name: enumerator to Java's value. */
+    static final Map<String, Map<String, Long>> ENUMS = Map.of(
+            "latency_limit", Map.of("LAT_FINITE_BUCKETS", (long) FINITE_BUCKETS, "LAT_STACK_MAX", (long) STACK_MAX),
+            "latency_kind", Map.of("LAT_KIND_GO", (long) KIND_GO, "LAT_KIND_NATIVE", (long) KIND_NATIVE),
+            "latency_g_source", Map.of("LAT_G_R14", (long) G_R14, "LAT_G_TLS", (long) G_TLS),
+            "latency_stack_id", Map.of("LAT_STACK_NONE", STACK_NONE, "LAT_STACK_LOST", STACK_LOST),
+            "latency_stat", KernelAbi.ordinals(STATS));
+
     private LatencyAbi() {}
 
     static void check(Btf btf) throws BpfException {
@@ -85,7 +96,9 @@ final class LatencyAbi {
         for (StructLayout s : List.of(PROBE, KEY, CALL, HIST, STACK, GROUP_KEY, GROUP)) {
             problems.addAll(KernelAbi.structProblems(btf, s));
         }
-        problems.addAll(KernelAbi.enumProblems(btf, "latency_stat", STATS));
+        for (Map.Entry<String, Map<String, Long>> e : new TreeMap<>(ENUMS).entrySet()) {
+            problems.addAll(KernelAbi.enumProblems(btf, e.getKey(), e.getValue()));
+        }
         if (!problems.isEmpty()) {
             throw new BpfException("latency ABI mismatch between " + btf.source() + " and Java (dev.loupe.bpf.LatencyAbi): "
                     + String.join("; ", problems), 0);

@@ -192,6 +192,9 @@ final class LibBpf {
     static final Fn PROBE_PROG_TYPE = fn("libbpf_probe_bpf_prog_type", i32(JAVA_INT, ADDRESS), false);
     static final Fn PROBE_HELPER = fn("libbpf_probe_bpf_helper", i32(JAVA_INT, JAVA_INT, ADDRESS), false);
     static final Fn SET_PRINT = fn("libbpf_set_print", ptr(ADDRESS), false);
+    static final Fn ENABLE_STATS = fn("bpf_enable_stats", i32(JAVA_INT), false);
+    /** enum bpf_stats_type: run time and count in bpf_prog_info. */
+    static final int BPF_STATS_RUN_TIME = 0;
 
     /** ring_buffer_sample_fn: int (*)(void *ctx, void *data, size_t size). */
     static final FunctionDescriptor RING_BUFFER_SAMPLE_FN = FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG);

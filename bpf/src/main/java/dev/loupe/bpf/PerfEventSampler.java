@@ -7,6 +7,9 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.atomic.AtomicLong;
@@ -52,39 +55,46 @@ public final class PerfEventSampler implements AutoCloseable {
     }
 
     /**
-     * Loads the BPF program and starts sampling.
+     * Loads the BPF program and starts sampling, with the unwind maps sized to {@code unwind}. Until Java
+     * registers a process in {@link #unwindMaps()}, its stacks are walked with frame pointers (and marked so).
      *
-     * @param frequencyHz samples per second per CPU
-     * @param pids        only these processes (tgids); empty = every process
+     * @param frequencyHz       samples per second per CPU
+     * @param pids              only these processes (tgids); empty = every process
+     * @param unwinderConstants the unwinder's values for the enumerators of {@link KernelAbi#UNWINDER_ENUMS}, by C
+     *                          name (e.g. {@code RULE_STOP}, {@code NSEC_PER_TICK}): checked against the object
+     *                          before it is loaded, and a mismatch fails naming the constant and both values
      */
-    public static PerfEventSampler open(int frequencyHz, Set<Integer> pids) throws BpfException {
-        return open(frequencyHz, pids, UnwindMaps.Capacity.forBudget(DEFAULT_UNWIND_BUDGET));
+    public static PerfEventSampler open(int frequencyHz, Set<Integer> pids, UnwindMaps.Capacity unwind,
+                                        Map<String, Long> unwinderConstants) throws BpfException {
+        return open(frequencyHz, pids, Objects.requireNonNull(unwind, "unwind"), true,
+                Optional.of(Map.copyOf(unwinderConstants)));
+    }
+
+    /**
+     * This module's tests: tables on, the default budget, the unwinder's constants unchecked (bpf cannot name
+     * them; the agent's test checks the values it passes).
+     */
+    static PerfEventSampler open(int frequencyHz, Set<Integer> pids) throws BpfException {
+        return open(frequencyHz, pids, UnwindMaps.Capacity.forBudget(DEFAULT_UNWIND_BUDGET), true, Optional.empty());
     }
 
     /** Default kernel memory for unwind tables and mappings: 64 MiB (~12 M table rows). */
     public static final long DEFAULT_UNWIND_BUDGET = 64L << 20;
 
     /**
-     * As {@link #open(int, Set)}, with the unwind maps sized to {@code unwind}. Until Java registers a
-     * process in {@link #unwindMaps()}, its stacks are walked with frame pointers (and marked so).
-     */
-    public static PerfEventSampler open(int frequencyHz, Set<Integer> pids, UnwindMaps.Capacity unwind) throws BpfException {
-        return open(frequencyHz, pids, java.util.Objects.requireNonNull(unwind, "unwind"), true);
-    }
-
-    /**
-     * As {@link #open(int, Set)} without unwind tables ({@code --unwind-tables off}): every user stack is
-     * walked with frame pointers, as the choice rather than a fallback (no flag, no count, no early wakeup),
-     * by a program that looks nothing up per sample. The unwind maps are created with one entry each.
+     * As {@link #open(int, Set, UnwindMaps.Capacity, Map)} without unwind tables ({@code --unwind-tables off}):
+     * every user stack is walked with frame pointers, as the choice rather than a fallback (no flag, no count,
+     * no early wakeup), by a program that looks nothing up per sample. The unwind maps are created with one
+     * entry each. That program uses none of the unwinder's constants, so none are asked for.
      */
     public static PerfEventSampler openWithoutUnwindTables(int frequencyHz, Set<Integer> pids) throws BpfException {
-        return open(frequencyHz, pids, NO_TABLES, false);
+        return open(frequencyHz, pids, NO_TABLES, false, Optional.empty());
     }
 
     private static final UnwindMaps.Capacity NO_TABLES = new UnwindMaps.Capacity(1, 1, 1, 1, 1, 1);
 
-    private static PerfEventSampler open(int frequencyHz, Set<Integer> pids, UnwindMaps.Capacity unwind, boolean tables)
-            throws BpfException {
+    private static PerfEventSampler open(int frequencyHz, Set<Integer> pids, UnwindMaps.Capacity unwind, boolean tables,
+                                         Optional<Map<String, Long>> unwinderConstants) throws BpfException {
         var reason = BpfAvailability.unavailabilityReason();
         if (reason.isPresent()) {
             throw new BpfException("BPF unavailable: " + reason.get(), 0);
@@ -96,7 +106,7 @@ public final class PerfEventSampler implements AutoCloseable {
         }
         PerfEventSampler s = new PerfEventSampler(frequencyHz);
         try {
-            s.start(pids, unwind, tables);
+            s.start(pids, unwind, tables, unwinderConstants);
             return s;
         } catch (BpfException | RuntimeException e) {
             s.close();
@@ -104,11 +114,14 @@ public final class PerfEventSampler implements AutoCloseable {
         }
     }
 
-    /** Opens the shipped profiler object and checks its ABI against {@link KernelAbi} (not loaded yet). */
-    static BpfObject openObject() throws BpfException {
+    /**
+     * Opens the shipped profiler object and checks its ABI against {@link KernelAbi} and, if given, the
+     * unwinder's constants (not loaded yet).
+     */
+    static BpfObject openObject(Optional<Map<String, Long>> unwinderConstants) throws BpfException {
         BpfObject o = BpfObject.fromResource(PerfEventSampler.class, OBJECT_RESOURCE, "loupe_profiler");
         try (Btf btf = o.btf()) {
-            KernelAbi.checkProfiler(btf);
+            KernelAbi.checkProfiler(btf, unwinderConstants);
         } catch (BpfException | RuntimeException e) {
             o.close();
             throw e;
@@ -116,8 +129,9 @@ public final class PerfEventSampler implements AutoCloseable {
         return o;
     }
 
-    private void start(Set<Integer> pids, UnwindMaps.Capacity unwind, boolean tables) throws BpfException {
-        object = openObject();
+    private void start(Set<Integer> pids, UnwindMaps.Capacity unwind, boolean tables,
+                       Optional<Map<String, Long>> unwinderConstants) throws BpfException {
+        object = openObject(unwinderConstants);
         String programName = tables ? "sample_cpu" : "sample_cpu_fp";
         object.autoload(tables ? "sample_cpu_fp" : "sample_cpu", false);
         List<Integer> cpus = onlineCpus();
@@ -268,7 +282,10 @@ public final class PerfEventSampler implements AutoCloseable {
                 consumerErrors.get(), v[7], v[8], v[9], v[10]);
     }
 
-    /** The BPF program's cumulative run time and run count; both stay 0 unless kernel.bpf_stats_enabled=1. */
+    /**
+     * The BPF program's cumulative run time and run count; both stay 0 unless kernel.bpf_stats_enabled=1.
+     * Fails if the running kernel's BTF does not say where bpf_prog_info holds them.
+     */
     public ProgramStats programStats() throws BpfException {
         if (closed) {
             throw new IllegalStateException("sampler closed");

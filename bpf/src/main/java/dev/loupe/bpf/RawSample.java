@@ -30,6 +30,6 @@ public record RawSample(int pid, int tid, int cpu, String comm, String threadCom
     }
 
     public static int markerReason(long marker) {
-        return (int) (marker & 0xffff);
+        return (int) (marker & ~KernelAbi.UNWIND_MARKER);
     }
 }

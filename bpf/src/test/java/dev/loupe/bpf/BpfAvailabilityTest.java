@@ -37,11 +37,12 @@ class BpfAvailabilityTest {
     private static final BpfAvailability.KernelProbes ALL = probesLacking(-1, -1, -1, 0);
 
     private BpfAvailability fake(String os, String release, boolean btf, String capEff, String libbpfError) throws Exception {
-        return fake(os, btf, capEff, libbpfError, ALL);
+        return fake(os, release, btf, capEff, libbpfError, ALL);
     }
 
-    private BpfAvailability fake(String os, boolean btf, String capEff, String libbpfError, BpfAvailability.KernelProbes probes)
-            throws Exception {
+    /** A host whose /proc/sys/kernel/osrelease says {@code release} (null: the file is missing). */
+    private BpfAvailability fake(String os, String release, boolean btf, String capEff, String libbpfError,
+                                 BpfAvailability.KernelProbes probes) throws Exception {
         Path btfFile = dir.resolve("vmlinux");
         if (btf) {
             Files.writeString(btfFile, "x");
@@ -49,7 +50,13 @@ class BpfAvailabilityTest {
             Files.deleteIfExists(btfFile);
         }
         Path status = Files.writeString(dir.resolve("status"), "Name:\tjava\nCapInh:\t0000000000000000\nCapEff:\t" + capEff + "\n");
-        return new BpfAvailability(os, "amd64", () -> libbpfError, btfFile, status, () -> probes);
+        Path osRelease = dir.resolve("osrelease");
+        if (release != null) {
+            Files.writeString(osRelease, release + "\n");
+        } else {
+            Files.deleteIfExists(osRelease);
+        }
+        return new BpfAvailability(os, "amd64", () -> libbpfError, btfFile, status, osRelease, () -> probes);
     }
 
     private static final String ROOT_CAPS = "000001ffffffffff";
@@ -69,24 +76,36 @@ class BpfAvailabilityTest {
         assertTrue(fake("Linux", "6.1.0", false, ROOT_CAPS, null).reason().orElseThrow().indexOf('\n') < 0);
     }
 
-    /** The kernel is judged by what it can do, not by its version: each missing feature is named. */
+    /** The kernel is judged by what it can do, not by its version: each missing feature is named, with the release. */
     @Test
     void missingKernelFeaturesAreNamedPrecisely() throws Exception {
+        assertEquals("kernel 5.15.0-91-generic lacks BPF helper bpf_loop for perf_event programs (Linux >= 5.17 or a backport)",
+                fake("Linux", "5.15.0-91-generic", true, ROOT_CAPS, null, probesLacking(-1, -1, 181, 0)).reason().orElseThrow());
+        assertEquals("kernel 6.8.0 lacks BPF helper bpf_task_pt_regs for perf_event programs (Linux >= 5.15 or a backport)",
+                fake("Linux", "6.8.0", true, ROOT_CAPS, null, probesLacking(-1, -1, 175, 0)).reason().orElseThrow());
+        assertEquals("kernel 5.4.0-150-generic lacks BPF ring buffers (BPF_MAP_TYPE_RINGBUF, Linux >= 5.8 or a backport)",
+                fake("Linux", "5.4.0-150-generic", true, ROOT_CAPS, null, probesLacking(-1, BpfAvailability.MAP_RINGBUF, -1, 0))
+                        .reason().orElseThrow());
+        assertEquals("kernel 6.1.0-18-amd64 lacks BPF perf_event programs (probe failed: Operation not permitted (EPERM))",
+                fake("Linux", "6.1.0-18-amd64", true, ROOT_CAPS, null, probesLacking(BpfAvailability.PROG_PERF_EVENT, -1, -1, -1))
+                        .reason().orElseThrow());
+        // An unreadable release leaves the kernel unnamed rather than failing the check.
         assertEquals("kernel lacks BPF helper bpf_loop for perf_event programs (Linux >= 5.17 or a backport)",
-                fake("Linux", true, ROOT_CAPS, null, probesLacking(-1, -1, 181, 0)).reason().orElseThrow());
-        assertEquals("kernel lacks BPF helper bpf_task_pt_regs for perf_event programs (Linux >= 5.15 or a backport)",
-                fake("Linux", true, ROOT_CAPS, null, probesLacking(-1, -1, 175, 0)).reason().orElseThrow());
-        assertEquals("kernel lacks BPF ring buffers (BPF_MAP_TYPE_RINGBUF, Linux >= 5.8 or a backport)",
-                fake("Linux", true, ROOT_CAPS, null, probesLacking(-1, BpfAvailability.MAP_RINGBUF, -1, 0)).reason().orElseThrow());
-        assertEquals("kernel lacks BPF perf_event programs (probe failed: Operation not permitted (EPERM))",
-                fake("Linux", true, ROOT_CAPS, null, probesLacking(BpfAvailability.PROG_PERF_EVENT, -1, -1, -1)).reason().orElseThrow());
+                fake("Linux", null, true, ROOT_CAPS, null, probesLacking(-1, -1, 181, 0)).reason().orElseThrow());
+    }
+
+    /** A release older than every helper's "since" is fine when the probes say the features are there (backports). */
+    @Test
+    void anOldReleaseWithTheFeaturesBackportedIsAvailable() throws Exception {
+        assertEquals(Optional.empty(), fake("Linux", "4.18.0-553.el8_10.x86_64", true, ROOT_CAPS, null).reason());
     }
 
     /** The real probes on this kernel: every helper the sampler uses is there, and a nonsense one is not. */
     @Test
     void realProbesOnThisKernel() {
-        assertEquals(Optional.empty(), BpfAvailability.kernelReason(realProbes()));
-        assertTrue(BpfAvailability.kernelReason(new BpfAvailability.KernelProbes() {
+        String release = System.getProperty("os.version");
+        assertEquals(Optional.empty(), BpfAvailability.kernelReason(realProbes(), release));
+        String lacking = BpfAvailability.kernelReason(new BpfAvailability.KernelProbes() {
             @Override
             public int progType(int type) {
                 return realProbes().progType(type);
@@ -102,7 +121,8 @@ class BpfAvailabilityTest {
                 // bpf_loop (181) is not callable from a socket filter without CAP_... : ask a type that lacks it
                 return realProbes().helper(prog, id == 181 ? 99_999 : id);
             }
-        }).isPresent());
+        }, release).orElseThrow();
+        assertTrue(lacking.startsWith("kernel " + release + " lacks BPF helper bpf_loop for perf_event programs"), lacking);
     }
 
     private static BpfAvailability.KernelProbes realProbes() {

@@ -148,18 +148,35 @@ class PerfEventSamplerTest {
         }
     }
 
+    /**
+     * Every program run counts exactly one of samples, idle and filtered before it returns, and the kernel
+     * counts the run (BPF_ENABLE_STATS, on from before the open) after it returns: so the run count lies
+     * between two reads of the counters, less at most one run in flight per CPU. The run time is what
+     * docs/performance.md divides per run: positive and within what one sample can cost.
+     */
     @Test
-    void unfilteredSamplingSeesEveryBusyProcess() throws Exception {
+    void unfilteredSamplingSeesEveryBusyProcessAndCountsEveryRun() throws Exception {
         availableOrFail();
         int a = (int) spawn("/bin/sh", "-c", "while :; do :; done").pid();
         int b = (int) spawn("/bin/sh", "-c", "while :; do :; done").pid();
-        try (PerfEventSampler s = PerfEventSampler.open(49, Set.of())) {
+        int cpus = PerfEventSampler.onlineCpus().size();
+        try (BpfProgram.RunStatsOn on = BpfProgram.enableRunStats();
+             PerfEventSampler s = PerfEventSampler.open(49, Set.of())) {
             List<RawSample> samples = collect(s, Duration.ofSeconds(2));
             var pids = samples.stream().map(RawSample::pid).collect(java.util.stream.Collectors.toSet());
             assertTrue(pids.contains(a) && pids.contains(b), "both spinners sampled: " + pids);
-            assertEquals(0, s.stats().filtered());
+            SamplerStats before = s.stats();
             PerfEventSampler.ProgramStats ps = s.programStats();
-            assertTrue(ps.runCount() >= 0);
+            SamplerStats after = s.stats();
+            assertEquals(0, after.filtered());
+            assertEquals(0, after.dropped(), after.toString());
+            long runsBefore = before.samples() + before.idle();
+            long runsAfter = after.samples() + after.idle();
+            assertTrue(samples.size() <= before.samples(), samples.size() + " delivered of " + before);
+            assertTrue(ps.runCount() >= runsBefore - cpus && ps.runCount() <= runsAfter,
+                    "run count " + ps.runCount() + " between " + runsBefore + " - " + cpus + " and " + runsAfter);
+            double nsPerRun = (double) ps.runTimeNs() / ps.runCount();
+            assertTrue(nsPerRun > 200 && nsPerRun < 1_000_000, "run time per run " + nsPerRun + " ns: " + ps);
         }
     }
 

@@ -8,6 +8,8 @@ import org.junit.jupiter.api.io.TempDir;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -52,14 +54,31 @@ class SecondProgramTest {
         long retOffset = retOffsetOfWork();
         BpfProgram prog = counter.program("count_hit");
         clear(counter.map("hits"));
-        try (PerfEventSampler sampler = PerfEventSampler.open(49, java.util.Set.of());
+        Process spinner = new ProcessBuilder("/bin/sh", "-c", "while :; do :; done").start();
+        try (PerfEventSampler sampler = PerfEventSampler.open(49, java.util.Set.of((int) spinner.pid()));
              BpfLink entry = prog.attachUprobe(-1, target, "work", 0, 11, false);
              BpfLink atRet = prog.attachUprobe(-1, target, "work", retOffset, 22, false);
              BpfLink ret = prog.attachUprobe(-1, target, "work", 0, 33, true)) {
             run(List.of(target.toString(), "1234"));
             Map<Long, Long> hits = read(counter.map("hits"));
             assertEquals(Map.of(11L, 1234L, 22L, 1234L, 33L, 1234L), hits);
-            assertTrue(sampler.stats().samples() >= 0, "the sampler ran beside it");
+            // The sampler ran beside it: once the only process it samples is gone, every sample the kernel
+            // counted has reached Java, none lost.
+            List<RawSample> got = new ArrayList<>();
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (got.size() < 5 && System.nanoTime() < deadline) {
+                sampler.poll(Duration.ofMillis(100), got::add);
+            }
+            spinner.destroyForcibly();
+            assertTrue(spinner.waitFor(10, TimeUnit.SECONDS), "spinner exited");
+            sampler.poll(Duration.ZERO, got::add);
+            SamplerStats st = sampler.stats();
+            assertTrue(got.size() >= 5, "samples of the spinner: " + got.size());
+            assertEquals(st.samples(), got.size(), "counted in the kernel = read in Java: " + st);
+            assertEquals(0, st.dropped(), st.toString());
+            assertTrue(got.stream().allMatch(r -> r.pid() == spinner.pid()), "only the spinner");
+        } finally {
+            spinner.destroyForcibly();
         }
         // Detached: more calls count nothing.
         run(List.of(target.toString(), "10"));

@@ -1,5 +1,7 @@
 package dev.loupe.agent.unwind;
 
+import dev.loupe.bpf.UnwindMaps;
+
 import java.util.List;
 
 /**
@@ -7,9 +9,10 @@ import java.util.List;
  * tests. Mirrors dev.loupe.bpf.UnwindMaps so the uploader's logic runs without BPF.
  */
 interface UnwindTarget {
-    int KIND_FRAME_POINTERS = 0;
-    int KIND_TABLE = 1;
-    int KIND_STOP = 2;
+    /** exec_mapping.kind: UnwindMaps' values (compile-time constants, so a fake target loads no BPF class). */
+    int KIND_FRAME_POINTERS = UnwindMaps.KIND_FRAME_POINTERS;
+    int KIND_TABLE = UnwindMaps.KIND_TABLE;
+    int KIND_STOP = UnwindMaps.KIND_STOP;
 
     /** Capacities of the shared arrays, in elements. */
     record Capacity(int tables, int pages, int rows, int rules, int mappings, int processes) {}

@@ -1,5 +1,7 @@
 package dev.loupe.it.bench;
 
+import dev.loupe.unwinder.proc.ProcessRegistry;
+
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -12,7 +14,6 @@ import java.nio.file.Path;
  * 15 s run, too coarse to compare two builds.
  */
 final class CpuMeter implements AutoCloseable {
-    private static final long NANOS_PER_TICK = 10_000_000L; // USER_HZ 100 on Linux x86-64
 
     private final long pid;
     private final Path group; // null: /proc ticks
@@ -76,7 +77,7 @@ final class CpuMeter implements AutoCloseable {
     static long sinceStartNanos(long pid) throws IOException {
         String stat = Files.readString(Path.of("/proc", Long.toString(pid), "stat"));
         String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-        return (Long.parseLong(f[11]) + Long.parseLong(f[12])) * NANOS_PER_TICK; // fields 14 and 15
+        return (Long.parseLong(f[11]) + Long.parseLong(f[12])) * ProcessRegistry.NANOS_PER_TICK; // fields 14 and 15
     }
 
     /** What the figures come from, for the report. */

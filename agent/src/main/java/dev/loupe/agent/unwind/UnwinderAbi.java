@@ -1,0 +1,43 @@
+package dev.loupe.agent.unwind;
+
+import dev.loupe.unwinder.ehframe.StopReason;
+import dev.loupe.unwinder.ehframe.UnwindRule;
+import dev.loupe.unwinder.proc.ProcessRegistry;
+
+import java.util.Map;
+
+/**
+ * The unwinder's values for the constants loupe_abi.h shares with it, by their C names: what the BPF table
+ * walker must agree on with the tables the unwinder builds and the processes it registers. bpf cannot import
+ * the unwinder, so the sampler gets them here ({@code PerfEventSampler.open}) and checks them against the
+ * compiled object's BTF before loading it.
+ */
+public final class UnwinderAbi {
+    private UnwinderAbi() {}
+
+    /** C enumerator name to the unwinder's value, for every enum in {@code KernelAbi.UNWINDER_ENUMS}. */
+    public static Map<String, Long> constants() {
+        return Map.ofEntries(
+                Map.entry("RULE_CFA_RSP", (long) UnwindRule.KIND_CFA_RSP),
+                Map.entry("RULE_CFA_RBP", (long) UnwindRule.KIND_CFA_RBP),
+                Map.entry("RULE_PLT", (long) UnwindRule.KIND_PLT),
+                Map.entry("RULE_SIGNAL", (long) UnwindRule.KIND_SIGNAL),
+                Map.entry("RULE_STOP", (long) UnwindRule.KIND_STOP),
+                Map.entry("RBP_UNCHANGED", (long) UnwindRule.RBP_UNCHANGED),
+                Map.entry("RBP_SAVED", (long) UnwindRule.RBP_SAVED),
+                Map.entry("RBP_UNKNOWN", (long) UnwindRule.RBP_UNKNOWN),
+                Map.entry("SIGNAL_RBP_OFFSET", (long) UnwindRule.SIGNAL_RBP_OFFSET),
+                Map.entry("SIGNAL_RSP_OFFSET", (long) UnwindRule.SIGNAL_RSP_OFFSET),
+                Map.entry("SIGNAL_RIP_OFFSET", (long) UnwindRule.SIGNAL_RIP_OFFSET),
+                // The stop reasons the walker finds itself (table rules carry the others in their aux byte).
+                Map.entry("STOP_NO_UNWIND_INFO", (long) StopReason.NO_UNWIND_INFO.code()),
+                Map.entry("STOP_END_OF_STACK", (long) StopReason.END_OF_STACK.code()),
+                Map.entry("STOP_MALFORMED", (long) StopReason.MALFORMED_FDE.code()),
+                Map.entry("STOP_NO_TABLE", (long) StopReason.NO_TABLE.code()),
+                Map.entry("STOP_READ_FAILED", (long) StopReason.MEMORY_READ_FAILED.code()),
+                Map.entry("STOP_RBP_UNKNOWN", (long) StopReason.RBP_UNKNOWN.code()),
+                Map.entry("STOP_NO_PROGRESS", (long) StopReason.NO_PROGRESS.code()),
+                Map.entry("STOP_ZERO_RA", (long) StopReason.ZERO_RETURN_ADDRESS.code()),
+                Map.entry("NSEC_PER_TICK", ProcessRegistry.NANOS_PER_TICK));
+    }
+}
