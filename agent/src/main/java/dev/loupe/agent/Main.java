@@ -5,6 +5,7 @@ import dev.loupe.agent.logging.LogFormat;
 import dev.loupe.agent.sampling.Agent;
 import dev.loupe.agent.sampling.Clocks;
 import dev.loupe.agent.sampling.KernelSampleSource;
+import dev.loupe.agent.service.SdNotify;
 import dev.loupe.agent.sink.ProfileSink;
 import dev.loupe.agent.unwind.KernelUnwindTarget;
 import dev.loupe.agent.unwind.UnwindMetrics;
@@ -72,7 +73,7 @@ public final class Main {
             System.out.println(CommandLine.usage());
             return;
         }
-        System.exit(run(parsed.config()));
+        System.exit(run(parsed.config(), rest));
     }
 
     /** The agent jar's Implementation-Version ("dev" when run from classes). */
@@ -88,7 +89,8 @@ public final class Main {
         }
     }
 
-    static int run(LoupeConfig config) {
+    /** @param args the run command's arguments, read again on reload (the file and the same flags) */
+    static int run(LoupeConfig config, String[] args) {
         LogFormat.level(config.logLevel());
         Optional<String> unavailable = BpfAvailability.unavailabilityReason();
         if (unavailable.isPresent()) {
@@ -112,7 +114,11 @@ public final class Main {
             agent.stop(); // closes the sinks, the sampler and the side sources it was given
             return 1;
         }
+        ServiceSupervisor supervisor = ServiceSupervisor.start(sdNotify(), agent, System::nanoTime);
+        ConfigReloader reloader = new ConfigReloader(args, config, agent, supervisor);
         Thread hook = new Thread(() -> {
+            supervisor.close(); // STOPPING=1
+            reloader.close();
             if (server != null) {
                 server.close();
             }
@@ -120,6 +126,7 @@ public final class Main {
         }, "loupe-shutdown");
         Runtime.getRuntime().addShutdownHook(hook);
         agent.start();
+        reloader.onSighup();
         logStart(config, agent, server);
         return awaitEnd(config, agent, server, hook);
     }
@@ -171,6 +178,16 @@ public final class Main {
             throw e;
         }
         return agent;
+    }
+
+    private static SdNotify sdNotify() {
+        try {
+            return SdNotify.fromEnvironment();
+        } catch (IllegalArgumentException e) {
+            System.getLogger(Main.class.getName()).log(System.Logger.Level.WARNING,
+                    "not telling systemd about readiness: " + e.getMessage());
+            return SdNotify.disabled();
+        }
     }
 
     private static DebugHttpServer serveHttp(LoupeConfig config, Agent agent, PrometheusRegistry metrics) throws StartFailure {

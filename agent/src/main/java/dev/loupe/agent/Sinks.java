@@ -8,6 +8,7 @@ import dev.loupe.agent.ship.Spool;
 import dev.loupe.agent.ship.WriteRawEncoder;
 import dev.loupe.agent.ship.kafka.KafkaSender;
 import dev.loupe.agent.ship.kafka.KafkaSenderConfig;
+import dev.loupe.agent.sink.LocalFileRetention;
 import dev.loupe.agent.sink.LocalFileSink;
 import dev.loupe.agent.sink.ProfileSink;
 import dev.loupe.config.KafkaSettings;
@@ -40,7 +41,8 @@ final class Sinks {
         try {
             if (config.localFiles()) {
                 try {
-                    sinks.add(new LocalFileSink(config.outputDir()));
+                    sinks.add(new LocalFileSink(config.outputDir(), new LocalFileRetention(config.outputDir(),
+                            config.outputRetention(), config.outputMaxBytes(), java.time.InstantSource.system())));
                 } catch (IOException e) {
                     throw new StartFailure("cannot create output directory " + config.outputDir() + ": " + e, e);
                 }

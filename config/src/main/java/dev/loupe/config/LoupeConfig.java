@@ -46,6 +46,24 @@ public final class LoupeConfig {
         return new LoupeConfig(v.copy(), source, remote, kafka, probes);
     }
 
+    /**
+     * The settings a reload leaves running: {@code loaded}'s value for each option a reload may change, this
+     * one's for the others (they wait for a restart).
+     */
+    public LoupeConfig reloadedWith(LoupeConfig loaded) throws ConfigException {
+        OptionValues v = values.copy();
+        for (Option<?> o : Options.ALL) {
+            if (o.isReloadable()) {
+                take(v, o, loaded);
+            }
+        }
+        return build(v, loaded.source, loaded.source.map(Path::toString).orElse("reload"));
+    }
+
+    private static <T> void take(OptionValues into, Option<T> o, LoupeConfig from) {
+        into.set(o, from.get(o));
+    }
+
     /** The embedded defaults (the table in {@link Options}; default.yaml shows them). */
     public static LoupeConfig defaults() {
         return ConfigLoader.defaults();

@@ -160,7 +160,7 @@ public final class Options {
     public static final Option<List<ProbeConfig>> PROBES = Option.custom("probes", "--probe", "BINARY:FUNCTION",
                     (source, node, key) -> ProbeConfigParser.fromYaml(source, node),
                     (values, current) -> ProbeConfigParser.merge(values.stream().map(ProbeConfigParser::fromFlag).toList()))
-            .byDefault("[]").reloadable()
+            .byDefault("[]")
             .help("measure each call's latency into /metrics histograms and a latency profile per interval, e.g. "
                     + "[{binary: /usr/bin/app, functions: [\"main.*\"]}, {pid: 123, functions: [main.work], stacks: true}] "
                     + "(flag: BINARY:FUNCTION or pid=PID:FUNCTION, FUNCTION may be a glob; repeatable; flags replace the file's list)");
@@ -177,7 +177,7 @@ public final class Options {
 
     public static final Option<Integer> PROBES_MAX_FUNCTIONS = Option.value("probes-max-functions", "--probes-max-functions",
                     "N", ProbeConfigParser::maxFunctions)
-            .byDefault(String.valueOf(ProbeConfigParser.DEFAULT_MAX_FUNCTIONS)).reloadable()
+            .byDefault(String.valueOf(ProbeConfigParser.DEFAULT_MAX_FUNCTIONS))
             .help("most functions one probe pattern may match, and all probes together (1.." + ProbeConfigParser.MAX_MAX_FUNCTIONS + ")");
 
     /** Every option, in the order of help and documentation. */

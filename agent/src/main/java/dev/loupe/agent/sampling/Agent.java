@@ -53,7 +53,10 @@ public final class Agent {
 
     private final SampleSource source;
     private final Symbolizer symbolizer;
-    private final List<SinkRunner> sinks = new ArrayList<>();
+    /** Replaced whole (never changed in place) by the loop thread when a reload swaps the sinks. */
+    private volatile List<SinkRunner> sinks;
+    /** Sinks a reload asked for; the loop swaps them in between two polls. */
+    private final java.util.concurrent.atomic.AtomicReference<SinkSwap> pendingSwap = new java.util.concurrent.atomic.AtomicReference<>();
     private final Clocks clocks;
     private final Options options;
     private final long periodNanos;
@@ -66,6 +69,8 @@ public final class Agent {
     private final RateLimitedLog pollErrorLog;
     private volatile boolean running;
     private volatile long lastPollNanos;
+    /** Polls completed by the loop: the watchdog's sign of progress (an idle host may go long without a sample). */
+    private volatile long polls;
     private boolean stopRequested;
 
     public Agent(int frequencyHz, Duration interval, SampleSource source, Symbolizer symbolizer,
@@ -77,11 +82,82 @@ public final class Agent {
         this.periodNanos = 1_000_000_000L / frequencyHz;
         this.intervalNanos = interval.toNanos();
         this.processor = new SampleProcessor(symbolizer);
-        for (ProfileSink s : sinks) {
-            this.sinks.add(new SinkRunner(s, options.sinkQueueCapacity(), clocks.monotonicNanos()));
-        }
+        this.sinks = runners(sinks);
         this.pollErrorLog = new RateLimitedLog(LOG, System.Logger.Level.ERROR, TimeUnit.MINUTES.toNanos(1),
                 clocks.monotonicNanos());
+    }
+
+    private List<SinkRunner> runners(List<ProfileSink> sinks) {
+        List<SinkRunner> r = new ArrayList<>();
+        for (ProfileSink s : sinks) {
+            r.add(new SinkRunner(s, options.sinkQueueCapacity(), clocks.monotonicNanos()));
+        }
+        return List.copyOf(r);
+    }
+
+    /** Opens the sinks of a reload; called on the loop thread after the old sinks have drained and closed. */
+    @FunctionalInterface
+    public interface SinkOpener {
+        List<ProfileSink> open() throws Exception;
+    }
+
+    private record SinkSwap(SinkOpener opener, SinkOpener fallback, java.util.concurrent.CompletableFuture<List<String>> done) {}
+
+    /**
+     * Replaces the sinks between two polls of the loop, so no interval meets a gap: the old sinks write what
+     * they hold (remote ones into their spools) and close, then {@code opener}'s sinks take the next interval.
+     * If {@code opener} fails, {@code fallback}'s sinks (the running configuration's) are opened instead and the
+     * future completes exceptionally with the opener's failure. Completes with the new sinks' names.
+     */
+    public java.util.concurrent.CompletableFuture<List<String>> replaceSinks(SinkOpener opener, SinkOpener fallback) {
+        java.util.concurrent.CompletableFuture<List<String>> done = new java.util.concurrent.CompletableFuture<>();
+        synchronized (this) {
+            if (stopRequested) {
+                done.completeExceptionally(new IllegalStateException("the agent is stopping"));
+                return done;
+            }
+            SinkSwap previous = pendingSwap.getAndSet(new SinkSwap(opener, fallback, done));
+            if (previous != null) {
+                previous.done().completeExceptionally(new IllegalStateException("superseded by a later reload"));
+            }
+            if (loop == null) {
+                swapSinks(); // not started: nothing polls yet, so swap here
+            }
+        }
+        return done;
+    }
+
+    private void swapSinks() {
+        SinkSwap swap = pendingSwap.getAndSet(null);
+        if (swap == null) {
+            return;
+        }
+        long deadline = clocks.nanoTime() + options.stopTimeout().toNanos();
+        for (SinkRunner s : sinks) {
+            s.stop(deadline);
+        }
+        try {
+            sinks = runners(swap.opener().open());
+            swap.done().complete(sinkNames());
+        } catch (Exception e) {
+            try {
+                sinks = runners(swap.fallback().open());
+            } catch (Exception again) {
+                sinks = List.of();
+                LOG.log(System.Logger.Level.ERROR, "reload: the running configuration's sinks failed to reopen too: " + again);
+            }
+            swap.done().completeExceptionally(e);
+        }
+    }
+
+    /** Polls the loop has completed since start. */
+    public long polls() {
+        return polls;
+    }
+
+    /** Names of sinks whose thread has died (never stopped by us). */
+    public List<String> deadSinkThreads() {
+        return sinks.stream().filter(s -> !s.threadAlive()).map(SinkRunner::name).toList();
     }
 
     private ProfileWindow newWindow() {
@@ -147,6 +223,10 @@ public final class Agent {
                 }
                 long now = clocks.nanoTime();
                 lastPollNanos = now;
+                polls++; // one writer: this thread
+                if (pendingSwap.get() != null) {
+                    swapSinks();
+                }
                 if (now - window.startMonotonicNanos() >= intervalNanos) {
                     window = rotate(window, true);
                 }
@@ -229,6 +309,10 @@ public final class Agent {
         Thread l = loop;
         if (l != null && l.isAlive()) {
             awaitStoppedQuietly();
+        }
+        SinkSwap unswapped = pendingSwap.getAndSet(null);
+        if (unswapped != null) {
+            unswapped.done().completeExceptionally(new IllegalStateException("the agent stopped before the swap"));
         }
         for (SideProfileSource side : sideProfiles) {
             side.close(); // after the last interval took its share

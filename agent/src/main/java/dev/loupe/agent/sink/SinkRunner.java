@@ -139,6 +139,11 @@ public final class SinkRunner {
         }
     }
 
+    /** False once the sink's thread has ended: before {@link #stop}, that means it died. */
+    public boolean threadAlive() {
+        return thread.isAlive();
+    }
+
     public synchronized SinkStats stats() {
         return new SinkStats(sink.name(), written.get(), failed.get(), dropped.get(), queue.size(), bytesWritten.get(),
                 sink.remoteStats());

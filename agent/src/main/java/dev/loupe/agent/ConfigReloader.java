@@ -1,0 +1,107 @@
+package dev.loupe.agent;
+
+import dev.loupe.agent.logging.LogFormat;
+import dev.loupe.agent.sampling.Agent;
+import dev.loupe.config.CommandLine;
+import dev.loupe.config.ConfigChange;
+import dev.loupe.config.ConfigException;
+import dev.loupe.config.LoupeConfig;
+import dev.loupe.config.Options;
+
+import java.util.List;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * {@code systemctl reload} (SIGHUP): reads the configuration again (the same file and flags as at start),
+ * applies what may change live (sinks and their credentials, external labels, output and its retention,
+ * log level), and logs one line naming what it applied and what waits for a restart. A file with an error is
+ * refused with its file and line, and everything keeps running as it was. The interval, the spool and the BPF
+ * program are never touched.
+ */
+final class ConfigReloader {
+    private static final System.Logger LOG = System.getLogger(ConfigReloader.class.getName());
+    private static final long SWAP_TIMEOUT_SECONDS = 60;
+
+    private final String[] args;
+    private final Agent agent;
+    private final ServiceSupervisor supervisor;
+    private final ExecutorService worker = Executors.newSingleThreadExecutor(r -> {
+        Thread t = new Thread(r, "loupe-reload");
+        t.setDaemon(true);
+        return t;
+    });
+    private volatile LoupeConfig running;
+
+    ConfigReloader(String[] args, LoupeConfig running, Agent agent, ServiceSupervisor supervisor) {
+        this.args = args.clone();
+        this.running = running;
+        this.agent = agent;
+        this.supervisor = supervisor;
+    }
+
+    /** SIGHUP reloads (instead of the JVM's default of exiting). */
+    @SuppressWarnings("removal")
+    void onSighup() {
+        sun.misc.Signal.handle(new sun.misc.Signal("HUP"), sig -> worker.execute(this::reload));
+    }
+
+    LoupeConfig running() {
+        return running;
+    }
+
+    /** One reload; returns what changed (empty when refused). */
+    synchronized ConfigChange reload() {
+        supervisor.reloading();
+        try {
+            LoupeConfig loaded;
+            try {
+                loaded = CommandLine.parse(args).config();
+            } catch (ConfigException e) {
+                LOG.log(System.Logger.Level.ERROR, "reload refused, the running configuration stays: " + e.getMessage());
+                return new ConfigChange(List.of(), List.of());
+            }
+            LoupeConfig before = running;
+            ConfigChange change = ConfigChange.between(before, loaded);
+            LoupeConfig next;
+            try {
+                next = before.reloadedWith(loaded);
+            } catch (ConfigException e) {
+                LOG.log(System.Logger.Level.ERROR, "reload refused, the running configuration stays: " + e.getMessage());
+                return new ConfigChange(List.of(), List.of());
+            }
+            if (change.live().stream().anyMatch(o -> o != Options.LOG_LEVEL)) {
+                try {
+                    List<String> sinks = agent.replaceSinks(() -> Sinks.open(next), () -> Sinks.open(before))
+                            .get(SWAP_TIMEOUT_SECONDS, TimeUnit.SECONDS);
+                    LOG.log(System.Logger.Level.INFO, "reload: sinks now " + sinks);
+                } catch (ExecutionException e) {
+                    LOG.log(System.Logger.Level.ERROR, "reload refused: " + e.getCause().getMessage()
+                            + "; the running configuration's sinks were reopened");
+                    return new ConfigChange(List.of(), List.of());
+                } catch (TimeoutException e) {
+                    LOG.log(System.Logger.Level.ERROR, "reload: the sinks were not swapped within " + SWAP_TIMEOUT_SECONDS
+                            + " s; it goes on in the background");
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    return new ConfigChange(List.of(), List.of());
+                }
+            }
+            if (change.changedLive(Options.LOG_LEVEL)) {
+                LogFormat.level(next.logLevel());
+            }
+            running = next;
+            LOG.log(System.Logger.Level.INFO, "reload: " + change.describe());
+            return change;
+        } finally {
+            supervisor.reloaded();
+        }
+    }
+
+    void close() {
+        worker.shutdownNow();
+    }
+}
