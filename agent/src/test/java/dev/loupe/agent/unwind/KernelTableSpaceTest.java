@@ -87,6 +87,13 @@ class KernelTableSpaceTest {
         return space.load(t, words(t), Set.of(pinned));
     }
 
+    /** A table loaded with nothing pinned (it must fit). */
+    private TableEntry loaded(String name, int pages, int rows, int rules, long lastUsed) throws Exception {
+        TableEntry t = table(name, pages, rows, rules, lastUsed);
+        assertEquals(KernelTableSpace.Load.LOADED, load(t), name);
+        return t;
+    }
+
     @Test
     void tablesGetConsecutiveSlicesAndAreCounted() throws Exception {
         TableEntry a = table("a", 2, 30, 3, 1);
@@ -104,10 +111,8 @@ class KernelTableSpaceTest {
 
     @Test
     void unreferencedTablesGoFirstThenTheLeastRecentlyUsed() throws Exception {
-        TableEntry a = table("a", 1, 40, 1, 1);
-        TableEntry b = table("b", 1, 40, 1, 2);
-        load(a);
-        load(b);
+        TableEntry a = loaded("a", 1, 40, 1, 1);
+        TableEntry b = loaded("b", 1, 40, 1, 2);
         space.hold(List.of(a)); // a process maps a
         TableEntry c = table("c", 1, 40, 1, 3);
         assertEquals(KernelTableSpace.Load.LOADED, load(c));
@@ -147,8 +152,7 @@ class KernelTableSpaceTest {
 
     @Test
     void aReferencedVictimsProcessesLeaveTheKernelBeforeItsIdIsCleared() throws Exception {
-        TableEntry a = table("a", 1, 60, 1, 1);
-        load(a);
+        TableEntry a = loaded("a", 1, 60, 1, 1);
         space.hold(List.of(a, a)); // two mappings of one process, or two processes
         TableEntry b = table("b", 1, 60, 1, 2);
         target.log.clear();
@@ -161,10 +165,8 @@ class KernelTableSpaceTest {
 
     @Test
     void pinnedTablesStayAndAPartialAllocationIsGivenBack() throws Exception {
-        TableEntry a = table("a", 4, 50, 4, 1);
-        TableEntry b = table("b", 4, 10, 4, 2);
-        load(a);
-        load(b);
+        TableEntry a = loaded("a", 4, 50, 4, 1);
+        TableEntry b = loaded("b", 4, 10, 4, 2);
         // Pages, rows and ids are free for c; rules are not (8 of 10 taken). Both loaded tables are pinned.
         TableEntry c = table("c", 2, 30, 3, 3);
         assertEquals(KernelTableSpace.Load.NO_ROOM, load(c, a, b));
@@ -180,8 +182,7 @@ class KernelTableSpaceTest {
 
     @Test
     void aTableLargerThanTheWholeSpaceEvictsNothing() throws Exception {
-        TableEntry a = table("a", 1, 10, 1, 1);
-        load(a);
+        TableEntry a = loaded("a", 1, 10, 1, 1);
         assertEquals(KernelTableSpace.Load.LARGER_THAN_BUDGET, load(table("huge", 1, 101, 1, 2)));
         assertEquals(KernelTableSpace.Load.LARGER_THAN_BUDGET, load(table("many pages", 11, 1, 1, 2)));
         assertEquals(KernelTableSpace.Load.LARGER_THAN_BUDGET, load(table("many rules", 1, 1, 11, 2)));

@@ -5,13 +5,20 @@ import org.junit.jupiter.api.Test;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 class RangeAllocatorTest {
+    /** An allocator of {@code capacity} slots with {@code runs} taken one after another from 0. */
+    private static RangeAllocator taken(int capacity, int... runs) {
+        RangeAllocator a = new RangeAllocator(capacity);
+        int start = 0;
+        for (int n : runs) {
+            assertEquals(start, a.allocate(n), "first fit from an empty space is consecutive");
+            start += n;
+        }
+        return a;
+    }
+
     @Test
     void firstFitTakesTheLowestHoleLargeEnough() {
-        RangeAllocator a = new RangeAllocator(100);
-        assertEquals(0, a.allocate(10));
-        assertEquals(10, a.allocate(20));
-        assertEquals(30, a.allocate(10));
-        assertEquals(40, a.allocate(5));
+        RangeAllocator a = taken(100, 10, 20, 10, 5);
         a.release(0, 10);  // hole [0, 10)
         a.release(30, 10); // hole [30, 40)
         assertEquals(45, a.allocate(12), "neither 10-slot hole holds 12: the free tail does");
@@ -23,11 +30,7 @@ class RangeAllocatorTest {
 
     @Test
     void aFragmentedSpaceRefusesARunLargerThanEveryHoleUntilFreesCoalesce() {
-        RangeAllocator a = new RangeAllocator(40);
-        assertEquals(0, a.allocate(10));
-        assertEquals(10, a.allocate(10));
-        assertEquals(20, a.allocate(10));
-        assertEquals(30, a.allocate(10));
+        RangeAllocator a = taken(40, 10, 10, 10, 10);
         a.release(10, 10);
         a.release(30, 10);
         assertEquals(20, 40 - a.used(), "20 slots free");
@@ -43,8 +46,7 @@ class RangeAllocatorTest {
 
     @Test
     void zeroSlotsTakeNothing() {
-        RangeAllocator a = new RangeAllocator(5);
-        assertEquals(0, a.allocate(5));
+        RangeAllocator a = taken(5, 5);
         assertEquals(0, a.allocate(0), "a table without rules gets an empty slice, even when full");
         a.release(0, 0);
         assertEquals(5, a.used());
