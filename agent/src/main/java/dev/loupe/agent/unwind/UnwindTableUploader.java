@@ -239,12 +239,12 @@ public final class UnwindTableUploader implements AutoCloseable {
         Set<TableEntry> pinned = new HashSet<>();
         List<UnwindTarget.Mapping> out = new ArrayList<>(exec.size());
         for (MapEntry m : exec) {
-            out.add(resolve(pid, m, pinned, used, now));
+            out.add(mappingFor(pid, m, pinned, used, now));
         }
         return new ResolvedMappings(out, used);
     }
 
-    private UnwindTarget.Mapping resolve(int pid, MapEntry m, Set<TableEntry> pinned, List<TableEntry> used, long now)
+    private UnwindTarget.Mapping mappingFor(int pid, MapEntry m, Set<TableEntry> pinned, List<TableEntry> used, long now)
             throws Exception {
         TableEntry t = tables.forMapping(pid, m);
         if (t == null) {
