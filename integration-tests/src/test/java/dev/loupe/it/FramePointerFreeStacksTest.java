@@ -13,6 +13,7 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Random;
+import java.util.function.BiPredicate;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -98,26 +99,10 @@ class FramePointerFreeStacksTest {
 
     @Test
     void stacksContinueThroughTheSignalFrame() throws Exception {
-        List<PprofTraces.Trace> traces = tracesOf(signal);
-        long leaf = 0;
-        long exact = 0;
-        for (PprofTraces.Trace t : traces) {
-            int at = t.indexOf("handler_work");
-            if (at < 0 || t.fallback()) {
-                continue;
-            }
-            leaf += t.count();
-            // handler_work, on_alarm, the kernel's signal trampoline (__restore_rt: a local symbol of libc),
-            // then the interrupted pause() and the thread's own frames up to its entry function.
-            if (t.chainAt(at, List.of("handler_work", "on_alarm")) && t.frames().size() > at + 5
-                    && t.chainAt(at + 3, List.of("pause", "worker_loop", "worker_thread"))) {
-                exact += t.count();
-            }
-        }
-        System.out.printf("FP-free handler_work: %d of %d exact through the signal frame (%.2f %%)%n", exact, leaf,
-                100.0 * exact / Math.max(1, leaf));
-        assertTrue(leaf > 50, "handler samples: " + leaf + "\n" + traces);
-        assertTrue(exact >= 0.99 * leaf, "exact chains through the signal frame: " + exact + " of " + leaf + "\n" + traces);
+        // handler_work, on_alarm, the kernel's signal trampoline (__restore_rt: a local symbol of libc),
+        // then the interrupted pause() and the thread's own frames up to its entry function.
+        assertExactChains(signal, "handler_work", (t, at) -> t.chainAt(at, List.of("handler_work", "on_alarm"))
+                && t.frames().size() > at + 5 && t.chainAt(at + 3, List.of("pause", "worker_loop", "worker_thread")));
     }
 
     @Test
@@ -137,6 +122,11 @@ class FramePointerFreeStacksTest {
 
     /** ≥ 99 % of the table-unwound samples in the hot leaf carry the exact chain; fallback samples are few. */
     private static void assertExactChains(long pid, String leafName, List<String> chain) throws Exception {
+        assertExactChains(pid, leafName, (t, at) -> t.chainAt(at, chain));
+    }
+
+    /** As above, {@code exactAt} saying whether a trace with the leaf at index {@code at} has the right callers. */
+    private static void assertExactChains(long pid, String leafName, BiPredicate<PprofTraces.Trace, Integer> exactAt) throws Exception {
         List<PprofTraces.Trace> traces = tracesOf(pid);
         long leaf = 0;
         long exact = 0;
@@ -151,7 +141,7 @@ class FramePointerFreeStacksTest {
                 continue;
             }
             leaf += t.count();
-            if (t.chainAt(at, chain)) {
+            if (exactAt.test(t, at)) {
                 exact += t.count();
             }
         }
@@ -159,7 +149,8 @@ class FramePointerFreeStacksTest {
                 100.0 * exact / Math.max(1, leaf), fallback);
         assertTrue(leaf > 50, leafName + " samples: " + leaf + "\n" + traces);
         assertTrue(exact >= 0.99 * leaf, "exact chains " + exact + " of " + leaf + " in " + leafName + "; e.g. "
-                + traces.stream().filter(t -> t.indexOf(leafName) >= 0 && !t.chainAt(t.indexOf(leafName), chain)).findFirst());
+                + traces.stream().filter(t -> t.indexOf(leafName) >= 0 && !t.fallback() && !exactAt.test(t, t.indexOf(leafName)))
+                .findFirst());
         // Tables go live within the first CPU-second the target is sampled (99 samples at 99 Hz): a process
         // never registered would have all its samples here.
         assertTrue(fallback <= 99, "frame-pointer fallback samples " + fallback + " of " + (leaf + fallback));

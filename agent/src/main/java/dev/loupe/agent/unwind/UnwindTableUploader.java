@@ -1,50 +1,41 @@
 package dev.loupe.agent.unwind;
 
-import dev.loupe.unwinder.elf.ElfException;
-import dev.loupe.unwinder.elf.ElfLoadSegments;
-import dev.loupe.unwinder.elf.LoadSegment;
 import dev.loupe.unwinder.ehframe.StopReason;
 import dev.loupe.unwinder.ehframe.UnwindTable;
+import dev.loupe.unwinder.elf.ElfException;
+import dev.loupe.unwinder.elf.ElfLoadSegments;
 import dev.loupe.unwinder.proc.MapEntry;
-import dev.loupe.unwinder.proc.ProcMaps;
 import dev.loupe.unwinder.proc.ProcessRegistry;
 
 import java.io.IOException;
-import java.io.RandomAccessFile;
 import java.nio.ByteBuffer;
-import java.nio.file.DirectoryStream;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Comparator;
-import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.IntPredicate;
 import java.util.function.LongSupplier;
 
 /**
  * Pushes unwind tables and process mappings into the kernel so the BPF walker can unwind code without
  * frame pointers. Processes are registered when they run: at the first sample of an unregistered process
  * ({@link #observe}) or when the shared registry first reads it (until then the kernel walks that process
- * with frame pointers and marks the sample); a periodic /proc scan forgets processes that exited. One table per binary (device + inode + size + mtime)
- * is shared by every process that maps it. Table memory is bounded by the kernel maps' capacity: when a
- * new table does not fit, the least recently used tables are evicted (unused ones first), and processes
- * that still need them are registered again on their next sample, re-uploading what they need.
+ * with frame pointers and marks the sample); a periodic /proc scan forgets processes that exited. One
+ * table per binary is shared by every process that maps it ({@link TableCache}). Table memory is bounded
+ * by the kernel maps' capacity ({@link KernelTableSpace}): when a new table does not fit, the least
+ * recently used tables are evicted (unused ones first), and processes that still need them are registered
+ * again on their next sample ({@link ProcessTracker}), re-uploading what they need.
  *
  * <p>Threads: {@link #observe} on the sampling thread (a hash lookup); everything else on the uploader's
  * own thread.
  */
 public final class UnwindTableUploader implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(UnwindTableUploader.class.getName());
-    static final long NANOS_PER_TICK = 10_000_000L;
-    private static final long RETRY_NANOS = TimeUnit.SECONDS.toNanos(2);
-    private static final long TOUCH_NANOS = TimeUnit.SECONDS.toNanos(1);
 
     /** Builds tables; production uses the unwinder's eh_frame compiler. */
     public interface TableBuilder {
@@ -67,132 +58,37 @@ public final class UnwindTableUploader implements AutoCloseable {
         static final double[] BOUNDS = {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
     }
 
-    /** Written on the uploader's thread only; read by stats(). */
-    private final long[] delayCounts = new long[DelayHistogram.BOUNDS.length + 1];
-    private long delayCount;
-    private double delaySum;
-    private double delayMax;
-    private final long agentStartTicks;
-    private final HeapTrimmer heapTrimmer;
+    /** A process's kernel mappings and the tables they name (once per mapping). */
+    private record ResolvedMappings(List<UnwindTarget.Mapping> mappings, List<TableEntry> tables) {}
 
-    private record FileKey(int devMajor, int devMinor, long inode, long size, long mtimeMillis) {}
-
-    /** A binary's table: loaded in the kernel or not (evicted, or it could not be built). */
-    private static final class TableEntry {
-        final Object key;
-        final String name;
-        int id = -1;
-        int pageStart;
-        int pages;
-        int rowStart;
-        int rows;
-        int ruleStart;
-        int rules;
-        long pcBase;
-        boolean loaded;
-        StopReason failure; // it has no table: this is why
-        int refs;
-        long lastUsed;
-        List<LoadSegment> segments;
-        UnwindTable retained; // only for images that cannot be re-read from a file (the vdso)
-
-        TableEntry(Object key, String name) {
-            this.key = key;
-            this.name = name;
-        }
-
-        long bytes() {
-            return UnwindTable.HEADER_BYTES + pages * 8L + rows * 4L + rules * 8L;
-        }
-    }
-
-    /** A registered process. Read on the sampling thread: startTicks is final, the rest volatile. */
-    private static final class ProcEntry {
-        final long startTicks;
-        final int first;
-        final int count;
-        final List<TableEntry> tables;
-        final List<MapEntry> mappings; // the registry's snapshot it was built from
-        volatile boolean stale;
-        volatile long lastSeen;
-
-        ProcEntry(long startTicks, int first, int count, List<TableEntry> tables, long now, List<MapEntry> mappings) {
-            this.mappings = mappings;
-            this.startTicks = startTicks;
-            this.first = first;
-            this.count = count;
-            this.tables = tables;
-            this.lastSeen = now;
-        }
-    }
-
-    private final java.util.function.IntPredicate wanted; // the --pid filter: only these processes
     private final UnwindTarget target;
-    private final TableBuilder builder;
-    private final Path procRoot;
     private final ProcessRegistry registry;
-    private final java.util.concurrent.ConcurrentLinkedQueue<long[]> exits = new java.util.concurrent.ConcurrentLinkedQueue<>();
+    private final ProcessTracker processes;
+    private final TableCache tables;
+    private final KernelTableSpace space;
+    private final RegistrationDelay delay;
+    private final HeapTrimmer heapTrimmer;
     private final long scanIntervalNanos;
     private final LongSupplier nanoTime;
-    private final UnwindTarget.Capacity capacity;
-    private final RangeAllocator tableIds;
-    private final RangeAllocator pageSlots;
-    private final RangeAllocator rowSlots;
-    private final RangeAllocator ruleSlots;
-    private final RangeAllocator mappingSlots;
-    private final Map<Object, TableEntry> tables = new HashMap<>();
-    private final ConcurrentHashMap<Integer, ProcEntry> procs = new ConcurrentHashMap<>();
-    private final Set<Integer> pending = ConcurrentHashMap.newKeySet();
-    private final LinkedBlockingQueue<Integer> queue = new LinkedBlockingQueue<>();
-    private final Map<Integer, Long> failedAt = new HashMap<>();
-    private final Map<String, AtomicLong> failuresByReason = new ConcurrentHashMap<>();
-    private final AtomicLong tablesBuilt = new AtomicLong();
-    private final AtomicLong tableFailures = new AtomicLong();
-    private final AtomicLong evictions = new AtomicLong();
     private final AtomicLong registrations = new AtomicLong();
     private final AtomicLong registrationFailures = new AtomicLong();
-    private volatile long rowsLoaded;
-    private volatile long bytesLoaded;
-    private volatile long tablesLoaded;
     private final Thread thread;
     private volatile boolean running = true;
     private long lastScan = Long.MIN_VALUE;
-    private TableEntry vdso;
 
     public UnwindTableUploader(UnwindTarget target, TableBuilder builder, ProcessRegistry registry, long scanIntervalNanos,
-                        LongSupplier nanoTime, java.util.function.IntPredicate wanted) {
-        this.wanted = wanted;
+                        LongSupplier nanoTime, IntPredicate wanted) {
         this.target = target;
-        this.builder = builder;
         this.registry = registry;
-        this.procRoot = registry.procRoot();
-        // Push, not pull: whoever reads a process first (the symbolizer, usually), its tables follow.
-        registry.addListener(new ProcessRegistry.Listener() {
-            @Override
-            public void appeared(ProcessRegistry.Snapshot p) {
-                request(p.pid());
-            }
-
-            @Override
-            public void mappingsChanged(ProcessRegistry.Snapshot p) {
-                request(p.pid());
-            }
-
-            @Override
-            public void exited(int pid, long startTicks) {
-                exits.offer(new long[] {pid, startTicks});
-            }
-        });
         this.scanIntervalNanos = scanIntervalNanos;
         this.nanoTime = nanoTime;
-        this.capacity = target.capacity();
-        this.tableIds = new RangeAllocator(capacity.tables());
-        this.pageSlots = new RangeAllocator(capacity.pages());
-        this.rowSlots = new RangeAllocator(capacity.rows());
-        this.ruleSlots = new RangeAllocator(capacity.rules());
-        this.mappingSlots = new RangeAllocator(capacity.mappings());
-        this.agentStartTicks = bootTicks();
+        this.processes = new ProcessTracker(wanted, nanoTime);
+        registry.addListener(processes);
         this.heapTrimmer = HeapTrimmer.system(nanoTime);
+        this.tables = new TableCache(builder, registry.procRoot(), nanoTime, heapTrimmer);
+        this.space = new KernelTableSpace(target, this::unpublishUsers);
+        Path procRoot = registry.procRoot();
+        this.delay = new RegistrationDelay(() -> RegistrationDelay.bootTicks(procRoot));
         this.thread = new Thread(this::run, "loupe-unwind-tables");
         this.thread.setDaemon(true);
     }
@@ -206,32 +102,12 @@ public final class UnwindTableUploader implements AutoCloseable {
      * registered for this start time, or if tables it needs were evicted.
      */
     public void observe(int pid, long processStartNs) {
-        if (pid <= 0 || !wanted.test(pid)) {
-            return;
-        }
-        ProcEntry p = procs.get(pid);
-        if (p != null && p.startTicks == processStartNs / NANOS_PER_TICK) {
-            long now = nanoTime.getAsLong();
-            if (now - p.lastSeen > TOUCH_NANOS) {
-                p.lastSeen = now;
-            }
-            if (!p.stale) {
-                return;
-            }
-        }
-        request(pid);
-    }
-
-    private void request(int pid) {
-        if (wanted.test(pid) && pending.add(pid)) {
-            queue.offer(pid);
-        }
+        processes.observe(pid, processStartNs);
     }
 
     /** Whether {@code pid} is registered for unwinding (tests, metrics). */
     boolean registered(int pid) {
-        ProcEntry p = procs.get(pid);
-        return p != null && !p.stale;
+        return processes.isRegistered(pid);
     }
 
     /**
@@ -248,9 +124,8 @@ public final class UnwindTableUploader implements AutoCloseable {
                 }
                 // Wake for queued work at once, otherwise at the next scan (at most 1 s: the heap trimmer's tick).
                 long untilScan = lastScan + scanIntervalNanos - nanoTime.getAsLong();
-                Integer pid = queue.poll(Math.clamp(untilScan, 1_000_000L, 1_000_000_000L), TimeUnit.NANOSECONDS);
+                Integer pid = processes.next(Math.clamp(untilScan, 1_000_000L, 1_000_000_000L));
                 if (pid != null) {
-                    pending.remove(pid);
                     registerQuietly(pid);
                 }
                 drainQueue();
@@ -273,28 +148,17 @@ public final class UnwindTableUploader implements AutoCloseable {
         try {
             alive = registry.scan();
         } catch (IOException e) {
-            LOG.log(System.Logger.Level.WARNING, "cannot list " + procRoot + ": " + e);
+            LOG.log(System.Logger.Level.WARNING, "cannot list " + registry.procRoot() + ": " + e);
             return;
         }
-        for (Integer pid : List.copyOf(procs.keySet())) {
-            if (!alive.contains(pid)) {
-                unregister(pid);
-            }
-        }
+        processes.registeredNotIn(alive).forEach(this::unregister);
     }
 
-    /** Registers every process that samples or the registry asked for; forgets those that exited. */
+    /** Forgets the processes that exited; registers every process that samples or the registry asked for. */
     private void drainQueue() {
-        long[] exit;
-        while ((exit = exits.poll()) != null) {
-            ProcEntry p = procs.get((int) exit[0]);
-            if (p != null && p.startTicks == exit[1]) {
-                unregister((int) exit[0]);
-            }
-        }
+        processes.takeExited().forEach(this::unregister);
         Integer pid;
-        while ((pid = queue.poll()) != null) {
-            pending.remove(pid);
+        while ((pid = processes.next()) != null) {
             registerQuietly(pid);
         }
     }
@@ -307,130 +171,140 @@ public final class UnwindTableUploader implements AutoCloseable {
 
     private void registerQuietly(int pid) {
         long now = nanoTime.getAsLong();
-        Long failed = failedAt.get(pid);
-        if (failed != null && now - failed < RETRY_NANOS) {
+        if (!processes.retryDue(pid, now)) {
             return;
         }
         try {
             register(pid);
-            failedAt.remove(pid);
+            processes.succeeded(pid);
         } catch (IOException e) {
-            // gone, a kernel thread, or not ours to read: samples keep frame pointers
-            failedAt.put(pid, now);
-            if (failedAt.size() > 65536) {
-                failedAt.clear();
-            }
+            processes.failed(pid, now); // gone, a kernel thread, or not ours to read: samples keep frame pointers
         } catch (Exception e) {
             registrationFailures.incrementAndGet();
-            failedAt.put(pid, now);
+            processes.failed(pid, now);
             LOG.log(System.Logger.Level.WARNING, "cannot register pid " + pid + " for unwinding: " + e);
         }
     }
 
     /** Reads the process's executable mappings, loads the tables they need and publishes them. */
     void register(int pid) throws Exception {
+        ProcessRegistry.Snapshot snap = currentSnapshot(pid);
+        ProcessTracker.Registration old = processes.get(pid);
+        if (old != null && old.current(snap)) {
+            return;
+        }
+        long now = nanoTime.getAsLong();
+        ResolvedMappings resolved = resolve(pid, executableByAddress(snap), now);
+        int first = allocateMappings(resolved.mappings().size());
+        try {
+            target.writeMappings(first, resolved.mappings());
+            if (old != null) {
+                unregister(pid);
+            }
+            target.setProcess(pid, snap.startTicks(), first, resolved.mappings().size());
+        } catch (Exception e) {
+            space.releaseMappings(first, resolved.mappings().size());
+            throw e;
+        }
+        space.hold(resolved.tables());
+        processes.put(pid, new ProcessTracker.Registration(snap.startTicks(), first, resolved.mappings().size(),
+                resolved.tables(), now, snap.executable()));
+        registrations.incrementAndGet();
+        if (old == null) {
+            delay.registered(snap.startTicks());
+        }
+    }
+
+    /** The registry's view of the process if it is still that process, else a fresh read. */
+    private ProcessRegistry.Snapshot currentSnapshot(int pid) throws IOException {
         ProcessRegistry.Snapshot snap = registry.cached(pid).orElse(null);
         if (snap == null || snap.startTicks() != registry.startTicks(pid)) {
             snap = registry.read(pid);
         }
-        long startTicks = snap.startTicks();
-        ProcEntry old = procs.get(pid);
-        if (old != null && old.startTicks == startTicks && !old.stale && old.mappings == snap.executable()) {
-            return;
-        }
+        return snap;
+    }
+
+    private static List<MapEntry> executableByAddress(ProcessRegistry.Snapshot snap) throws IOException {
         List<MapEntry> exec = new ArrayList<>(snap.executable());
         if (exec.isEmpty()) {
             throw new IOException("no executable mappings (kernel thread or exiting)");
         }
         exec.sort(Comparator.comparingLong(MapEntry::start));
-        long now = nanoTime.getAsLong();
+        return exec;
+    }
+
+    /** Each mapping's kernel entry, loading the tables they need (none of this process's is evicted for another). */
+    private ResolvedMappings resolve(int pid, List<MapEntry> exec, long now) throws Exception {
         List<TableEntry> used = new ArrayList<>();
         Set<TableEntry> pinned = new HashSet<>();
         List<UnwindTarget.Mapping> out = new ArrayList<>(exec.size());
         for (MapEntry m : exec) {
-            TableEntry t = null;
-            if (m.path().equals("[vdso]")) {
-                t = vdsoTable(m);
-            } else if (m.fileBacked()) {
-                t = fileTable(pid, m);
-            }
-            if (t == null) {
-                out.add(new UnwindTarget.Mapping(m.start(), m.end(), 0, UnwindTarget.KIND_FRAME_POINTERS, 0)); // JIT, anonymous
-                continue;
-            }
-            pinned.add(t);
-            if (t.failure == null && !t.loaded) {
-                upload(t, pinned);
-            }
-            if (t.failure != null || !t.loaded) {
-                StopReason why = t.failure != null ? t.failure : StopReason.NO_TABLE;
-                out.add(new UnwindTarget.Mapping(m.start(), m.end(), 0, UnwindTarget.KIND_STOP, why.code()));
-                continue;
-            }
-            long bias;
-            try {
-                bias = ElfLoadSegments.bias(t.segments, m.start(), m.path().equals("[vdso]") ? 0 : m.offset());
-            } catch (ElfException e) {
-                out.add(new UnwindTarget.Mapping(m.start(), m.end(), 0, UnwindTarget.KIND_STOP, StopReason.NO_TABLE.code()));
-                continue;
-            }
-            t.lastUsed = now;
-            used.add(t);
-            out.add(new UnwindTarget.Mapping(m.start(), m.end(), bias, UnwindTarget.KIND_TABLE, t.id));
+            out.add(mappingFor(pid, m, pinned, used, now));
         }
-        int first = mappingSlots.allocate(out.size());
-        if (first < 0) {
-            throw new IllegalStateException("no room for " + out.size() + " more mappings (capacity "
-                    + capacity.mappings() + "); the process keeps frame pointers");
-        }
-        target.writeMappings(first, out);
-        if (old != null) {
-            unregister(pid);
-        }
-        for (TableEntry t : used) {
-            t.refs++;
-        }
-        target.setProcess(pid, startTicks, first, out.size());
-        procs.put(pid, new ProcEntry(startTicks, first, out.size(), used, now, snap.executable()));
-        registrations.incrementAndGet();
-        if (old == null && agentStartTicks >= 0 && startTicks > agentStartTicks) {
-            long nowTicks = bootTicks();
-            if (nowTicks >= startTicks) {
-                recordDelay((nowTicks - startTicks) * NANOS_PER_TICK / 1e9);
-            }
-        }
+        return new ResolvedMappings(out, used);
     }
 
-    private synchronized void recordDelay(double seconds) {
-        int i = 0;
-        while (i < DelayHistogram.BOUNDS.length && seconds > DelayHistogram.BOUNDS[i]) {
-            i++;
+    private UnwindTarget.Mapping mappingFor(int pid, MapEntry m, Set<TableEntry> pinned, List<TableEntry> used, long now)
+            throws Exception {
+        TableEntry t = tables.forMapping(pid, m);
+        if (t == null) {
+            return new UnwindTarget.Mapping(m.start(), m.end(), 0, UnwindTarget.KIND_FRAME_POINTERS, 0); // JIT, anonymous
         }
-        delayCounts[i]++;
-        delayCount++;
-        delaySum += seconds;
-        delayMax = Math.max(delayMax, seconds);
-    }
-
-    private synchronized DelayHistogram delayHistogram() {
-        return new DelayHistogram(DelayHistogram.BOUNDS.clone(), delayCounts.clone(), delayCount, delaySum, delayMax);
-    }
-
-    /** Clock ticks since boot from {@code uptime} beside the process directories; -1 if unreadable. */
-    private long bootTicks() {
+        pinned.add(t);
+        if (t.failure == null && !t.loaded()) {
+            load(t, pinned);
+        }
+        if (t.failure != null || !t.loaded()) {
+            return stop(m, t.failure != null ? t.failure : StopReason.NO_TABLE);
+        }
+        long bias;
         try {
-            String text = java.nio.file.Files.readString(procRoot.resolve("uptime"));
-            int sp = text.indexOf(' ');
-            java.math.BigDecimal secs = new java.math.BigDecimal(sp < 0 ? text.trim() : text.substring(0, sp));
-            return secs.multiply(java.math.BigDecimal.valueOf(1_000_000_000L / NANOS_PER_TICK)).longValue();
-        } catch (IOException | RuntimeException e) {
-            return -1;
+            bias = ElfLoadSegments.bias(t.segments, m.start(), m.path().equals("[vdso]") ? 0 : m.offset());
+        } catch (ElfException e) {
+            return stop(m, StopReason.NO_TABLE);
         }
+        t.lastUsed = now;
+        used.add(t);
+        return new UnwindTarget.Mapping(m.start(), m.end(), bias, UnwindTarget.KIND_TABLE, t.id());
+    }
+
+    private static UnwindTarget.Mapping stop(MapEntry m, StopReason why) {
+        return new UnwindTarget.Mapping(m.start(), m.end(), 0, UnwindTarget.KIND_STOP, why.code());
+    }
+
+    /** Loads a built table into the kernel, evicting least recently used tables (not {@code pinned}) if full. */
+    private void load(TableEntry t, Set<TableEntry> pinned) throws Exception {
+        switch (space.load(t, TableWords.of(tables.takeBuilt(t)), pinned)) {
+            case LOADED -> { }
+            case LARGER_THAN_BUDGET ->
+                    tables.fail(t, StopReason.NO_TABLE, "table of " + t.rows + " rows exceeds the unwind table budget");
+            case NO_ROOM -> tables.failForNow(t, "no room left in the unwind table budget");
+        }
+    }
+
+    private int allocateMappings(int n) {
+        int first = space.allocateMappings(n);
+        if (first < 0) {
+            throw new IllegalStateException("no room for " + n + " more mappings (capacity "
+                    + space.capacity().mappings() + "); the process keeps frame pointers");
+        }
+        return first;
+    }
+
+    /** Takes the processes whose mappings name an evicted table out of the kernel until they register again. */
+    private boolean unpublishUsers(TableEntry table) throws Exception {
+        boolean any = false;
+        for (int pid : processes.usersOf(table)) {
+            target.removeProcess(pid);
+            processes.markStale(pid);
+            any = true;
+        }
+        return any;
     }
 
     /** Forgets a process: its kernel entry, its mapping slots and its hold on tables (which stay cached). */
     void unregister(int pid) {
-        ProcEntry p = procs.remove(pid);
+        ProcessTracker.Registration p = processes.remove(pid);
         if (p == null) {
             return;
         }
@@ -439,219 +313,14 @@ public final class UnwindTableUploader implements AutoCloseable {
         } catch (Exception e) {
             LOG.log(System.Logger.Level.WARNING, "cannot remove pid " + pid + " from the unwind maps: " + e);
         }
-        mappingSlots.release(p.first, p.count);
-        for (TableEntry t : p.tables) {
-            t.refs--;
-        }
-    }
-
-    private TableEntry fileTable(int pid, MapEntry m) {
-        Path file = procRoot.resolve(Integer.toString(pid)).resolve("map_files").resolve(m.mapFilesName());
-        if (!Files.exists(file)) {
-            file = procRoot.resolve(Integer.toString(pid)).resolve("root").resolve(m.path().substring(1));
-        }
-        long size;
-        long mtime;
-        try {
-            var attrs = Files.readAttributes(file, java.nio.file.attribute.BasicFileAttributes.class);
-            size = attrs.size();
-            mtime = attrs.lastModifiedTime().toMillis();
-        } catch (IOException e) {
-            return null; // unreadable now: frame pointers
-        }
-        FileKey key = new FileKey(m.devMajor(), m.devMinor(), m.inode(), size, mtime);
-        TableEntry t = tables.computeIfAbsent(key, k -> new TableEntry(k, m.path()));
-        if (t.failure == null && !t.loaded && pendingFor != t) {
-            // New, or evicted earlier: (re)compile it from the file. A file that cannot be opened now (the
-            // process exited meanwhile) says nothing about the binary: not cached, frame pointers this time.
-            if (!build(t, file, null)) {
-                if (!t.loaded && t.refs == 0) {
-                    tables.remove(key);
-                }
-                return null;
-            }
-        }
-        t.lastUsed = nanoTime.getAsLong();
-        return t;
-    }
-
-    private TableEntry vdsoTable(MapEntry m) {
-        if (vdso == null) {
-            vdso = new TableEntry("[vdso]", "[vdso]");
-            try {
-                byte[] image = ownVdso();
-                build(vdso, null, image);
-            } catch (IOException e) {
-                fail(vdso, StopReason.NO_TABLE, "cannot read the vdso: " + e.getMessage());
-            }
-        }
-        return vdso;
-    }
-
-    /**
-     * Builds (or rebuilds, after an eviction) a table; if the binary has none, the entry records why.
-     * Returns false only if the file could not be read now (not a property of the binary).
-     */
-    private boolean build(TableEntry t, Path file, byte[] image) {
-        try {
-            UnwindTable table;
-            if (image != null) {
-                table = builder.build(t.name, ByteBuffer.wrap(image));
-                t.segments = ElfLoadSegments.parse(t.name, ByteBuffer.wrap(image));
-                t.retained = table;
-            } else {
-                table = builder.build(file);
-                t.segments = ElfLoadSegments.read(file);
-            }
-            t.pcBase = table.pcBase();
-            t.pages = table.pageCount();
-            t.rows = table.rowCount();
-            t.rules = table.ruleCount();
-            pendingTable = table;
-            pendingFor = t;
-            tablesBuilt.incrementAndGet();
-            heapTrimmer.burst();
-        } catch (java.io.IOException e) {
-            return false; // gone or unreadable right now: try again with the next process that maps it
-        } catch (Exception e) {
-            fail(t, StopReason.NO_TABLE, e.toString());
-        }
-        return true;
-    }
-
-    // The table just built, handed to upload() without keeping every table on the heap.
-    private UnwindTable pendingTable;
-    private TableEntry pendingFor;
-
-    private void fail(TableEntry t, StopReason reason, String message) {
-        t.failure = reason;
-        tableFailures.incrementAndGet();
-        failuresByReason.computeIfAbsent(reason.text(), k -> new AtomicLong()).incrementAndGet();
-        LOG.log(System.Logger.Level.INFO, "no unwind table for " + t.name + " (" + message + "); its frames stop there");
-    }
-
-    /** Loads a built table into free slices, evicting least recently used tables (not {@code pinned}) if full. */
-    private void upload(TableEntry t, Set<TableEntry> pinned) throws Exception {
-        UnwindTable table = pendingFor == t ? pendingTable : t.retained;
-        if (table == null) {
-            throw new IllegalStateException("no built table to upload for " + t.name);
-        }
-        pendingTable = null;
-        pendingFor = null;
-        if (t.pages > capacity.pages() || t.rows > capacity.rows() || t.rules > capacity.rules()) {
-            fail(t, StopReason.NO_TABLE, "table of " + t.rows + " rows exceeds the unwind table budget");
-            return;
-        }
-        while (true) {
-            int id = tableIds.allocate(1);
-            int p = id < 0 ? -1 : pageSlots.allocate(t.pages);
-            int r = p < 0 ? -1 : rowSlots.allocate(t.rows);
-            int u = r < 0 ? -1 : ruleSlots.allocate(t.rules);
-            if (u >= 0) {
-                t.id = id;
-                t.pageStart = p;
-                t.rowStart = r;
-                t.ruleStart = u;
-                break;
-            }
-            if (r >= 0) {
-                rowSlots.release(r, t.rows);
-            }
-            if (p >= 0) {
-                pageSlots.release(p, t.pages);
-            }
-            if (id >= 0) {
-                tableIds.release(id, 1);
-            }
-            if (!evictOne(pinned)) {
-                fail(t, StopReason.NO_TABLE, "no room left in the unwind table budget");
-                t.failure = null; // not a property of the binary: try again later
-                return;
-            }
-        }
-        target.writeTable(t.id, t.pcBase, t.pageStart, table.pageWords(), t.rowStart, table.rowWords(), t.ruleStart,
-                table.ruleWords());
-        t.loaded = true;
-        tablesLoaded++;
-        rowsLoaded += t.rows;
-        bytesLoaded += t.bytes();
-    }
-
-    /** Evicts the least recently used loaded table, unreferenced ones first; false if none can go. */
-    private boolean evictOne(Set<TableEntry> pinned) throws Exception {
-        TableEntry victim = null;
-        for (TableEntry t : tables.values()) {
-            if (t.loaded && !pinned.contains(t) && (victim == null || better(t, victim))) {
-                victim = t;
-            }
-        }
-        if (vdso != null && vdso.loaded && !pinned.contains(vdso) && (victim == null || better(vdso, victim))) {
-            victim = vdso;
-        }
-        if (victim == null) {
-            return false;
-        }
-        // The processes that use it go back to frame pointers (marked) first: their mappings name this table id,
-        // which the next upload may reuse for another binary; walked with that one their stacks would be wrong.
-        boolean removed = false;
-        if (victim.refs > 0) {
-            for (var e : procs.entrySet()) {
-                ProcEntry p = e.getValue();
-                if (p.tables.contains(victim)) {
-                    target.removeProcess(e.getKey());
-                    p.stale = true; // registered again (re-uploading) on its next sample
-                    removed = true;
-                }
-            }
-        }
-        target.clearTable(victim.id);
-        if (removed) {
-            Thread.sleep(1); // a walk already past the process lookup on another CPU ends within microseconds
-        }
-        tableIds.release(victim.id, 1);
-        pageSlots.release(victim.pageStart, victim.pages);
-        rowSlots.release(victim.rowStart, victim.rows);
-        ruleSlots.release(victim.ruleStart, victim.rules);
-        victim.loaded = false;
-        tablesLoaded--;
-        rowsLoaded -= victim.rows;
-        bytesLoaded -= victim.bytes();
-        evictions.incrementAndGet();
-        return true;
-    }
-
-    private static boolean better(TableEntry a, TableEntry b) {
-        if ((a.refs == 0) != (b.refs == 0)) {
-            return a.refs == 0;
-        }
-        return a.lastUsed < b.lastUsed;
-    }
-
-    /** The kernel's vdso image, from our own memory (the same image in every 64-bit process). */
-    private byte[] ownVdso() throws IOException {
-        for (MapEntry e : ProcMaps.parse(ProcMaps.readText(Path.of("/proc/self/maps")))) {
-            if (e.path().equals("[vdso]")) {
-                long size = e.end() - e.start();
-                if (size <= 0 || size > 1 << 20) {
-                    throw new IOException("implausible [vdso] size " + size);
-                }
-                byte[] image = new byte[(int) size];
-                try (RandomAccessFile f = new RandomAccessFile("/proc/self/mem", "r")) {
-                    f.seek(e.start());
-                    f.readFully(image);
-                }
-                return image;
-            }
-        }
-        throw new IOException("no [vdso] in /proc/self/maps");
+        space.releaseMappings(p.first, p.count);
+        space.release(p.tables);
     }
 
     public Stats stats() {
-        Map<String, Long> reasons = new HashMap<>();
-        failuresByReason.forEach((k, v) -> reasons.put(k, v.get()));
-        return new Stats(tablesBuilt.get(), tableFailures.get(), tablesLoaded, rowsLoaded, bytesLoaded, evictions.get(),
-                procs.values().stream().filter(p -> !p.stale).count(), registrations.get(), registrationFailures.get(), reasons,
-                delayHistogram());
+        return new Stats(tables.tablesBuilt(), tables.tableFailures(), space.tablesLoaded(), space.rowsLoaded(),
+                space.bytesLoaded(), space.evictions(), processes.registeredCount(), registrations.get(),
+                registrationFailures.get(), tables.failuresByReason(), delay.snapshot());
     }
 
     @Override

@@ -5,6 +5,7 @@ import dev.loupe.unwinder.elf.LoadSegment;
 import dev.loupe.unwinder.ehframe.UnwindRule;
 import dev.loupe.unwinder.ehframe.UnwindTable;
 import dev.loupe.unwinder.ehframe.UnwindTableBuilder;
+import dev.loupe.unwinder.proc.ProcessRegistry;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -165,15 +166,15 @@ class UnwindTableUploaderTest {
         int biggestTwo = rowsOf.values().stream().sorted((a, b) -> b - a).limit(2).mapToInt(Integer::intValue).sum();
         RecordingTarget target = new RecordingTarget(new UnwindTarget.Capacity(64, 4096, biggestTwo + 16, 1 << 16, 1024, 64));
         AtomicLong now = new AtomicLong(1_000_000_000L);
-        UnwindTableUploader u = new UnwindTableUploader(target, REAL, new dev.loupe.unwinder.proc.ProcessRegistry(proc, 1024), 1_000_000_000L, now::get,
+        UnwindTableUploader u = new UnwindTableUploader(target, REAL, new ProcessRegistry(proc, 1024), 1_000_000_000L, now::get,
                 pid -> true);
 
         fakeProcess(101, 500, List.of("libm.so.6", "libexpat.so.1"));
         fakeProcess(102, 600, List.of("libm.so.6", "libexpat.so.1"));
         u.scanNow();
         assertEquals(0, u.stats().processes(), "idle processes are not registered: only those that run");
-        u.observe(101, 500 * UnwindTableUploader.NANOS_PER_TICK); // their first samples
-        u.observe(102, 600 * UnwindTableUploader.NANOS_PER_TICK);
+        u.observe(101, 500 * ProcessRegistry.NANOS_PER_TICK); // their first samples
+        u.observe(102, 600 * ProcessRegistry.NANOS_PER_TICK);
         u.scanNow();
         UnwindTableUploader.Stats st = u.stats();
         assertEquals(2, st.processes());
@@ -203,7 +204,7 @@ class UnwindTableUploaderTest {
         assertFalse(u.registered(101), "a process whose table was evicted is stale");
         assertFalse(target.procs.containsKey(101), "and out of the kernel (frame pointers, marked) until registered again:"
                 + " its mappings name table ids that now serve other binaries");
-        u.observe(101, 500 * UnwindTableUploader.NANOS_PER_TICK);
+        u.observe(101, 500 * ProcessRegistry.NANOS_PER_TICK);
         u.scanNow(); // the uploader thread's work, synchronously
         assertTrue(u.registered(101));
         assertCorrect(target, 101, List.of("libm.so.6", "libexpat.so.1"));
@@ -219,7 +220,7 @@ class UnwindTableUploaderTest {
     void registrationDelayIsMeasuredFromProcessStartForProcessesStartedAfterTheAgent() throws Exception {
         RecordingTarget target = new RecordingTarget(new UnwindTarget.Capacity(64, 4096, 1 << 20, 1 << 16, 1024, 64));
         Files.writeString(proc.resolve("uptime"), "10.00 17.50\n"); // the agent starts 1,000 ticks after boot
-        UnwindTableUploader u = new UnwindTableUploader(target, REAL, new dev.loupe.unwinder.proc.ProcessRegistry(proc, 1024),
+        UnwindTableUploader u = new UnwindTableUploader(target, REAL, new ProcessRegistry(proc, 1024),
                 1_000_000_000L, () -> 0L, pid -> true);
         fakeProcess(501, 900, List.of("libm.so.6"));  // already running when the agent started: not counted
         fakeProcess(502, 1005, List.of("libm.so.6")); // started 50 ms after the agent
@@ -243,15 +244,15 @@ class UnwindTableUploaderTest {
     @Test
     void pidReuseReplacesTheEntryAndTheStartTimeGuardsIt() throws Exception {
         RecordingTarget target = new RecordingTarget(new UnwindTarget.Capacity(64, 4096, 1 << 20, 1 << 16, 1024, 64));
-        UnwindTableUploader u = new UnwindTableUploader(target, REAL, new dev.loupe.unwinder.proc.ProcessRegistry(proc, 1024), 1_000_000_000L, () -> 0L,
+        UnwindTableUploader u = new UnwindTableUploader(target, REAL, new ProcessRegistry(proc, 1024), 1_000_000_000L, () -> 0L,
                 pid -> true);
         fakeProcess(300, 1234, List.of("libm.so.6"));
-        u.observe(300, 1234 * UnwindTableUploader.NANOS_PER_TICK);
+        u.observe(300, 1234 * ProcessRegistry.NANOS_PER_TICK);
         u.scanNow();
         assertEquals(1234, target.procs.get(300)[0], "the kernel entry carries the start time it is valid for");
         assertTrue(u.registered(300));
         fakeProcess(300, 5678, List.of("libz.so.1")); // a new process got the pid
-        u.observe(300, 5678 * UnwindTableUploader.NANOS_PER_TICK);
+        u.observe(300, 5678 * ProcessRegistry.NANOS_PER_TICK);
         u.scanNow();
         assertEquals(5678, target.procs.get(300)[0]);
         assertCorrect(target, 300, List.of("libz.so.1"));
@@ -279,17 +280,17 @@ class UnwindTableUploaderTest {
                 return REAL.build(name, image);
             }
         };
-        UnwindTableUploader u = new UnwindTableUploader(target, racy, new dev.loupe.unwinder.proc.ProcessRegistry(proc, 1024),
+        UnwindTableUploader u = new UnwindTableUploader(target, racy, new ProcessRegistry(proc, 1024),
                 1_000_000_000L, () -> 0L, pid -> true);
         fakeProcess(400, 77, List.of("libm.so.6"));
-        u.observe(400, 77 * UnwindTableUploader.NANOS_PER_TICK);
+        u.observe(400, 77 * ProcessRegistry.NANOS_PER_TICK);
         u.scanNow();
         long[] p = target.procs.get(400);
         assertTrue(p != null, "registered");
         assertEquals(UnwindTarget.KIND_FRAME_POINTERS, target.mappings.get((int) p[1] + 1).kind(), "frame pointers this time");
         assertEquals(0, u.stats().tableFailures(), "not counted as a binary without a table");
         fakeProcess(401, 78, List.of("libm.so.6"));
-        u.observe(401, 78 * UnwindTableUploader.NANOS_PER_TICK);
+        u.observe(401, 78 * ProcessRegistry.NANOS_PER_TICK);
         u.scanNow();
         assertCorrect(target, 401, List.of("libm.so.6"));
     }

@@ -1,0 +1,187 @@
+package dev.loupe.agent.unwind;
+
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The kernel's unwind arrays as a bounded space: slices of table ids, pages, rows, rules and process
+ * mappings handed out first-fit, loaded tables evicted least recently used (unreferenced ones first) when
+ * a new one does not fit, and how many registered processes reference each table. Used on the uploader's
+ * thread; the sizes are also read by /metrics.
+ */
+final class KernelTableSpace {
+    /** How {@link #load} went. */
+    enum Load { LOADED, LARGER_THAN_BUDGET, NO_ROOM }
+
+    /** The registered processes whose mappings name a table. */
+    interface Users {
+        /**
+         * Takes the processes using {@code table} out of the kernel (they are walked with frame pointers, marked,
+         * until registered again); true if there were any.
+         */
+        boolean unpublish(TableEntry table) throws Exception;
+    }
+
+    private final UnwindTarget target;
+    private final UnwindTarget.Capacity capacity;
+    private final Users users;
+    private final RangeAllocator tableIds;
+    private final RangeAllocator pageSlots;
+    private final RangeAllocator rowSlots;
+    private final RangeAllocator ruleSlots;
+    private final RangeAllocator mappingSlots;
+    private final Set<TableEntry> loaded = new LinkedHashSet<>(); // in load order: the older of two equally recent goes first
+    private final AtomicLong evictions = new AtomicLong();
+    private volatile long tablesLoaded;
+    private volatile long rowsLoaded;
+    private volatile long bytesLoaded;
+
+    KernelTableSpace(UnwindTarget target, Users users) {
+        this.target = target;
+        this.users = users;
+        this.capacity = target.capacity();
+        this.tableIds = new RangeAllocator(capacity.tables());
+        this.pageSlots = new RangeAllocator(capacity.pages());
+        this.rowSlots = new RangeAllocator(capacity.rows());
+        this.ruleSlots = new RangeAllocator(capacity.rules());
+        this.mappingSlots = new RangeAllocator(capacity.mappings());
+    }
+
+    /**
+     * Writes a built table into free slices, evicting least recently used tables (never one in {@code pinned})
+     * until it fits. A table larger than the whole space is not loaded; nor is one that fits only if pinned
+     * tables went.
+     */
+    Load load(TableEntry t, TableWords words, Set<TableEntry> pinned) throws Exception {
+        if (t.pages > capacity.pages() || t.rows > capacity.rows() || t.rules > capacity.rules()) {
+            return Load.LARGER_THAN_BUDGET;
+        }
+        TableEntry.Slots slots;
+        while ((slots = allocate(t)) == null) {
+            if (!evictOne(pinned)) {
+                return Load.NO_ROOM;
+            }
+        }
+        try {
+            target.writeTable(slots.id(), t.pcBase, slots.pageStart(), words.pageWords(), slots.rowStart(), words.rowWords(),
+                    slots.ruleStart(), words.ruleWords());
+        } catch (Exception e) {
+            release(t, slots);
+            throw e;
+        }
+        t.slots = slots;
+        loaded.add(t);
+        tablesLoaded++;
+        rowsLoaded += t.rows;
+        bytesLoaded += t.bytes();
+        return Load.LOADED;
+    }
+
+    /** All of the table's slices, or none (null). */
+    private TableEntry.Slots allocate(TableEntry t) {
+        int id = tableIds.allocate(1);
+        int p = id < 0 ? -1 : pageSlots.allocate(t.pages);
+        int r = p < 0 ? -1 : rowSlots.allocate(t.rows);
+        int u = r < 0 ? -1 : ruleSlots.allocate(t.rules);
+        if (u >= 0) {
+            return new TableEntry.Slots(id, p, r, u);
+        }
+        if (r >= 0) {
+            rowSlots.release(r, t.rows);
+        }
+        if (p >= 0) {
+            pageSlots.release(p, t.pages);
+        }
+        if (id >= 0) {
+            tableIds.release(id, 1);
+        }
+        return null;
+    }
+
+    private void release(TableEntry t, TableEntry.Slots s) {
+        tableIds.release(s.id(), 1);
+        pageSlots.release(s.pageStart(), t.pages);
+        rowSlots.release(s.rowStart(), t.rows);
+        ruleSlots.release(s.ruleStart(), t.rules);
+    }
+
+    /** Evicts the least recently used loaded table, unreferenced ones first; false if none can go. */
+    private boolean evictOne(Set<TableEntry> pinned) throws Exception {
+        TableEntry victim = null;
+        for (TableEntry t : loaded) {
+            if (!pinned.contains(t) && (victim == null || evictsBefore(t, victim))) {
+                victim = t;
+            }
+        }
+        if (victim == null) {
+            return false;
+        }
+        // The processes that use it go back to frame pointers (marked) first: their mappings name this table id,
+        // which the next upload may reuse for another binary; walked with that one their stacks would be wrong.
+        boolean unpublished = victim.refs > 0 && users.unpublish(victim);
+        target.clearTable(victim.id());
+        if (unpublished) {
+            Thread.sleep(1); // a walk already past the process lookup on another CPU ends within microseconds
+        }
+        release(victim, victim.slots);
+        victim.slots = null;
+        loaded.remove(victim);
+        tablesLoaded--;
+        rowsLoaded -= victim.rows;
+        bytesLoaded -= victim.bytes();
+        evictions.incrementAndGet();
+        return true;
+    }
+
+    private static boolean evictsBefore(TableEntry a, TableEntry b) {
+        if ((a.refs == 0) != (b.refs == 0)) {
+            return a.refs == 0;
+        }
+        return a.lastUsed < b.lastUsed;
+    }
+
+    /** The first of {@code n} consecutive mapping slots, now taken; -1 if there is no such run. */
+    int allocateMappings(int n) {
+        return mappingSlots.allocate(n);
+    }
+
+    void releaseMappings(int first, int n) {
+        mappingSlots.release(first, n);
+    }
+
+    /** A process now names these tables (once per mapping). */
+    void hold(List<TableEntry> tables) {
+        for (TableEntry t : tables) {
+            t.refs++;
+        }
+    }
+
+    /** A process no longer names these tables; they stay loaded until evicted. */
+    void release(List<TableEntry> tables) {
+        for (TableEntry t : tables) {
+            t.refs--;
+        }
+    }
+
+    UnwindTarget.Capacity capacity() {
+        return capacity;
+    }
+
+    long tablesLoaded() {
+        return tablesLoaded;
+    }
+
+    long rowsLoaded() {
+        return rowsLoaded;
+    }
+
+    long bytesLoaded() {
+        return bytesLoaded;
+    }
+
+    long evictions() {
+        return evictions.get();
+    }
+}

@@ -1,0 +1,212 @@
+package dev.loupe.agent.unwind;
+
+import dev.loupe.unwinder.proc.MapEntry;
+import dev.loupe.unwinder.proc.ProcessRegistry;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.function.IntPredicate;
+import java.util.function.LongSupplier;
+
+/**
+ * Which processes are registered for table unwinding, which wait to be, and which exited. A process is
+ * asked for by its samples ({@link #observe}: when unregistered, registered for an earlier process with
+ * its pid, or stale after an eviction) and by the process registry (a first read, changed mappings); the
+ * uploader's thread takes them in turn ({@link #next}). Exits come from the registry and from scans.
+ *
+ * <p>Threads: {@link #observe} on the sampling thread (a hash lookup), the listener methods on the
+ * registry's readers, everything else on the uploader's thread.
+ */
+final class ProcessTracker implements ProcessRegistry.Listener {
+    private static final long TOUCH_NANOS = TimeUnit.SECONDS.toNanos(1);
+    private static final long RETRY_NANOS = TimeUnit.SECONDS.toNanos(2);
+    private static final int MAX_FAILED = 65536;
+
+    /** A registered process. Read on the sampling thread: the fields are final but stale and lastSeen (volatile). */
+    static final class Registration {
+        final long startTicks;
+        final int first;
+        final int count;
+        final List<TableEntry> tables; // once per mapping that names it
+        final List<MapEntry> mappings; // the registry's snapshot it was built from
+        volatile boolean stale;
+        volatile long lastSeen;
+
+        Registration(long startTicks, int first, int count, List<TableEntry> tables, long now, List<MapEntry> mappings) {
+            this.startTicks = startTicks;
+            this.first = first;
+            this.count = count;
+            this.tables = tables;
+            this.mappings = mappings;
+            this.lastSeen = now;
+        }
+
+        /** Registered from exactly this snapshot of the process, and still valid. */
+        boolean current(ProcessRegistry.Snapshot snap) {
+            return startTicks == snap.startTicks() && !stale && mappings == snap.executable();
+        }
+    }
+
+    private final IntPredicate wanted; // the --pid filter: only these processes
+    private final LongSupplier nanoTime;
+    private final ConcurrentHashMap<Integer, Registration> registered = new ConcurrentHashMap<>();
+    private final Set<Integer> pending = ConcurrentHashMap.newKeySet();
+    private final LinkedBlockingQueue<Integer> queue = new LinkedBlockingQueue<>();
+    private final ConcurrentLinkedQueue<long[]> exits = new ConcurrentLinkedQueue<>(); // {pid, startTicks}
+    private final Map<Integer, Long> failedAt = new HashMap<>();
+
+    ProcessTracker(IntPredicate wanted, LongSupplier nanoTime) {
+        this.wanted = wanted;
+        this.nanoTime = nanoTime;
+    }
+
+    // Push, not pull: whoever reads a process first (the symbolizer, usually), its tables follow.
+    @Override
+    public void appeared(ProcessRegistry.Snapshot p) {
+        request(p.pid());
+    }
+
+    @Override
+    public void mappingsChanged(ProcessRegistry.Snapshot p) {
+        request(p.pid());
+    }
+
+    @Override
+    public void exited(int pid, long startTicks) {
+        exits.offer(new long[] {pid, startTicks});
+    }
+
+    /**
+     * A sample of {@code pid} arrived (sampling thread). Queues the process if it is not registered for this
+     * start time, or if tables it needs were evicted.
+     */
+    void observe(int pid, long processStartNs) {
+        if (pid <= 0 || !wanted.test(pid)) {
+            return;
+        }
+        Registration p = registered.get(pid);
+        if (p != null && p.startTicks == processStartNs / ProcessRegistry.NANOS_PER_TICK) {
+            long now = nanoTime.getAsLong();
+            if (now - p.lastSeen > TOUCH_NANOS) {
+                p.lastSeen = now;
+            }
+            if (!p.stale) {
+                return;
+            }
+        }
+        request(pid);
+    }
+
+    /** Queues {@code pid} for registration, once until it is taken. */
+    void request(int pid) {
+        if (wanted.test(pid) && pending.add(pid)) {
+            queue.offer(pid);
+        }
+    }
+
+    /** The next queued process, waiting up to {@code timeoutNanos}; null if none came. */
+    Integer next(long timeoutNanos) throws InterruptedException {
+        return taken(queue.poll(timeoutNanos, TimeUnit.NANOSECONDS));
+    }
+
+    /** The next queued process; null if none is queued. */
+    Integer next() {
+        return taken(queue.poll());
+    }
+
+    private Integer taken(Integer pid) {
+        if (pid != null) {
+            pending.remove(pid);
+        }
+        return pid;
+    }
+
+    /** Registered processes the registry reported gone since the last call (a pid now used by another process is not). */
+    List<Integer> takeExited() {
+        List<Integer> gone = new ArrayList<>();
+        long[] exit;
+        while ((exit = exits.poll()) != null) {
+            Registration p = registered.get((int) exit[0]);
+            if (p != null && p.startTicks == exit[1]) {
+                gone.add((int) exit[0]);
+            }
+        }
+        return gone;
+    }
+
+    /** Registered processes that are not in {@code alive}. */
+    List<Integer> registeredNotIn(Set<Integer> alive) {
+        List<Integer> gone = new ArrayList<>();
+        for (Integer pid : registered.keySet()) {
+            if (!alive.contains(pid)) {
+                gone.add(pid);
+            }
+        }
+        return gone;
+    }
+
+    Registration get(int pid) {
+        return registered.get(pid);
+    }
+
+    void put(int pid, Registration p) {
+        registered.put(pid, p);
+    }
+
+    Registration remove(int pid) {
+        return registered.remove(pid);
+    }
+
+    /** Registered processes (stale or not) whose mappings name {@code table}. */
+    List<Integer> usersOf(TableEntry table) {
+        List<Integer> users = new ArrayList<>();
+        registered.forEach((pid, p) -> {
+            if (p.tables.contains(table)) {
+                users.add(pid);
+            }
+        });
+        return users;
+    }
+
+    /** Out of the kernel: registered again (re-uploading its tables) on its next sample. */
+    void markStale(int pid) {
+        Registration p = registered.get(pid);
+        if (p != null) {
+            p.stale = true;
+        }
+    }
+
+    /** Whether {@code pid} is registered and not stale. */
+    boolean isRegistered(int pid) {
+        Registration p = registered.get(pid);
+        return p != null && !p.stale;
+    }
+
+    long registeredCount() {
+        return registered.values().stream().filter(p -> !p.stale).count();
+    }
+
+    /** Whether {@code pid} may be tried now: not within the retry pause after a failed registration. */
+    boolean retryDue(int pid, long now) {
+        Long failed = failedAt.get(pid);
+        return failed == null || now - failed >= RETRY_NANOS;
+    }
+
+    void failed(int pid, long now) {
+        failedAt.put(pid, now);
+        if (failedAt.size() > MAX_FAILED) {
+            failedAt.clear();
+        }
+    }
+
+    void succeeded(int pid) {
+        failedAt.remove(pid);
+    }
+}
