@@ -4,10 +4,9 @@ import dev.loupe.unwinder.ehframe.StopReason;
 import dev.loupe.unwinder.ehframe.UnwindTable;
 import dev.loupe.unwinder.elf.ElfLoadSegments;
 import dev.loupe.unwinder.proc.MapEntry;
-import dev.loupe.unwinder.proc.ProcMaps;
+import dev.loupe.unwinder.proc.Vdso;
 
 import java.io.IOException;
-import java.io.RandomAccessFile;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -95,7 +94,7 @@ final class TableCache {
         if (vdso == null) {
             vdso = new TableEntry("[vdso]", "[vdso]");
             try {
-                byte[] image = ownVdso();
+                byte[] image = Vdso.ownImage();
                 build(vdso, null, image);
             } catch (IOException e) {
                 fail(vdso, StopReason.NO_TABLE, "cannot read the vdso: " + e.getMessage());
@@ -172,24 +171,5 @@ final class TableCache {
         Map<String, Long> reasons = new HashMap<>();
         failuresByReason.forEach((k, v) -> reasons.put(k, v.get()));
         return reasons;
-    }
-
-    /** The kernel's vdso image, from our own memory (the same image in every 64-bit process). */
-    private static byte[] ownVdso() throws IOException {
-        for (MapEntry e : ProcMaps.parse(ProcMaps.readText(Path.of("/proc/self/maps")))) {
-            if (e.path().equals("[vdso]")) {
-                long size = e.end() - e.start();
-                if (size <= 0 || size > 1 << 20) {
-                    throw new IOException("implausible [vdso] size " + size);
-                }
-                byte[] image = new byte[(int) size];
-                try (RandomAccessFile f = new RandomAccessFile("/proc/self/mem", "r")) {
-                    f.seek(e.start());
-                    f.readFully(image);
-                }
-                return image;
-            }
-        }
-        throw new IOException("no [vdso] in /proc/self/maps");
     }
 }
