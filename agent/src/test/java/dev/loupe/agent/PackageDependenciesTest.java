@@ -32,7 +32,7 @@ class PackageDependenciesTest {
 
     /** Agent package → the agent packages it may import (leaves are always allowed). */
     private static final Map<String, Set<String>> ALLOWED = Map.ofEntries(
-            Map.entry(A, Set.of("http", "latency", "logging", "relay", "sampling", "ship", "ship.kafka", "sink", "unwind")),
+            Map.entry(A, Set.of("http", "latency", "logging", "relay", "sampling", "service", "ship", "ship.kafka", "sink", "unwind")),
             Map.entry(A + ".sampling", Set.of("logging", "sink", "unwind")),
             Map.entry(A + ".unwind", Set.of("logging")),
             Map.entry(A + ".sink", Set.of("logging")),
