@@ -37,7 +37,7 @@ final class NspawnMachine implements AutoCloseable {
         Path console = work.resolve("console.log");
         Process p = new ProcessBuilder("systemd-nspawn", "-D", root.toString(), "--boot", "--machine=" + name,
                 "--capability=all", "--system-call-filter=bpf perf_event_open", "--bind-ro=/sys/kernel/btf",
-                "--register=no", "--keep-unit", "--console=pipe")
+                "--register=no", "--keep-unit", "--console=pipe", "--private-network")
                 .redirectErrorStream(true).redirectOutput(console.toFile()).start();
         long init = -1;
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
@@ -54,7 +54,12 @@ final class NspawnMachine implements AutoCloseable {
         }
         NspawnMachine m = new NspawnMachine(root, p, init, console);
         // "degraded" is fine (a minimal system has units that fail in a container); "running" or "degraded" is up.
+        // Until systemd has opened its socket, systemctl cannot connect: ask again.
         Commands.Result r = m.run(120, "systemctl", "is-system-running", "--wait");
+        while (r.output().contains("Failed to connect to bus") && System.nanoTime() < deadline + TimeUnit.SECONDS.toNanos(60)) {
+            Thread.sleep(200);
+            r = m.run(120, "systemctl", "is-system-running", "--wait");
+        }
         if (!r.output().contains("running") && !r.output().contains("degraded")) {
             m.close();
             throw new IllegalStateException("the container did not finish booting: " + r.output());

@@ -1,0 +1,189 @@
+package dev.loupe.it;
+
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Collectors;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The .deb as a fleet host gets it: built by systemd/build-package.sh, checked with dpkg-deb, then installed
+ * into a Debian 12 booted with a real systemd (systemd-nspawn) and driven with systemctl.
+ */
+class SystemdServiceTest {
+    /** CAP_DAC_READ_SEARCH(2), CAP_SYS_PTRACE(19), CAP_SYSLOG(34), CAP_PERFMON(38), CAP_BPF(39), CAP_CHECKPOINT_RESTORE(40). */
+    private static final long CAPABILITIES = (1L << 2) | (1L << 19) | (1L << 34) | (1L << 38) | (1L << 39) | (1L << 40);
+    private static final Path REPO = Path.of(System.getProperty("loupe.repo", "..")).toAbsolutePath().normalize();
+    private static Path deb;
+
+    @BeforeAll
+    static void buildPackage() throws Exception {
+        Path javaHome = Path.of(System.getProperty("java.home"));
+        Commands.Result r = Commands.run(List.of("env", "JAVA_HOME=" + javaHome,
+                REPO.resolve("systemd/build-package.sh").toString(), REPO.toString()), 900);
+        assertEquals(0, r.exit(), r.output());
+        String[] lines = r.output().strip().split("\n");
+        deb = Path.of(lines[lines.length - 1]);
+        assertTrue(Files.isRegularFile(deb), r.output());
+    }
+
+    @Test
+    void packageHoldsARuntimeAndDependsOnNoToolchain(@TempDir Path dir) throws Exception {
+        String contents = Commands.run(List.of("dpkg-deb", "-c", deb.toString()), 60).check().output();
+        for (String f : List.of("./usr/bin/loupe", "./usr/lib/loupe/runtime/bin/java", "./usr/lib/loupe/loupe-agent.jar",
+                "./usr/lib/loupe/run.jvmopts", "./usr/lib/loupe/relay.jvmopts", "./lib/systemd/system/loupe.service",
+                "./etc/loupe/loupe.yaml", "./usr/share/doc/loupe/README.md", "./usr/share/doc/loupe/configuration.md")) {
+            assertTrue(contents.contains(" " + f + "\n"), f + " in\n" + contents);
+        }
+        assertFalse(contents.contains("/usr/lib/loupe/runtime/bin/javac"), "a runtime, not a JDK");
+        assertEquals("/etc/loupe/loupe.yaml", conffiles(dir));
+        String depends = Commands.run(List.of("dpkg-deb", "-f", deb.toString(), "Depends"), 60).check().output().strip();
+        Set<String> names = Arrays.stream(depends.split(",")).map(d -> d.strip().split("[ (]")[0])
+                .collect(Collectors.toCollection(TreeSet::new));
+        assertEquals(new TreeSet<>(Set.of("adduser", "libbpf1", "libc6")), names, depends);
+
+        Path x = dir.resolve("x");
+        Commands.run(List.of("dpkg-deb", "-x", deb.toString(), x.toString()), 120).check();
+        // The bundled runtime on its own: no JAVA_HOME, no PATH to a JDK.
+        Commands.Result v = Commands.run(List.of("env", "-i", "PATH=/usr/bin:/bin",
+                x.resolve("usr/lib/loupe/runtime/bin/java").toString(), "-jar",
+                x.resolve("usr/lib/loupe/loupe-agent.jar").toString(), "--version"), 60);
+        assertEquals(0, v.exit(), v.output());
+        assertTrue(v.output().startsWith("loupe 0.1.0"), v.output());
+        assertTrue(v.output().contains("(Java 25"), v.output());
+        String bpfJar = Commands.run(List.of("sh", "-c", "ls " + x.resolve("usr/lib/loupe/lib") + "/loupe-bpf-*.jar"), 10)
+                .check().output().strip();
+        String bpf = Commands.run(List.of("unzip", "-l", bpfJar), 30).check().output();
+        assertTrue(bpf.contains("dev/loupe/bpf/profiler.bpf.o") && bpf.contains("dev/loupe/bpf/latency.bpf.o"), bpf);
+    }
+
+    private static String conffiles(Path dir) throws Exception {
+        Path c = dir.resolve("control");
+        Commands.run(List.of("dpkg-deb", "-e", deb.toString(), c.toString()), 60).check();
+        return Files.readString(c.resolve("conffiles")).strip();
+    }
+
+    @Test
+    void serviceRunsLeastPrivilegedWithReadinessReloadWatchdogAndCleanStop(@TempDir Path work) throws Exception {
+        try (NspawnMachine m = NspawnMachine.boot(REPO, work, "loupe-it-" + ProcessHandle.current().pid())) {
+            Files.copy(deb, m.root().resolve("root/loupe.deb"));
+            long t0 = System.nanoTime();
+            m.check(600, "apt-get", "install", "-y", "/root/loupe.deb");
+            System.out.printf("package install (with the AOT training run) took %.1f s%n", (System.nanoTime() - t0) / 1e9);
+
+            // Installed, enabled and started; active only after READY (systemd logs "Started" on READY=1).
+            assertEquals("enabled", m.run(30, "systemctl", "is-enabled", "loupe").output().strip());
+            m.await("loupe.service active", Duration.ofSeconds(90), () -> m.property("loupe.service", "ActiveState").equals("active"));
+            assertEquals("notify", m.property("loupe.service", "Type"));
+            String journal = m.journal("loupe.service");
+            int readyAt = journal.indexOf("ready: the sampler is attached and the first sample was read");
+            int startedAt = journal.indexOf("Started loupe.service");
+            assertTrue(readyAt >= 0 && startedAt > readyAt, "READY before systemd called it started:\n" + journal);
+            assertTrue(m.property("loupe.service", "StatusText").matches("\\d+ samples/s from \\d+ processes; sinks: file ok"),
+                    m.property("loupe.service", "StatusText"));
+
+            // The main process: the loupe user, exactly the unit's capabilities.
+            String pid = m.property("loupe.service", "MainPID");
+            String uid = m.check(30, "id", "-u", "loupe").output().strip();
+            String status = m.check(30, "cat", "/proc/" + pid + "/status").output();
+            assertEquals(uid, field(status, "Uid").split("\\s+")[0], status);
+            for (String cap : List.of("CapEff", "CapPrm", "CapAmb", "CapBnd")) {
+                assertEquals(CAPABILITIES, Long.parseLong(field(status, cap), 16), cap + " in\n" + status);
+            }
+            assertTrue(m.check(30, "cat", "/proc/" + pid + "/cmdline").output().contains("/usr/lib/loupe/runtime/bin/java"));
+
+            // Profiles appear where the service keeps its state.
+            m.await("a CPU profile", Duration.ofSeconds(40), () -> profiles(m) > 0);
+
+            // Reload: a new label is applied live by the same process; the interval waits for a restart.
+            Path conf = m.root().resolve("etc/loupe/loupe.yaml");
+            String original = Files.readString(conf);
+            Files.writeString(conf, original + "external-labels: {team: profiling}\ninterval: 20s\n");
+            m.check(60, "systemctl", "reload", "loupe");
+            m.await("the reload's log line", Duration.ofSeconds(30), () -> m.journal("loupe.service").contains("reload: applied:"));
+            assertTrue(m.journal("loupe.service").contains(
+                    "reload: applied: external-labels; needs a restart (the running value stays): interval"), m.journal("loupe.service"));
+            assertEquals(pid, m.property("loupe.service", "MainPID"), "reload keeps the process");
+            assertEquals("active", m.property("loupe.service", "ActiveState"));
+
+            // A broken file on reload: refused with its line, the old configuration keeps running.
+            Files.writeString(conf, original + "frequency: [\n");
+            m.check(60, "systemctl", "reload", "loupe");
+            m.await("the refusal", Duration.ofSeconds(30), () -> m.journal("loupe.service").contains("reload refused"));
+            assertTrue(m.journal("loupe.service").contains("reload refused, the running configuration stays: /etc/loupe/loupe.yaml:"),
+                    m.journal("loupe.service"));
+            assertEquals(pid, m.property("loupe.service", "MainPID"));
+            assertEquals("active", m.property("loupe.service", "ActiveState"));
+            // From here one interval lasts longer than the test: the only file a process writes is its flush at stop.
+            Files.writeString(conf, original + "interval: 1h\n");
+
+            // A stopped (SIGSTOP) agent pets no watchdog: systemd kills and restarts it.
+            Path dropIn = m.root().resolve("etc/systemd/system/loupe.service.d/watchdog.conf");
+            Files.createDirectories(dropIn.getParent());
+            Files.writeString(dropIn, "[Service]\nWatchdogSec=6s\nRestartSec=1s\n");
+            m.check(30, "systemctl", "daemon-reload");
+            m.check(120, "systemctl", "restart", "loupe");
+            String before = m.property("loupe.service", "MainPID");
+            long restarts = Long.parseLong(m.property("loupe.service", "NRestarts"));
+            m.check(10, "kill", "-STOP", before);
+            m.await("a restart by the watchdog", Duration.ofSeconds(60), () -> {
+                String now = m.property("loupe.service", "MainPID");
+                return !now.equals("0") && !now.equals(before) && m.property("loupe.service", "ActiveState").equals("active");
+            });
+            assertEquals(restarts + 1, Long.parseLong(m.property("loupe.service", "NRestarts")));
+            assertTrue(m.run(30, "journalctl", "-b", "--no-pager", "-u", "loupe").output().contains("Watchdog timeout"),
+                    m.journal("loupe.service"));
+
+            // Stop: the partial interval is flushed and the exit is clean.
+            int filesBefore = profiles(m);
+            m.check(90, "systemctl", "stop", "loupe");
+            assertEquals("inactive", m.property("loupe.service", "ActiveState"));
+            assertEquals("success", m.property("loupe.service", "Result"));
+            assertEquals(filesBefore + 1, profiles(m), "the partial interval written at stop");
+
+            // Exposure as systemd rates the unit in place.
+            String security = m.run(60, "systemd-analyze", "security", "loupe.service").output();
+            Matcher e = Pattern.compile("Overall exposure level for loupe.service: (\\d+\\.\\d)").matcher(security);
+            assertTrue(e.find(), security);
+            double exposure = Double.parseDouble(e.group(1));
+            System.out.println("systemd-analyze security loupe.service: " + exposure);
+            assertTrue(exposure <= 3.0, security);
+
+            // Remove keeps the state; purge deletes it.
+            m.check(300, "apt-get", "remove", "-y", "loupe");
+            assertTrue(Files.isDirectory(m.root().resolve("var/lib/loupe/profiles")), "remove keeps /var/lib/loupe");
+            m.check(300, "apt-get", "purge", "-y", "loupe");
+            assertFalse(Files.exists(m.root().resolve("var/lib/loupe")), "purge deletes /var/lib/loupe");
+            assertFalse(Files.exists(m.root().resolve("etc/loupe/loupe.yaml")), "purge deletes the conffile");
+        }
+    }
+
+    private static int profiles(NspawnMachine m) throws Exception {
+        Path d = m.root().resolve("var/lib/loupe/profiles");
+        if (!Files.isDirectory(d)) {
+            return 0;
+        }
+        try (var s = Files.list(d)) {
+            return (int) s.filter(p -> p.getFileName().toString().startsWith("cpu-")).count();
+        }
+    }
+
+    private static String field(String status, String name) {
+        Matcher m = Pattern.compile("(?m)^" + name + ":\\s*(.+)$").matcher(status);
+        assertTrue(m.find(), name + " in\n" + status);
+        return m.group(1).strip();
+    }
+}
