@@ -74,8 +74,9 @@ final class ServiceSupervisor implements AutoCloseable {
             long now = nanos.getAsLong();
             if (!ready && st.sampler().samples() > 0 && st.samplesProcessed() > 0) {
                 ready = true;
-                send("READY", notify::ready);
+                // Logged before READY=1, so the journal shows it before systemd's "Started".
                 LOG.log(System.Logger.Level.INFO, "ready: the sampler is attached and the first sample was read");
+                send("READY", notify::ready);
             }
             if (ready && gate != null) {
                 WatchdogGate.Decision d = gate.check(agent.polls(), agent.deadSinkThreads());
