@@ -1,7 +1,7 @@
 /**
  * The agent's composition root: {@code Main} ({@code loupe run}, and {@code loupe relay} handed to
  * {@link dev.loupe.agent.relay}) and the wiring that builds each part from the configuration
- * ({@code Sinks}: every sink, closed again on a failed start). Nothing else lives here; every other
- * package of the agent may be imported from here, and none imports this one.
+ * ({@code Sinks}: every sink, closed again on a failed start, and the relabel rules' check). Nothing else
+ * lives here; every other package of the agent may be imported from here, and none imports this one.
  */
 package dev.loupe.agent;
