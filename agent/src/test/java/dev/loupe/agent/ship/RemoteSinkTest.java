@@ -68,14 +68,17 @@ class RemoteSinkTest {
     }
 
     private RemoteSink sink(ParcaStandIn standIn, long maxRequestBytes) throws Exception {
+        return sink(standIn, new WriteRawEncoder(Map.of("region", "eu-west-1"), maxRequestBytes, WriteRawEncoder::procExecutable));
+    }
+
+    private RemoteSink sink(ParcaStandIn standIn, WriteRawEncoder encoder) throws Exception {
         ParcaClient client = ParcaClient.create(ParcaClientConfig.builder(standIn.address()).insecure(true)
                 .timeout(Duration.ofMillis(800)).build());
         Spool spool = Spool.open(root, "parca", 64 << 20);
         DeliveryLoop loop = new DeliveryLoop(spool, (batch, timeout) -> client.writeRaw(batch.payload(), timeout),
                 new DeliveryLoop.Backoff(Duration.ofMillis(20), Duration.ofMillis(200)), Duration.ofMillis(800),
                 System::nanoTime, DeliveryLoop.Sleeper.SYSTEM, RandomGenerator.getDefault());
-        return new RemoteSink("parca", spool, loop,
-                new WriteRawEncoder(Map.of("region", "eu-west-1"), maxRequestBytes, WriteRawEncoder::procExecutable), client);
+        return new RemoteSink("parca", spool, loop, encoder, client);
     }
 
     private static Map<String, String> labels(RawProfileSeries s) {
@@ -203,16 +206,9 @@ class RemoteSinkTest {
     void seriesTheRelabelRulesDropAreCountedAndNotSent() throws Exception {
         ParcaStandIn standIn = new ParcaStandIn().start();
         cleanup.add(standIn);
-        ParcaClient client = ParcaClient.create(ParcaClientConfig.builder(standIn.address()).insecure(true)
-                .timeout(Duration.ofMillis(800)).build());
-        Spool spool = Spool.open(root, "parca", 64 << 20);
-        DeliveryLoop loop = new DeliveryLoop(spool, (batch, timeout) -> client.writeRaw(batch.payload(), timeout),
-                new DeliveryLoop.Backoff(Duration.ofMillis(20), Duration.ofMillis(200)), Duration.ofMillis(800),
-                System::nanoTime, DeliveryLoop.Sleeper.SYSTEM, RandomGenerator.getDefault());
         Relabeling rules = Relabeling.parse(List.of(Map.of("action", "drop", "source_labels", List.of("comm"),
                 "regex", "gone|swapper/.*")));
-        RemoteSink sink = new RemoteSink("parca", spool, loop,
-                new WriteRawEncoder(Map.of(), rules, 16 << 20, WriteRawEncoder::procExecutable), client);
+        RemoteSink sink = sink(standIn, new WriteRawEncoder(Map.of(), rules, 16 << 20, WriteRawEncoder::procExecutable));
         sink.write(interval(1));
         sink.write(interval(2));
         await("two requests", () -> standIn.accepted().size() == 2);
