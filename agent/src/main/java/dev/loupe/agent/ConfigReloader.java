@@ -64,6 +64,11 @@ final class ConfigReloader {
                 LOG.log(System.Logger.Level.ERROR, "reload refused, the running configuration stays: " + e.getMessage());
                 return new ConfigChange(List.of(), List.of());
             }
+            java.util.Optional<String> badRelabel = Sinks.relabelConfigError(loaded);
+            if (badRelabel.isPresent()) {
+                LOG.log(System.Logger.Level.ERROR, "reload refused, the running configuration stays: " + badRelabel.get());
+                return new ConfigChange(List.of(), List.of());
+            }
             LoupeConfig before = running;
             ConfigChange change = ConfigChange.between(before, loaded);
             LoupeConfig next;

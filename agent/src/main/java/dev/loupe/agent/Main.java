@@ -73,6 +73,12 @@ public final class Main {
             System.out.println(CommandLine.usage());
             return;
         }
+        Optional<String> badRelabel = Sinks.relabelConfigError(parsed.config());
+        if (badRelabel.isPresent()) {
+            System.err.println("loupe: " + badRelabel.get());
+            System.exit(2);
+            return;
+        }
         System.exit(run(parsed.config(), rest));
     }
 

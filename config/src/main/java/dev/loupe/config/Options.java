@@ -157,6 +157,14 @@ public final class Options {
             .byDefault("{}").reloadable()
             .help("added to every series sent to Parca or Kafka, e.g. {region: eu-west-1} (flag: repeatable)");
 
+    /** Prometheus relabel_config rules as plain values; the agent validates and applies them. */
+    public static final Option<List<Map<String, Object>>> RELABEL = Option.custom("relabel", null, null,
+                    RelabelYaml::read, null)
+            .byDefault("[]").reloadable().commands(Command.RUN)
+            .help("Prometheus relabel_config rules (replace, keep, drop, labeldrop, labelkeep, labelmap, hashmod, ...) "
+                    + "applied in order to each series' labels before it is sent to Parca or Kafka; a dropped series is "
+                    + "not sent, e.g. " + RelabelYaml.EXAMPLE);
+
     public static final Option<List<ProbeConfig>> PROBES = Option.custom("probes", "--probe", "BINARY:FUNCTION",
                     (source, node, key) -> ProbeConfigParser.fromYaml(source, node),
                     (values, current) -> ProbeConfigParser.merge(values.stream().map(ProbeConfigParser::fromFlag).toList()))
@@ -186,7 +194,7 @@ public final class Options {
             REMOTE_STORE_BEARER_TOKEN_FILE, REMOTE_STORE_CA_FILE, REMOTE_STORE_CERT_FILE, REMOTE_STORE_KEY_FILE,
             REMOTE_STORE_HEADERS, REMOTE_STORE_TIMEOUT, REMOTE_STORE_BATCH_MAX_BYTES, KAFKA_BOOTSTRAP_SERVERS, KAFKA_TOPIC,
             KAFKA_PRODUCER, KAFKA_TRANSACTIONAL, KAFKA_GROUP_ID, KAFKA_CONSUMER, RELAY_QUARANTINE_DIR, SPOOL_DIR,
-            SPOOL_MAX_BYTES, EXTERNAL_LABELS, PROBES, PROBE_STACKS, PROBES_MAX_FUNCTIONS);
+            SPOOL_MAX_BYTES, EXTERNAL_LABELS, RELABEL, PROBES, PROBE_STACKS, PROBES_MAX_FUNCTIONS);
 
     /** A comment above each YAML section in default.yaml. */
     static final Map<String, String> SECTIONS = sections();

@@ -40,6 +40,18 @@ class CommandLineTest {
         assertTrue(r.output().contains(cfg + ":3:") && r.output().contains("frequency"), r.output());
     }
 
+    /** Config reads a relabel rule's shape; what it means is checked before the agent starts: same exit, file named. */
+    @Test
+    void badRelabelRuleNamesFileRuleAndFieldAndExits2() throws Exception {
+        Path cfg = dir.resolve("relabel.yaml");
+        Files.writeString(cfg, "relabel:\n  - {action: keep, source_labels: [comm], regex: sshd}\n"
+                + "  - {action: labeldrop, regex: 'a(b'}\n");
+        Commands.Result r = agent("--config", cfg.toString());
+        assertEquals(2, r.exit(), r.output());
+        assertEquals(List.of("loupe: " + cfg + ": relabel rule 1, regex: invalid regular expression \"a(b\": Unclosed group"),
+                r.output().lines().filter(l -> l.startsWith("loupe:")).toList(), r.output());
+    }
+
     @Test
     void badFlagIsRejected() throws Exception {
         Commands.Result r = agent("--frequency", "0");

@@ -15,6 +15,8 @@ import java.util.Objects;
  */
 public record CgroupLabels(String systemdUnit, String systemdUserUnit, String containerId) {
     public static final CgroupLabels NONE = new CgroupLabels("", "", "");
+    /** The label names {@link #asMap} uses, in its order. */
+    public static final List<String> NAMES = List.of("systemd_unit", "systemd_user_unit", "container_id");
 
     public CgroupLabels {
         Objects.requireNonNull(systemdUnit, "systemdUnit");
@@ -76,14 +78,11 @@ public record CgroupLabels(String systemdUnit, String systemdUserUnit, String co
     /** As pprof/series labels: {@code systemd_unit}, {@code systemd_user_unit}, {@code container_id}, set ones only. */
     public Map<String, String> asMap() {
         Map<String, String> m = new LinkedHashMap<>();
-        if (!systemdUnit.isEmpty()) {
-            m.put("systemd_unit", systemdUnit);
-        }
-        if (!systemdUserUnit.isEmpty()) {
-            m.put("systemd_user_unit", systemdUserUnit);
-        }
-        if (!containerId.isEmpty()) {
-            m.put("container_id", containerId);
+        List<String> values = List.of(systemdUnit, systemdUserUnit, containerId);
+        for (int i = 0; i < NAMES.size(); i++) {
+            if (!values.get(i).isEmpty()) {
+                m.put(NAMES.get(i), values.get(i));
+            }
         }
         return m;
     }

@@ -1,5 +1,6 @@
 package dev.loupe.agent.sampling;
 
+import dev.loupe.agent.labels.CgroupLabelCache;
 import dev.loupe.agent.logging.RateLimitedLog;
 import dev.loupe.agent.sink.EncodedProfile;
 import dev.loupe.agent.sink.ProfileBatch;
@@ -40,14 +41,21 @@ public final class Agent {
      * @param sinkQueueCapacity intervals queued per sink before the oldest is dropped
      * @param stopTimeout       how long stop() lets sinks deliver what is queued
      * @param seriesLabels      labels on every series (e.g. node), besides __name__
+     * @param cgroupReader      a process's cgroup file, for its systemd unit and container id labels
      */
-    public record Options(int sinkQueueCapacity, Duration stopTimeout, Map<String, String> seriesLabels) {
+    public record Options(int sinkQueueCapacity, Duration stopTimeout, Map<String, String> seriesLabels,
+                          CgroupLabelCache.Reader cgroupReader) {
         public Options {
             seriesLabels = Map.copyOf(seriesLabels);
         }
 
         public static Options defaults(Map<String, String> seriesLabels) {
-            return new Options(8, Duration.ofSeconds(30), seriesLabels);
+            return new Options(8, Duration.ofSeconds(30), seriesLabels,
+                    CgroupLabelCache.procReader(java.nio.file.Path.of("/proc")));
+        }
+
+        public Options withCgroupReader(CgroupLabelCache.Reader reader) {
+            return new Options(sinkQueueCapacity, stopTimeout, seriesLabels, reader);
         }
     }
 
@@ -81,7 +89,7 @@ public final class Agent {
         this.options = options;
         this.periodNanos = 1_000_000_000L / frequencyHz;
         this.intervalNanos = interval.toNanos();
-        this.processor = new SampleProcessor(symbolizer);
+        this.processor = new SampleProcessor(symbolizer, options.cgroupReader(), clocks.monotonicNanos());
         this.sinks = runners(sinks);
         this.pollErrorLog = new RateLimitedLog(LOG, System.Logger.Level.ERROR, TimeUnit.MINUTES.toNanos(1),
                 clocks.monotonicNanos());

@@ -1,5 +1,7 @@
 package dev.loupe.agent.sampling;
 
+import dev.loupe.agent.labels.CgroupLabelCache;
+import dev.loupe.agent.labels.CgroupLabels;
 import dev.loupe.agent.unwind.UnwindTableUploader;
 import dev.loupe.bpf.KernelAbi;
 import dev.loupe.bpf.RawSample;
@@ -9,22 +11,30 @@ import dev.loupe.unwinder.symbolize.Frame;
 import dev.loupe.unwinder.symbolize.MappingRef;
 import dev.loupe.unwinder.symbolize.Symbolizer;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
+import java.util.function.LongSupplier;
 
 /**
  * Symbolizes each raw sample once, while its process is most likely still alive, and adds it to every
  * open profile window. A user stack the kernel could not finish ends in one synthetic frame naming why
  * ({@code [unwind: no unwind info in libfoo.so]}, {@code [unwind: truncated at 127 frames]}); samples
  * taken before their process's unwind tables were live carry the label {@code unwind=frame_pointers}.
- * Runs on the sampling thread.
+ * Samples of a process in a systemd unit or a container carry {@code systemd_unit},
+ * {@code systemd_user_unit} and {@code container_id} (those its cgroup says), read once per process and
+ * checked again every {@link #CGROUP_MAX_AGE} of its threads' samples (a process may be moved after it
+ * started). Runs on the sampling thread.
  */
 final class SampleProcessor implements Consumer<RawSample> {
     private static final Label FP_FALLBACK = Label.str("unwind", "frame_pointers");
     private static final int MAX_CACHED_THREADS = 8192;
+    private static final int MAX_CACHED_CGROUPS = 8192;
+    static final Duration CGROUP_MAX_AGE = Duration.ofSeconds(30);
 
     private final Symbolizer symbolizer;
     private final List<ProfileWindow> windows = new CopyOnWriteArrayList<>();
@@ -35,13 +45,25 @@ final class SampleProcessor implements Consumer<RawSample> {
     // Synthetic frames get addresses of their own (a window keeps one location per mapping and address).
     private final java.util.Map<String, Frame> synthetic = new java.util.HashMap<>();
     // A thread's label list, reused while it stays the same: one list per sample would be built and hashed
-    // again (with the strings decoded afresh) by every window.
-    private record ThreadLabels(int pid, String comm, String threadComm, boolean fallback, List<Label> labels) {}
+    // again (with the strings decoded afresh) by every window. cgroupAsOf: the sample time its cgroup was looked up.
+    private record ThreadLabels(int pid, long processStartNs, String comm, String threadComm, boolean fallback,
+                                CgroupLabels cgroup, long cgroupAsOf, List<Label> labels) {
+        boolean sameThread(RawSample s, boolean fallback) {
+            return pid == s.pid() && processStartNs == s.processStartNs() && this.fallback == fallback
+                    && java.util.Objects.equals(comm, s.comm()) && java.util.Objects.equals(threadComm, s.threadComm());
+        }
+    }
 
     private final java.util.Map<Integer, ThreadLabels> labelsByTid = new java.util.HashMap<>();
+    private final CgroupLabelCache cgroups;
 
-    SampleProcessor(Symbolizer symbolizer) {
+    /**
+     * @param cgroupReader   reads a process's {@code /proc/PID/cgroup}
+     * @param monotonicNanos the cgroup cache's clock
+     */
+    SampleProcessor(Symbolizer symbolizer, CgroupLabelCache.Reader cgroupReader, LongSupplier monotonicNanos) {
         this.symbolizer = symbolizer;
+        this.cgroups = new CgroupLabelCache(cgroupReader, MAX_CACHED_CGROUPS, CGROUP_MAX_AGE, monotonicNanos);
     }
 
     void unwindTables(UnwindTableUploader u) {
@@ -92,24 +114,33 @@ final class SampleProcessor implements Consumer<RawSample> {
 
     private List<Label> labels(RawSample s, boolean fallback) {
         ThreadLabels c = labelsByTid.get(s.tid());
-        if (c != null && c.pid() == s.pid() && c.fallback() == fallback && java.util.Objects.equals(c.comm(), s.comm())
-                && java.util.Objects.equals(c.threadComm(), s.threadComm())) {
+        boolean same = c != null && c.sameThread(s, fallback);
+        if (same && s.ktimeNs() - c.cgroupAsOf() < CGROUP_MAX_AGE.toNanos()) {
             return c.labels();
         }
-        List<Label> labels = new ArrayList<>(5);
+        CgroupLabels cgroup = s.pid() > 0 ? cgroups.labels(s.pid(), s.processStartNs()) : CgroupLabels.NONE;
+        List<Label> labels = same && cgroup.equals(c.cgroup()) ? c.labels() : newLabels(s, fallback, cgroup);
+        if (labelsByTid.size() >= MAX_CACHED_THREADS) {
+            labelsByTid.clear(); // threads come and go; a full clear is simpler than aging and rare
+        }
+        labelsByTid.put(s.tid(), new ThreadLabels(s.pid(), s.processStartNs(), s.comm(), s.threadComm(), fallback,
+                cgroup, s.ktimeNs(), labels));
+        return labels;
+    }
+
+    private static List<Label> newLabels(RawSample s, boolean fallback, CgroupLabels cgroup) {
+        List<Label> labels = new ArrayList<>(8);
         labels.add(Label.num("pid", s.pid()));
         labels.add(Label.num("tid", s.tid()));
         labels.add(Label.str("comm", s.comm()));
         labels.add(Label.str("thread_comm", s.threadComm()));
+        for (Map.Entry<String, String> e : cgroup.asMap().entrySet()) {
+            labels.add(Label.str(e.getKey(), e.getValue()));
+        }
         if (fallback) {
             labels.add(FP_FALLBACK);
         }
-        labels = List.copyOf(labels);
-        if (labelsByTid.size() >= MAX_CACHED_THREADS) {
-            labelsByTid.clear(); // threads come and go; a full clear is simpler than aging and rare
-        }
-        labelsByTid.put(s.tid(), new ThreadLabels(s.pid(), s.comm(), s.threadComm(), fallback, labels));
-        return labels;
+        return List.copyOf(labels);
     }
 
     /** The synthetic frame for a stop reason; its name also carries the binary the walk stopped in. */

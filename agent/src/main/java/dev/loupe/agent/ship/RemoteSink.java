@@ -109,6 +109,7 @@ public final class RemoteSink implements ProfileSink {
         DeliveryLoop.Stats d = loop.stats();
         SpoolStats s = spool.stats();
         return Optional.of(new RemoteSinkStats(d.delivered(), d.deliveredBytes(), d.failedAttempts(), d.retries(), d.rejected(),
-                s.batches(), s.bytes(), s.oldestAgeNanos(), s.droppedBatches(), s.droppedBytes()));
+                s.batches(), s.bytes(), s.oldestAgeNanos(), s.droppedBatches(), s.droppedBytes(),
+                encoder.seriesDroppedByRelabel()));
     }
 }

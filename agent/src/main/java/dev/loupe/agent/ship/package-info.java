@@ -14,6 +14,8 @@
  *   <li>{@link dev.loupe.agent.ship.ParcaClient}: Parca's WriteRaw as unary gRPC over OkHttp HTTP/2;
  *       {@code (batch, timeout) -> client.writeRaw(batch.payload(), timeout)} is its BatchSender.</li>
  * </ul>
- * May import {@code sink} (the contract it implements) and the leaves; never the root or {@code ship.kafka}.
+ * <p>{@link dev.loupe.agent.ship.WriteRawEncoder} gives each process its series (cgroup labels lifted from its
+ * samples) and applies the user's relabel rules. May import {@code sink} (the contract it implements),
+ * {@code labels} (the cgroup label names), {@code relabel} and the leaves; never the root or {@code ship.kafka}.
  */
 package dev.loupe.agent.ship;

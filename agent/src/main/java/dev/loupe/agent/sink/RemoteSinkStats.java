@@ -13,7 +13,8 @@ package dev.loupe.agent.sink;
  * @param oldestAgeNanos   age of the oldest waiting batch (0 when empty)
  * @param droppedBatches   batches the spool cap deleted unsent
  * @param droppedBytes     their bytes
+ * @param seriesDroppedByRelabel series the user's relabel rules dropped (never encoded)
  */
 public record RemoteSinkStats(long delivered, long deliveredBytes, long failedAttempts, long retries, long rejected,
                               long spooledBatches, long spooledBytes, long oldestAgeNanos, long droppedBatches,
-                              long droppedBytes) {}
+                              long droppedBytes, long seriesDroppedByRelabel) {}

@@ -45,6 +45,8 @@ public final class SinkMetrics {
                 "Batches deleted unsent because the spool reached its size cap.", RemoteSinkStats::droppedBatches);
         remoteCounter(registry, stats, "loupe_remote_bytes_dropped_total", "Bytes of batches the spool cap deleted.",
                 RemoteSinkStats::droppedBytes);
+        remoteCounter(registry, stats, "loupe_series_dropped_by_relabel_total",
+                "Series the relabel rules dropped: never encoded nor sent.", RemoteSinkStats::seriesDroppedByRelabel);
         remoteGauge(registry, stats, "loupe_spool_batches", "Batches waiting in a remote sink's spool.",
                 RemoteSinkStats::spooledBatches);
         remoteGauge(registry, stats, "loupe_spool_bytes", "Bytes waiting in a remote sink's spool.",

@@ -54,9 +54,10 @@ class AgentTest {
         }
     }
 
+    /** An agent whose fake pids are all in the root cgroup (the host's /proc is not asked about them). */
     static Agent agent(int hz, Duration interval, SampleSource source, List<ProfileSink> sinks, ManualClock clock) {
         return new Agent(hz, interval, source, new FakeSymbolizer(), sinks, clock.clocks(),
-                Agent.Options.defaults(Map.of("node", "test-node")));
+                Agent.Options.defaults(Map.of("node", "test-node")).withCgroupReader(pid -> "0::/\n"));
     }
 
     static final class FakeSource implements SampleSource {

@@ -70,7 +70,7 @@ public class MetricNamesTest {
 
             @Override
             public Optional<RemoteSinkStats> remoteStats() {
-                return Optional.of(new RemoteSinkStats(1, 2, 3, 4, 5, 6, 7, 8_500_000_000L, 9, 10));
+                return Optional.of(new RemoteSinkStats(1, 2, 3, 4, 5, 6, 7, 8_500_000_000L, 9, 10, 11));
             }
         };
         Agent agent = agent(19, Duration.ofSeconds(10), new FakeSource(), List.of(new MemorySink(), remote), new ManualClock());
@@ -88,7 +88,8 @@ public class MetricNamesTest {
         for (String c : List.of("loupe_sink_intervals_written_total", "loupe_sink_intervals_failed_total",
                 "loupe_sink_intervals_dropped_total", "loupe_sink_bytes_written_total", "loupe_remote_batches_sent_total",
                 "loupe_remote_bytes_sent_total", "loupe_remote_send_failures_total", "loupe_remote_retries_total",
-                "loupe_remote_batches_rejected_total", "loupe_remote_batches_dropped_total", "loupe_remote_bytes_dropped_total")) {
+                "loupe_remote_batches_rejected_total", "loupe_remote_batches_dropped_total", "loupe_remote_bytes_dropped_total",
+                "loupe_series_dropped_by_relabel_total")) {
             expected.put(c, "counter sink");
         }
         for (String g : List.of("loupe_sink_queue_intervals", "loupe_spool_batches", "loupe_spool_bytes",
@@ -104,6 +105,8 @@ public class MetricNamesTest {
                 text.lines().filter(l -> l.startsWith("loupe_sink_queue_intervals{")).toList());
         assertEquals(List.of("loupe_spool_oldest_age_seconds{sink=\"parca\"} 8.5"),
                 text.lines().filter(l -> l.startsWith("loupe_spool_oldest_age_seconds{")).toList());
+        assertEquals(List.of("loupe_series_dropped_by_relabel_total{sink=\"parca\"} 11.0"),
+                text.lines().filter(l -> l.startsWith("loupe_series_dropped_by_relabel_total{")).toList());
         assertEquals(List.of("consumer_failed", "ring_buffer_full", "undecodable"),
                 text.lines().filter(l -> l.startsWith("loupe_samples_dropped_total{"))
                         .map(l -> l.replaceAll(".*reason=\"([^\"]+)\".*", "$1")).toList());

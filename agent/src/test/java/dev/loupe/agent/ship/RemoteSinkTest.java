@@ -1,5 +1,6 @@
 package dev.loupe.agent.ship;
 
+import dev.loupe.agent.relabel.Relabeling;
 import dev.loupe.agent.sink.EncodedProfile;
 import dev.loupe.agent.sink.ProfileBatch;
 import dev.loupe.agent.sink.RemoteSinkStats;
@@ -67,14 +68,17 @@ class RemoteSinkTest {
     }
 
     private RemoteSink sink(ParcaStandIn standIn, long maxRequestBytes) throws Exception {
+        return sink(standIn, new WriteRawEncoder(Map.of("region", "eu-west-1"), maxRequestBytes, WriteRawEncoder::procExecutable));
+    }
+
+    private RemoteSink sink(ParcaStandIn standIn, WriteRawEncoder encoder) throws Exception {
         ParcaClient client = ParcaClient.create(ParcaClientConfig.builder(standIn.address()).insecure(true)
                 .timeout(Duration.ofMillis(800)).build());
         Spool spool = Spool.open(root, "parca", 64 << 20);
         DeliveryLoop loop = new DeliveryLoop(spool, (batch, timeout) -> client.writeRaw(batch.payload(), timeout),
                 new DeliveryLoop.Backoff(Duration.ofMillis(20), Duration.ofMillis(200)), Duration.ofMillis(800),
                 System::nanoTime, DeliveryLoop.Sleeper.SYSTEM, RandomGenerator.getDefault());
-        return new RemoteSink("parca", spool, loop,
-                new WriteRawEncoder(Map.of("region", "eu-west-1"), maxRequestBytes, WriteRawEncoder::procExecutable), client);
+        return new RemoteSink("parca", spool, loop, encoder, client);
     }
 
     private static Map<String, String> labels(RawProfileSeries s) {
@@ -195,6 +199,23 @@ class RemoteSinkTest {
         await("the latency series", () -> standIn.accepted().size() == 1);
         sink.close(System.nanoTime() + TimeUnit.SECONDS.toNanos(5));
         assertEquals(List.of(Map.of("__name__", "loupe_function_latency", "node", "n", "region", "eu-west-1")), series(standIn));
+    }
+
+    /** A series the relabel rules drop is neither spooled nor sent, and the sink's stats count it. */
+    @Test
+    void seriesTheRelabelRulesDropAreCountedAndNotSent() throws Exception {
+        ParcaStandIn standIn = new ParcaStandIn().start();
+        cleanup.add(standIn);
+        Relabeling rules = Relabeling.parse(List.of(Map.of("action", "drop", "source_labels", List.of("comm"),
+                "regex", "gone|swapper/.*")));
+        RemoteSink sink = sink(standIn, new WriteRawEncoder(Map.of(), rules, 16 << 20, WriteRawEncoder::procExecutable));
+        sink.write(interval(1));
+        sink.write(interval(2));
+        await("two requests", () -> standIn.accepted().size() == 2);
+        sink.close(System.nanoTime() + TimeUnit.SECONDS.toNanos(5));
+        assertEquals(List.of(Integer.toString(SELF), Integer.toString(SELF)),
+                series(standIn).stream().map(l -> l.get("pid")).toList());
+        assertEquals(4, sink.remoteStats().orElseThrow().seriesDroppedByRelabel(), "2 of 3 series in each of 2 intervals");
     }
 
     @Test

@@ -143,7 +143,7 @@ public final class ShipBench {
         Spool spool = Spool.open(root, "parca", 4L << 30);
         DeliveryLoop loop = DeliveryLoop.create(spool, (batch, timeout) -> client.writeRaw(batch.payload(), timeout),
                 Duration.ofSeconds(10));
-        RemoteSink sink = new RemoteSink("parca", spool, loop, WriteRawEncoder.forHost(Map.of(), 4L << 20), client);
+        RemoteSink sink = new RemoteSink("parca", spool, loop, WriteRawEncoder.forHost(Map.of(), dev.loupe.agent.relabel.Relabeling.none(), 4L << 20), client);
         int n = 48;
         long t0 = System.nanoTime();
         for (int i = 0; i < n; i++) {
@@ -183,7 +183,7 @@ public final class ShipBench {
         DeliveryLoop loop = new DeliveryLoop(spool, (batch, timeout) -> client.writeRaw(batch.payload(), timeout),
                 new DeliveryLoop.Backoff(Duration.ofMillis(100), Duration.ofMillis(500)), Duration.ofSeconds(10),
                 System::nanoTime, DeliveryLoop.Sleeper.SYSTEM, java.util.random.RandomGenerator.getDefault());
-        RemoteSink sink = new RemoteSink("parca", spool, loop, WriteRawEncoder.forHost(Map.of(), 16L << 20), client);
+        RemoteSink sink = new RemoteSink("parca", spool, loop, WriteRawEncoder.forHost(Map.of(), dev.loupe.agent.relabel.Relabeling.none(), 16L << 20), client);
         for (int i = 0; i < 60; i++) { // 10 minutes at 10 s
             sink.write(intervals.get(i % intervals.size()));
         }
@@ -222,7 +222,7 @@ public final class ShipBench {
                 .withProducerProperties(Map.of("max.request.size", "16777216")));
         Spool spool = Spool.open(root, "kafka", 4L << 30);
         DeliveryLoop loop = DeliveryLoop.create(spool, sender, Duration.ofSeconds(30));
-        RemoteSink sink = new RemoteSink("kafka", spool, loop, WriteRawEncoder.forHost(Map.of(), 16L << 20), sender);
+        RemoteSink sink = new RemoteSink("kafka", spool, loop, WriteRawEncoder.forHost(Map.of(), dev.loupe.agent.relabel.Relabeling.none(), 16L << 20), sender);
         // Warm-up: producer metadata, transactional id registration.
         sink.write(intervals.get(0));
         while (spool.stats().batches() > 0) {
