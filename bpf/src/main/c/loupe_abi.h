@@ -18,9 +18,13 @@ enum sample_limit {
 };
 #define MAX_FRAMES (MAX_KERNEL_FRAMES + MAX_USER_FRAMES)
 
-/* Ring-buffer record, one per sample; variable length: only the used frames are sent. */
+/*
+ * Ring-buffer record, one per sample; variable length: only the used frames are sent. pid and tid are as
+ * Java's /proc names them (see struct pid_ns_config): the kernel's own outside a container; 0 for a task
+ * outside Java's PID namespace (SAMPLE_F_PID_OUTSIDE), which has no user stack either.
+ */
 struct sample {
-	__u32 pid;            /* tgid */
+	__u32 pid;            /* tgid, in Java's PID namespace */
 	__u32 tid;
 	__u32 cpu;
 	__u16 kernel_frames;
@@ -31,6 +35,8 @@ struct sample {
 	__u32 flags;          /* SAMPLE_F_* */
 	__u32 reserved;
 	__u64 start_boottime; /* process start, ns since boot: /proc/PID/stat's starttime, exact (PID reuse) */
+	__u32 host_pid;       /* tgid and tid in the initial PID namespace, as the kernel names them */
+	__u32 host_tid;
 	__u64 frames[MAX_FRAMES]; /* kernel frames (leaf first), then user frames (leaf first) */
 };
 
@@ -40,6 +46,7 @@ enum sample_flag {
 	SAMPLE_F_KERNEL_ERROR    = 4,
 	SAMPLE_F_FP_FALLBACK     = 8,  /* the process had no unwind state yet: frame pointers only */
 	SAMPLE_F_UNWIND_STOPPED  = 16, /* the user stack ends in a marker frame naming why */
+	SAMPLE_F_PID_OUTSIDE     = 32, /* the task is outside Java's PID namespace: pid, tid 0, no user stack */
 };
 
 /*
@@ -65,6 +72,7 @@ enum stat {
 	STAT_UNWIND_STOPPED,   /* user stacks that ended early with a reason (marker frame) */
 	STAT_TABLE_FRAMES,     /* frames unwound with an eh_frame table */
 	STAT_FP_FRAMES,        /* frames unwound with frame pointers */
+	STAT_PID_OUTSIDE,      /* samples of tasks outside Java's PID namespace (no pid, no user stack) */
 	STAT_MAX
 };
 
@@ -72,6 +80,23 @@ enum stat {
 struct config {
 	__u32 filter_pids;  /* 1: only pids in pid_filter */
 	__u32 wakeup_bytes; /* wake user space once this much data is waiting */
+};
+
+/*
+ * Which pids samples carry. Java sets it before load in the read-only section .rodata.pid_ns, so the
+ * verifier knows its values and drops the branches a mode does not take: in the initial namespace the
+ * loaded program is the one it was before namespaces were handled.
+ */
+enum pid_ns_mode {
+	PID_NS_INITIAL     = 0, /* Java runs in the initial PID namespace: the kernel's pids are its pids */
+	PID_NS_TRANSLATE   = 1, /* pids as seen from Java's namespace (dev, ino); a task not in it is outside */
+	PID_NS_ALL_OUTSIDE = 2, /* another namespace, but bpf_get_ns_current_pid_tgid is missing: all outside */
+};
+struct pid_ns_config {
+	__u32 mode;     /* PID_NS_* */
+	__u32 reserved;
+	__u64 dev;      /* Java's PID namespace: the nsfs device (kernel dev_t) and inode of /proc/self/ns/pid */
+	__u64 ino;
 };
 
 /*
@@ -178,6 +203,7 @@ struct abi_constants {
 	enum stop_reason stop_reason;
 	enum mapping_kind mapping_kind;
 	enum proc_clock proc_clock;
+	enum pid_ns_mode pid_ns_mode;
 };
 
 #endif

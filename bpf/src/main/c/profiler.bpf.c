@@ -79,6 +79,9 @@ struct {
 	__type(value, __u8);
 } pid_filter SEC(".maps");
 
+/* Set by Java before load (see struct pid_ns_config); zero: the initial namespace. */
+const volatile struct pid_ns_config pid_ns SEC(".rodata.pid_ns") = {};
+
 /* Read by nobody: its type puts every shared enum into the object's BTF for Java's ABI check. */
 struct abi_constants abi_constants;
 
@@ -467,14 +470,33 @@ static __always_inline int sample(struct perf_event_ctx *ctx, const int tables)
 		count(STAT_IDLE);
 		return 0;
 	}
+	__u32 host_tgid = tgid, host_tid = tid;
+	/* A constant to the verifier: in the initial namespace this block is not in the loaded program. */
+	int outside = 0;
+	if (pid_ns.mode != PID_NS_INITIAL) {
+		struct bpf_pidns_info ns = {};
+		/* Names the task only if it lives in Java's namespace itself (a nested one's tasks are outside). */
+		if (pid_ns.mode == PID_NS_TRANSLATE &&
+		    !bpf_get_ns_current_pid_tgid(pid_ns.dev, pid_ns.ino, &ns, sizeof(ns))) {
+			tgid = ns.tgid;
+			tid = ns.pid;
+		} else {
+			outside = 1;
+			tgid = 0;
+			tid = 0;
+		}
+	}
 	struct config *cfg = bpf_map_lookup_elem(&config, &zero);
 	if (!cfg)
 		return 0;
-	if (cfg->filter_pids && !bpf_map_lookup_elem(&pid_filter, &tgid)) {
+	/* Java's pids: a task outside its namespace is in no filter it can write. */
+	if (cfg->filter_pids && (outside || !bpf_map_lookup_elem(&pid_filter, &tgid))) {
 		count(STAT_FILTERED);
 		return 0;
 	}
 	count(STAT_SAMPLES);
+	if (outside)
+		count(STAT_PID_OUTSIDE);
 
 	struct sample *s = bpf_map_lookup_elem(&scratch, &zero);
 	if (!s)
@@ -490,6 +512,10 @@ static __always_inline int sample(struct perf_event_ctx *ctx, const int tables)
 	bpf_get_current_comm(s->thread_comm, sizeof(s->thread_comm));
 	bpf_core_read_str(s->comm, sizeof(s->comm), &task->group_leader->comm);
 	s->start_boottime = BPF_CORE_READ(task, group_leader, start_boottime);
+	s->host_pid = host_tgid;
+	s->host_tid = host_tid;
+	if (outside)
+		s->flags |= SAMPLE_F_PID_OUTSIDE;
 
 	int user_mode = (ctx->regs.cs & 3) == 3;
 	__u32 nk = 0;
@@ -510,9 +536,11 @@ static __always_inline int sample(struct perf_event_ctx *ctx, const int tables)
 	w.base = nk;
 	w.bp_known = 1;
 	w.exact_pc = 1;
-	int kthread = task->flags & PF_KTHREAD; /* no user stack */
+	/* No user stack for a kernel thread, nor for a task outside Java's namespace: its pid names nothing
+	 * Java may read, and the procs map is keyed by Java's pids. */
+	int no_user = (task->flags & PF_KTHREAD) || outside;
 	struct proc_unwind *pu = 0;
-	if (tables && !kthread) {
+	if (tables && !no_user) {
 		pu = bpf_map_lookup_elem(&procs, &tgid);
 		if (pu && pu->start_ticks != s->start_boottime / NSEC_PER_TICK)
 			pu = 0;
@@ -521,7 +549,7 @@ static __always_inline int sample(struct perf_event_ctx *ctx, const int tables)
 			count(STAT_FP_FALLBACK);
 		}
 	}
-	if (!kthread) {
+	if (!no_user) {
 		if (user_mode) {
 			w.pc = ctx->regs.ip;
 			w.sp = ctx->regs.sp;

@@ -35,6 +35,12 @@ public final class BpfAvailability {
             new Helper(PROG_PERF_EVENT, 175, "bpf_task_pt_regs", "5.15"),
             new Helper(PROG_PERF_EVENT, 181, "bpf_loop", "5.17"));
 
+    /**
+     * Used only when the agent runs in a PID namespace other than the initial one, and optional there: without
+     * it the sampler reports every task as outside that namespace ({@link SampledPids}) instead of failing.
+     */
+    static final Helper NAMESPACE_PID_HELPER = new Helper(PROG_PERF_EVENT, 120, "bpf_get_ns_current_pid_tgid", "5.7");
+
     /** Kernel feature probes (libbpf_probe_bpf_*): 1 supported, 0 not, negative: the probe itself failed. */
     interface KernelProbes {
         int progType(int type);
@@ -84,6 +90,16 @@ public final class BpfAvailability {
         static final Optional<String> REASON = new BpfAvailability(System.getProperty("os.name"),
                 System.getProperty("os.arch"), LibBpf::loadError, Path.of("/sys/kernel/btf/vmlinux"),
                 Path.of("/proc/self/status"), Path.of("/proc/sys/kernel/osrelease"), () -> LIBBPF_PROBES).reason();
+    }
+
+    /** Whether perf_event programs may call {@link #NAMESPACE_PID_HELPER} (probed once). */
+    static boolean namespacePidHelper() {
+        return NamespacePidHelper.AVAILABLE;
+    }
+
+    private static final class NamespacePidHelper {
+        // A failed probe says no: the sampler then falls back rather than failing to load.
+        static final boolean AVAILABLE = LIBBPF_PROBES.helper(NAMESPACE_PID_HELPER.progType(), NAMESPACE_PID_HELPER.id()) > 0;
     }
 
     /** Empty when BPF sampling can be used on this host; otherwise one line naming what is missing. */

@@ -20,10 +20,14 @@ import java.util.function.Consumer;
  * open profile window. A user stack the kernel could not finish ends in one synthetic frame naming why
  * ({@code [unwind: no unwind info in libfoo.so]}, {@code [unwind: truncated at 127 frames]}); samples
  * taken before their process's unwind tables were live carry the label {@code unwind=frame_pointers}.
- * Runs on the sampling thread.
+ * A sample of a process outside the agent's PID namespace has no pid the agent may read /proc with: it
+ * keeps its kernel frames, one frame {@code [outside the agent's PID namespace]} in place of its user stack,
+ * and the labels {@code comm} and {@code pid_namespace=outside} only. Runs on the sampling thread.
  */
 final class SampleProcessor implements Consumer<RawSample> {
     private static final Label FP_FALLBACK = Label.str("unwind", "frame_pointers");
+    private static final Label PID_OUTSIDE = Label.str("pid_namespace", "outside");
+    private static final String OUTSIDE_FRAME = "[outside the agent's PID namespace]";
     private static final int MAX_CACHED_THREADS = 8192;
 
     private final Symbolizer symbolizer;
@@ -39,6 +43,7 @@ final class SampleProcessor implements Consumer<RawSample> {
     private record ThreadLabels(int pid, String comm, String threadComm, boolean fallback, List<Label> labels) {}
 
     private final java.util.Map<Integer, ThreadLabels> labelsByTid = new java.util.HashMap<>();
+    private final java.util.Map<String, List<Label>> outsideLabelsByComm = new java.util.HashMap<>();
 
     SampleProcessor(Symbolizer symbolizer) {
         this.symbolizer = symbolizer;
@@ -58,6 +63,10 @@ final class SampleProcessor implements Consumer<RawSample> {
 
     @Override
     public void accept(RawSample s) {
+        if ((s.flags() & RawSample.PID_OUTSIDE) != 0) {
+            acceptOutside(s);
+            return;
+        }
         UnwindTableUploader u = unwind;
         if (u != null) {
             u.observe(s.pid(), s.processStartNs());
@@ -84,6 +93,25 @@ final class SampleProcessor implements Consumer<RawSample> {
         }
         // Without tables (--unwind-tables off) frame pointers are the choice, not a fallback: no label.
         List<Label> labels = labels(s, u != null && (s.flags() & RawSample.FP_FALLBACK) != 0);
+        for (ProfileWindow w : windows) {
+            w.add(frames, labels);
+        }
+        processed.incrementAndGet();
+    }
+
+    /** Nothing of it is looked up by pid: its pid here is unknown, and a pid it has elsewhere names another process here. */
+    private void acceptOutside(RawSample s) {
+        frames.clear();
+        symbolizer.symbolizeKernel(s.kernelStack(), s.kernelStack().length, frames);
+        frames.add(synthetic(OUTSIDE_FRAME));
+        List<Label> labels = outsideLabelsByComm.get(s.comm());
+        if (labels == null) {
+            if (outsideLabelsByComm.size() >= MAX_CACHED_THREADS) {
+                outsideLabelsByComm.clear();
+            }
+            labels = List.of(Label.str("comm", s.comm()), PID_OUTSIDE);
+            outsideLabelsByComm.put(s.comm(), labels);
+        }
         for (ProfileWindow w : windows) {
             w.add(frames, labels);
         }
