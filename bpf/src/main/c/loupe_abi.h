@@ -11,6 +11,8 @@
 
 #include <linux/types.h>
 
+#include "pid_ns_abi.h"
+
 enum sample_limit {
 	MAX_KERNEL_FRAMES = 127,
 	MAX_USER_FRAMES = 127,
@@ -20,7 +22,7 @@ enum sample_limit {
 
 /*
  * Ring-buffer record, one per sample; variable length: only the used frames are sent. pid and tid are as
- * Java's /proc names them (see struct pid_ns_config): the kernel's own outside a container; 0 for a task
+ * Java's /proc names them (see pid_ns_abi.h): the kernel's own outside a container; 0 for a task
  * outside Java's PID namespace (SAMPLE_F_PID_OUTSIDE), which has no user stack either.
  */
 struct sample {
@@ -80,23 +82,6 @@ enum stat {
 struct config {
 	__u32 filter_pids;  /* 1: only pids in pid_filter */
 	__u32 wakeup_bytes; /* wake user space once this much data is waiting */
-};
-
-/*
- * Which pids samples carry. Java sets it before load in the read-only section .rodata.pid_ns, so the
- * verifier knows its values and drops the branches a mode does not take: in the initial namespace the
- * loaded program is the one it was before namespaces were handled.
- */
-enum pid_ns_mode {
-	PID_NS_INITIAL     = 0, /* Java runs in the initial PID namespace: the kernel's pids are its pids */
-	PID_NS_TRANSLATE   = 1, /* pids as seen from Java's namespace (dev, ino); a task not in it is outside */
-	PID_NS_ALL_OUTSIDE = 2, /* another namespace, but bpf_get_ns_current_pid_tgid is missing: all outside */
-};
-struct pid_ns_config {
-	__u32 mode;     /* PID_NS_* */
-	__u32 reserved;
-	__u64 dev;      /* Java's PID namespace: the nsfs device (kernel dev_t) and inode of /proc/self/ns/pid */
-	__u64 ino;
 };
 
 /*

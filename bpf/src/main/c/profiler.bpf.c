@@ -16,6 +16,7 @@
 #include <bpf/bpf_core_read.h>
 
 #include "loupe_abi.h"
+#include "pid_ns.bpf.h"
 
 #define PF_KTHREAD 0x00200000
 
@@ -78,9 +79,6 @@ struct {
 	__type(key, __u32);
 	__type(value, __u8);
 } pid_filter SEC(".maps");
-
-/* Set by Java before load (see struct pid_ns_config); zero: the initial namespace. */
-const volatile struct pid_ns_config pid_ns SEC(".rodata.pid_ns") = {};
 
 /* Read by nobody: its type puts every shared enum into the object's BTF for Java's ABI check. */
 struct abi_constants abi_constants;
@@ -462,30 +460,17 @@ static long fp_only_step(__u32 i, struct walk *w)
 static __always_inline int sample(struct perf_event_ctx *ctx, const int tables)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tgid = pid_tgid >> 32;
-	__u32 tid = (__u32)pid_tgid;
+	__u32 host_tgid = pid_tgid >> 32;
+	__u32 host_tid = (__u32)pid_tgid;
 	__u32 zero = 0;
 
-	if (tid == 0) { /* swapper: the CPU is idle */
+	if (host_tid == 0) { /* swapper: the CPU is idle */
 		count(STAT_IDLE);
 		return 0;
 	}
-	__u32 host_tgid = tgid, host_tid = tid;
-	/* A constant to the verifier: in the initial namespace this block is not in the loaded program. */
-	int outside = 0;
-	if (pid_ns.mode != PID_NS_INITIAL) {
-		struct bpf_pidns_info ns = {};
-		/* Names the task only if it lives in Java's namespace itself (a nested one's tasks are outside). */
-		if (pid_ns.mode == PID_NS_TRANSLATE &&
-		    !bpf_get_ns_current_pid_tgid(pid_ns.dev, pid_ns.ino, &ns, sizeof(ns))) {
-			tgid = ns.tgid;
-			tid = ns.pid;
-		} else {
-			outside = 1;
-			tgid = 0;
-			tid = 0;
-		}
-	}
+	int outside = to_java_pids(&pid_tgid);
+	__u32 tgid = pid_tgid >> 32;
+	__u32 tid = (__u32)pid_tgid;
 	struct config *cfg = bpf_map_lookup_elem(&config, &zero);
 	if (!cfg)
 		return 0;

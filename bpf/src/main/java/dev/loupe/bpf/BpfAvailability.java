@@ -37,9 +37,10 @@ public final class BpfAvailability {
 
     /**
      * Used only when the agent runs in a PID namespace other than the initial one, and optional there: without
-     * it the sampler reports every task as outside that namespace ({@link SampledPids}) instead of failing.
+     * it the programs report every task as outside that namespace ({@link SampledPids}) instead of failing.
      */
-    static final Helper NAMESPACE_PID_HELPER = new Helper(PROG_PERF_EVENT, 120, "bpf_get_ns_current_pid_tgid", "5.7");
+    static final String NAMESPACE_PID_HELPER = "bpf_get_ns_current_pid_tgid";
+    static final int NAMESPACE_PID_HELPER_ID = 120;
 
     /** Kernel feature probes (libbpf_probe_bpf_*): 1 supported, 0 not, negative: the probe itself failed. */
     interface KernelProbes {
@@ -92,14 +93,9 @@ public final class BpfAvailability {
                 Path.of("/proc/self/status"), Path.of("/proc/sys/kernel/osrelease"), () -> LIBBPF_PROBES).reason();
     }
 
-    /** Whether perf_event programs may call {@link #NAMESPACE_PID_HELPER} (probed once). */
-    static boolean namespacePidHelper() {
-        return NamespacePidHelper.AVAILABLE;
-    }
-
-    private static final class NamespacePidHelper {
-        // A failed probe says no: the sampler then falls back rather than failing to load.
-        static final boolean AVAILABLE = LIBBPF_PROBES.helper(NAMESPACE_PID_HELPER.progType(), NAMESPACE_PID_HELPER.id()) > 0;
+    /** Whether programs of {@code progType} may call {@link #NAMESPACE_PID_HELPER} (a failed probe says no). */
+    static boolean namespacePidHelper(int progType) {
+        return LIBBPF_PROBES.helper(progType, NAMESPACE_PID_HELPER_ID) > 0;
     }
 
     /** Empty when BPF sampling can be used on this host; otherwise one line naming what is missing. */

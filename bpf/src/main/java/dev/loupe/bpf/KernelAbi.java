@@ -58,13 +58,17 @@ public final class KernelAbi {
             JAVA_INT.withName("wakeup_bytes")
     ).withName("config");
 
-    /** struct pid_ns_config: which pids samples carry, the section {@code .rodata.pid_ns}, set before load. */
+    /** struct pid_ns_config (pid_ns_abi.h, in both objects): which pids are reported; section {@code .rodata.pid_ns}. */
     static final StructLayout PID_NS_CONFIG = MemoryLayout.structLayout(
             JAVA_INT.withName("mode"),
             JAVA_INT.withName("reserved"),
             JAVA_LONG.withName("dev"),
             JAVA_LONG.withName("ino")
     ).withName("pid_ns_config");
+
+    /** enum pid_ns_mode (pid_ns_abi.h, in both objects): {@link SampledPids.Mode} by ordinal. */
+    static final Map<String, Long> PID_NS_MODES = ordinals(Arrays.stream(SampledPids.Mode.values())
+            .map(m -> "PID_NS_" + m.name()).toList());
 
     /** enum stat, in order; the last is the count. */
     static final List<String> STATS = List.of("STAT_SAMPLES", "STAT_IDLE", "STAT_FILTERED", "STAT_RINGBUF_DROPS",
@@ -123,7 +127,7 @@ public final class KernelAbi {
             "stat", ordinals(STATS),
             "mapping_kind", Map.of("MAPPING_FP", (long) UnwindMaps.KIND_FRAME_POINTERS, "MAPPING_TABLE", (long) UnwindMaps.KIND_TABLE,
                     "MAPPING_STOP", (long) UnwindMaps.KIND_STOP),
-            "pid_ns_mode", ordinals(Arrays.stream(SampledPids.Mode.values()).map(m -> "PID_NS_" + m.name()).toList()));
+            "pid_ns_mode", PID_NS_MODES);
 
     static final long SAMPLE_HEADER_SIZE = offset(SAMPLE, "frames");
 

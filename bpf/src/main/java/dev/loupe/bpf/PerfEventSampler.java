@@ -31,8 +31,7 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 public final class PerfEventSampler implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(PerfEventSampler.class.getName());
     static final String OBJECT_RESOURCE = "/dev/loupe/bpf/profiler.bpf.o";
-    /** struct pid_ns_config's section: read-only, so set before load. */
-    static final String PID_NS_SECTION = ".rodata.pid_ns";
+
     private static final int STAT_COUNT = KernelAbi.STATS.size() - 1; // without STAT_MAX
 
     /** The BPF program's cumulative run time and count (kernel.bpf_stats_enabled). */
@@ -71,7 +70,7 @@ public final class PerfEventSampler implements AutoCloseable {
     public static PerfEventSampler open(int frequencyHz, Set<Integer> pids, UnwindMaps.Capacity unwind,
                                         Map<String, Long> unwinderConstants) throws BpfException {
         return open(frequencyHz, pids, Objects.requireNonNull(unwind, "unwind"), true,
-                Optional.of(Map.copyOf(unwinderConstants)), SampledPids.ofThisProcess());
+                Optional.of(Map.copyOf(unwinderConstants)), Optional.empty());
     }
 
     /**
@@ -80,13 +79,13 @@ public final class PerfEventSampler implements AutoCloseable {
      */
     static PerfEventSampler open(int frequencyHz, Set<Integer> pids) throws BpfException {
         return open(frequencyHz, pids, UnwindMaps.Capacity.forBudget(DEFAULT_UNWIND_BUDGET), true, Optional.empty(),
-                SampledPids.ofThisProcess());
+                Optional.empty());
     }
 
     /** As {@link #open(int, Set)} with the pids reported as {@code sampledPids} says (tests: a forced mode). */
     static PerfEventSampler open(int frequencyHz, Set<Integer> pids, SampledPids sampledPids) throws BpfException {
         return open(frequencyHz, pids, UnwindMaps.Capacity.forBudget(DEFAULT_UNWIND_BUDGET), true, Optional.empty(),
-                sampledPids);
+                Optional.of(sampledPids));
     }
 
     /** Default kernel memory for unwind tables and mappings: 64 MiB (~12 M table rows). */
@@ -99,13 +98,13 @@ public final class PerfEventSampler implements AutoCloseable {
      * entry each. That program uses none of the unwinder's constants, so none are asked for.
      */
     public static PerfEventSampler openWithoutUnwindTables(int frequencyHz, Set<Integer> pids) throws BpfException {
-        return open(frequencyHz, pids, NO_TABLES, false, Optional.empty(), SampledPids.ofThisProcess());
+        return open(frequencyHz, pids, NO_TABLES, false, Optional.empty(), Optional.empty());
     }
 
     private static final UnwindMaps.Capacity NO_TABLES = new UnwindMaps.Capacity(1, 1, 1, 1, 1, 1);
 
     private static PerfEventSampler open(int frequencyHz, Set<Integer> pids, UnwindMaps.Capacity unwind, boolean tables,
-                                         Optional<Map<String, Long>> unwinderConstants, SampledPids sampledPids)
+                                         Optional<Map<String, Long>> unwinderConstants, Optional<SampledPids> forcedPids)
             throws BpfException {
         var reason = BpfAvailability.unavailabilityReason();
         if (reason.isPresent()) {
@@ -116,6 +115,8 @@ public final class PerfEventSampler implements AutoCloseable {
             throw new BpfException("frequency " + frequencyHz + " Hz is outside 1.." + max
                     + " (/proc/sys/kernel/perf_event_max_sample_rate)", 22);
         }
+        SampledPids sampledPids = forcedPids.isPresent() ? forcedPids.get()
+                : SampledPids.ofThisProcess(BpfAvailability.PROG_PERF_EVENT);
         PerfEventSampler s = new PerfEventSampler(frequencyHz);
         try {
             s.start(pids, unwind, tables, unwinderConstants, sampledPids);
@@ -151,7 +152,7 @@ public final class PerfEventSampler implements AutoCloseable {
         object.resizeMap("samples", ringBytes);
         UnwindMaps.resize(object, unwind);
         try (Arena a = Arena.ofConfined()) {
-            object.setSectionData(PID_NS_SECTION, sampledPids.config(a));
+            object.setSectionData(SampledPids.SECTION, sampledPids.config(a));
         }
         object.load();
         unwindMaps = tables ? new UnwindMaps(object, unwind) : null;

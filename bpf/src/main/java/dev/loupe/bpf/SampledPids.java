@@ -10,8 +10,8 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 /**
- * Which pids the sampler's records carry ({@code struct pid_ns_config}): those of the PID namespace this
- * process runs in, which is the one its {@code /proc} shows. The kernel names tasks by their pids in the
+ * Which pids the programs report ({@code struct pid_ns_config}, {@code pid_ns_abi.h}): those of the PID
+ * namespace this process runs in, which is the one its {@code /proc} shows. The kernel names tasks by their pids in the
  * initial namespace; inside a container that pid may be another process's here. There, the program
  * translates with {@code bpf_get_ns_current_pid_tgid}, which names only tasks of that namespace itself:
  * every other task is outside (no pid, no user stack). Without the helper every task is outside.
@@ -29,12 +29,18 @@ record SampledPids(Mode mode, long device, long inode) {
 
     static final SampledPids INITIAL = new SampledPids(Mode.INITIAL, 0, INITIAL_INODE);
 
-    /** This process's namespace ({@code /proc/self/ns/pid}), translated if the kernel has the helper. */
-    static SampledPids ofThisProcess() throws BpfException {
+    /** Where {@link #config} goes: a read-only section, so set before load. */
+    static final String SECTION = ".rodata.pid_ns";
+
+    /**
+     * This process's namespace ({@code /proc/self/ns/pid}), translated if the kernel lets programs of
+     * {@code progType} call the helper.
+     */
+    static SampledPids ofThisProcess(int progType) throws BpfException {
         Path link = Path.of("/proc/self/ns/pid");
         try {
             return of((Long) Files.getAttribute(link, "unix:dev"), (Long) Files.getAttribute(link, "unix:ino"),
-                    BpfAvailability.namespacePidHelper());
+                    BpfAvailability.namespacePidHelper(progType));
         } catch (IOException | UnsupportedOperationException e) {
             throw new BpfException("cannot tell which PID namespace this process is in (stat " + link + "): " + e, 0);
         }
@@ -42,7 +48,7 @@ record SampledPids(Mode mode, long device, long inode) {
 
     /**
      * The mode for a namespace: {@code stDev} and {@code inode} as stat(2) gives them for its nsfs file,
-     * {@code helper} whether the kernel lets perf_event programs call {@code bpf_get_ns_current_pid_tgid}.
+     * {@code helper} whether the kernel lets the program call {@code bpf_get_ns_current_pid_tgid}.
      */
     static SampledPids of(long stDev, long inode, boolean helper) {
         if (inode == INITIAL_INODE) {

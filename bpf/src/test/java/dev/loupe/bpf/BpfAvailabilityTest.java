@@ -126,14 +126,14 @@ class BpfAvailabilityTest {
     }
 
     /**
-     * bpf_get_ns_current_pid_tgid is optional: a kernel without it is available (the sampler then reports every
-     * process as outside a non-initial namespace); this one has it for perf_event programs.
+     * bpf_get_ns_current_pid_tgid (helper 120) is optional: a kernel without it is available (the programs then
+     * report every process as outside a non-initial namespace); this one has it for both program types.
      */
     @Test
     void theNamespacePidHelperIsOptionalAndThisKernelHasIt() {
-        assertEquals(120, BpfAvailability.NAMESPACE_PID_HELPER.id());
         assertEquals(Optional.empty(), BpfAvailability.kernelReason(probesLacking(-1, -1, 120, 0), "5.6.0"));
-        assertEquals(true, BpfAvailability.namespacePidHelper());
+        assertEquals(true, BpfAvailability.namespacePidHelper(BpfAvailability.PROG_PERF_EVENT));
+        assertEquals(true, BpfAvailability.namespacePidHelper(BpfAvailability.PROG_KPROBE), "uprobes: latency");
         assertEquals(0, realProbes().helper(BpfAvailability.PROG_PERF_EVENT, 99_999), "the probe can say no");
     }
 

@@ -144,8 +144,9 @@ class KernelAbiTest {
         Files.writeString(dir.resolve("loupe_abi.h"), header.replace(from, to));
         Files.copy(C_SOURCES.resolve("profiler.bpf.c"), dir.resolve("profiler.bpf.c"), StandardCopyOption.REPLACE_EXISTING);
         Path obj = dir.resolve("drifted.bpf.o");
+        // The copy's own directory first, then the real one for the headers not copied (pid_ns*.h).
         Process p = new ProcessBuilder("clang", "-g", "-O2", "-target", "bpf", "-D__TARGET_ARCH_x86",
-                "-I/usr/include/x86_64-linux-gnu", "-c", dir.resolve("profiler.bpf.c").toString(), "-o", obj.toString())
+                "-I/usr/include/x86_64-linux-gnu", "-I" + C_SOURCES, "-c", dir.resolve("profiler.bpf.c").toString(), "-o", obj.toString())
                 .redirectErrorStream(true).start();
         String out = new String(p.getInputStream().readAllBytes());
         assertEquals(0, p.waitFor(), out);

@@ -19,7 +19,13 @@ import java.util.TreeMap;
  * stats OUTSIDE_BEFORE OUTSIDE_AFTER DROPPED   the kernel's count of outside samples around the last poll
  * </pre>
  * Setups: {@code detected} (what the agent gets), {@code filtered} (a pid filter of this namespace's
- * pid {@code args[0]}), {@code no-helper} (as on a kernel without the helper).
+ * pid {@code args[0]}), {@code no-helper} (as on a kernel without the helper). Then latency probes with
+ * caller stacks on function {@code work} (entry file offset {@code args[3]}) of {@code args[2]}:
+ * <pre>
+ * latency attached PID   probe attached, and the inside caller (this namespace's PID) started; waits for
+ *                        a line on stdin (the caller outside has run too)
+ * group COMM PID STACK_DEPTH LOST CALLS   drained groups aggregated by all but the calls
+ * </pre>
  */
 public final class PidNamespaceChild {
     private PidNamespaceChild() {}
@@ -28,12 +34,32 @@ public final class PidNamespaceChild {
         int filterPid = Integer.parseInt(args[0]);
         Duration each = Duration.ofSeconds(Long.parseLong(args[1]));
         Path ns = Path.of("/proc/self/ns/pid");
-        SampledPids detected = SampledPids.ofThisProcess();
+        SampledPids detected = SampledPids.ofThisProcess(BpfAvailability.PROG_PERF_EVENT);
         run("detected", detected, Set.of(), each);
         run("filtered", detected, Set.of(filterPid), each);
         run("no-helper", SampledPids.of((Long) Files.getAttribute(ns, "unix:dev"), (Long) Files.getAttribute(ns, "unix:ino"),
                 false), Set.of(), each);
+        latency(Path.of(args[2]), Long.parseLong(args[3]));
         System.out.println("done");
+    }
+
+    private static void latency(Path binary, long entry) throws Exception {
+        try (LatencyProbes probes = LatencyProbes.open()) {
+            probes.attach(ProbeSpec.nativeFunction(0, binary, -1, entry).withStacks(true));
+            Process caller = new ProcessBuilder(binary.toString(), "flat", "1", "50").redirectErrorStream(true)
+                    .redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+            System.out.println("latency attached " + caller.pid());
+            if (caller.waitFor() != 0) {
+                throw new IllegalStateException("the inside caller failed: " + caller.exitValue());
+            }
+            new java.io.BufferedReader(new java.io.InputStreamReader(System.in)).readLine();
+            Map<String, Long> groups = new TreeMap<>();
+            for (LatencyGroup g : probes.drainGroups()) {
+                groups.merge(String.join(" ", g.comm(), Integer.toString(g.pid()), Integer.toString(g.stack().length),
+                        Boolean.toString(g.stackLost())), g.count(), Long::sum);
+            }
+            groups.forEach((k, n) -> System.out.println("group " + k + " " + n));
+        }
     }
 
     private static void run(String name, SampledPids pids, Set<Integer> filter, Duration d) throws Exception {

@@ -15,6 +15,7 @@ import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -66,6 +67,11 @@ class PidNamespaceSamplingTest {
         Path outsideSpin = Files.createSymbolicLink(dir.resolve("outside_spin"), Path.of("/bin/sh"));
         Path insideSpin = Files.createSymbolicLink(dir.resolve("inside_spin"), Path.of("/bin/sh"));
         Path decoy = Files.createSymbolicLink(dir.resolve("decoy"), Path.of("/bin/sleep"));
+        Path latencyTarget = LatencyTargets.buildC(Path.of("src/test/c/latency_target.c"), dir.resolve("latency_target"));
+        long work = LatencyTargets.offsets(latencyTarget, "work").entry();
+        // One binary under two names, so that the uprobe on its inode fires in both and the comm tells them apart.
+        Path latInside = Files.createSymbolicLink(dir.resolve("lat_inside"), latencyTarget);
+        Path latOutside = Files.createSymbolicLink(dir.resolve("lat_outside"), latencyTarget);
         Process outside = start(outsideSpin.toString(), "-c", "while :; do :; done");
         int hostOnly = (int) outside.pid();
         String java = ProcessHandle.current().info().command().orElseThrow();
@@ -73,7 +79,7 @@ class PidNamespaceSamplingTest {
         String script = "echo " + (hostOnly - 1) + " > /proc/sys/kernel/ns_last_pid; " + decoy + " 600 & "
                 + insideSpin + " -c 'while :; do :; done' & exec " + java
                 + " --enable-native-access=ALL-UNNAMED -cp target/classes:target/test-classes "
-                + PidNamespaceChild.class.getName() + " $! 2";
+                + PidNamespaceChild.class.getName() + " $! 2 " + latInside + " " + work;
         Process unshare = start("unshare", "--pid", "--fork", "--mount-proc", "/bin/sh", "-c", script);
         Report report = new Report(unshare);
         // Once the child samples, the decoy and inside_spin run; they end with it (it is the namespace's init).
@@ -85,7 +91,15 @@ class PidNamespaceSamplingTest {
         int inside = nsPids.get("inside_spin")[1];
         assertNotEquals(insideHost, inside);
 
-        Map<String, Run> runs = parse(report.await("done"));
+        String attached = report.await("latency attached ").stream().filter(l -> l.startsWith("latency attached ")).findFirst()
+                .orElseThrow();
+        int latInsidePid = Integer.parseInt(attached.substring("latency attached ".length()));
+        Process outsideCaller = start(latOutside.toString(), "flat", "1", "50");
+        assertEquals(0, outsideCaller.waitFor(), "the outside caller ran");
+        unshare.getOutputStream().write("go\n".getBytes(StandardCharsets.UTF_8));
+        unshare.getOutputStream().flush();
+        List<String> all = report.await("done");
+        Map<String, Run> runs = parse(all);
         assertEquals(List.of("detected", "filtered", "no-helper"), List.copyOf(runs.keySet()), String.join("\n", report.lines));
 
         Run detected = runs.get("detected");
@@ -127,8 +141,29 @@ class PidNamespaceSamplingTest {
             assertEquals(List.of(0, 0, RawSample.PID_OUTSIDE, false), List.of(s.pid(), s.tid(), s.flags() & RawSample.PID_OUTSIDE,
                     s.user()), "without the helper every process is outside: " + s);
         }
-        long all = noHelper.total(s -> true);
-        assertTrue(noHelper.outsideBefore() <= all && all <= noHelper.outsideAfter(), noHelper.toString());
+        long none = noHelper.total(s -> true);
+        assertTrue(noHelper.outsideBefore() <= none && none <= noHelper.outsideAfter(), noHelper.toString());
+
+        // Latency probes on one binary run inside and outside: the inside calls under the caller's pid there,
+        // with its stack; the outside ones under pid 0, without a stack (nothing to read it with).
+        Map<String, Long> groups = new TreeMap<>();
+        for (String l : all) {
+            if (l.startsWith("group ")) {
+                int last = l.lastIndexOf(' ');
+                groups.put(l.substring("group ".length(), last), Long.parseLong(l.substring(last + 1)));
+            }
+        }
+        assertEquals(List.of("lat_inside " + latInsidePid, "lat_outside 0 0 false"), groups.keySet().stream()
+                .map(k -> k.startsWith("lat_inside ") ? k.substring(0, k.indexOf(' ', "lat_inside ".length())) : k).distinct().toList(),
+                "groups: " + groups);
+        assertEquals(50, groups.entrySet().stream().filter(e -> e.getKey().startsWith("lat_inside ")).mapToLong(Map.Entry::getValue).sum());
+        assertEquals(50, groups.get("lat_outside 0 0 false"));
+        for (String k : groups.keySet()) {
+            if (k.startsWith("lat_inside ")) {
+                String[] f = k.split(" ");
+                assertTrue(Integer.parseInt(f[2]) >= 2 && f[3].equals("false"), "inside: entry and callers: " + k);
+            }
+        }
     }
 
     private Process start(String... cmd) throws IOException {
