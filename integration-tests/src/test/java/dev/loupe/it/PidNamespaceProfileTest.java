@@ -1,5 +1,6 @@
 package dev.loupe.it;
 
+import dev.loupe.agent.host.PidNamespaces;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -7,15 +8,12 @@ import org.junit.jupiter.api.io.TempDir;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -30,20 +28,20 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * is in the profile only labelled {@code pid_namespace=outside} with its comm, with no user frame.
  */
 class PidNamespaceProfileTest {
-    private static final Pattern NSPID = Pattern.compile("(?m)^NSpid:\\s+(.*)$");
     private static final List<String> HOT_STACK = List.of("hot_a", "middle", "outer", "main");
 
     @TempDir
     Path dir;
-    private final List<Process> started = new ArrayList<>();
+    private Process outside;
+    private Process unshare;
 
     @AfterEach
-    void killAll() throws InterruptedException {
-        for (Process p : started) {
-            p.descendants().forEach(ProcessHandle::destroyForcibly);
-            p.destroyForcibly();
-            p.waitFor(10, TimeUnit.SECONDS);
+    void kill() throws InterruptedException {
+        if (unshare != null) {
+            unshare.descendants().forEach(ProcessHandle::destroyForcibly); // the namespace's init may outlive the test
         }
+        Targets.kill(unshare);
+        Targets.kill(outside);
     }
 
     @Test
@@ -51,8 +49,7 @@ class PidNamespaceProfileTest {
         Path insideHot = Targets.build("callchain.c", dir, "inside_hot", "-fomit-frame-pointer");
         Path outsideHot = Targets.build("callchain.c", dir, "outside_hot", "-fomit-frame-pointer");
         Path decoy = Files.createSymbolicLink(dir.resolve("decoy"), Path.of("/bin/sleep"));
-        Process outside = Targets.start(outsideHot);
-        started.add(outside);
+        outside = Targets.start(outsideHot);
         int outsideHost = (int) outside.pid();
         Path out = dir.resolve("profiles");
         Path log = dir.resolve("agent.log");
@@ -61,15 +58,14 @@ class PidNamespaceProfileTest {
                 .collect(Collectors.joining(" "));
         String script = "echo " + (outsideHost - 1) + " > /proc/sys/kernel/ns_last_pid; " + quoted(decoy.toString())
                 + " 600 & " + quoted(insideHot.toString()) + " & exec " + agent;
-        Process unshare = new ProcessBuilder("unshare", "--pid", "--fork", "--mount-proc", "/bin/sh", "-c", script)
+        unshare = new ProcessBuilder("unshare", "--pid", "--fork", "--mount-proc", "/bin/sh", "-c", script)
                 .directory(dir.toFile()).redirectErrorStream(true).redirectOutput(log.toFile()).start();
-        started.add(unshare);
 
         awaitLog(unshare, log, "profiling at");
         Map<String, int[]> nsPids = nsPidsByComm(unshare);
         assertEquals(List.of(outsideHost), tail(nsPids.get("decoy")), "test premise: the decoy's pid inside is the outside process's host pid");
         int inside = tail(nsPids.get("inside_hot")).get(0);
-        long namespace = namespaceOf(nsPids, "inside_hot");
+        long namespace = PidNamespaces.system().namespaceOf(Integer.toString(nsPids.get("inside_hot")[0]));
         assertTrue(unshare.waitFor(90, TimeUnit.SECONDS), "the agent ends after --duration:\n" + Files.readString(log));
         assertEquals(0, unshare.exitValue(), Files.readString(log));
         assertTrue(Files.readString(log).contains("PID namespace " + namespace + ": pids as seen in it"), "the agent says which pids it reports:\n" + Files.readString(log));
@@ -116,22 +112,13 @@ class PidNamespaceProfileTest {
         }
     }
 
-    /** NSpid (host first) of each process in the namespace, by comm. */
+    /** The pids (host first, from NSpid) of each process in the namespace, by comm. */
     private static Map<String, int[]> nsPidsByComm(Process unshare) throws IOException {
+        PidNamespaces host = PidNamespaces.system();
         Map<String, int[]> out = new HashMap<>();
         for (ProcessHandle h : unshare.descendants().toList()) {
-            Path proc = Path.of("/proc", Long.toString(h.pid()));
-            Matcher m = NSPID.matcher(Files.readString(proc.resolve("status")));
-            assertTrue(m.find(), "NSpid of " + h.pid());
-            out.put(Files.readString(proc.resolve("comm")).strip(),
-                    Arrays.stream(m.group(1).trim().split("\\s+")).mapToInt(Integer::parseInt).toArray());
+            out.put(Files.readString(Path.of("/proc", Long.toString(h.pid()), "comm")).strip(), host.nsPids((int) h.pid()));
         }
         return out;
-    }
-
-    /** The PID namespace (inode) of the process {@code comm}, by its host pid. */
-    private static long namespaceOf(Map<String, int[]> nsPids, String comm) throws IOException {
-        String link = Files.readSymbolicLink(Path.of("/proc", Integer.toString(nsPids.get(comm)[0]), "ns", "pid")).toString();
-        return Long.parseLong(link.substring(link.indexOf('[') + 1, link.indexOf(']')));
     }
 }
