@@ -31,7 +31,6 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 public final class PerfEventSampler implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(PerfEventSampler.class.getName());
     static final String OBJECT_RESOURCE = "/dev/loupe/bpf/profiler.bpf.o";
-
     private static final int STAT_COUNT = KernelAbi.STATS.size() - 1; // without STAT_MAX
 
     /** The BPF program's cumulative run time and count (kernel.bpf_stats_enabled). */
