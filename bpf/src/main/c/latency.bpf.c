@@ -27,6 +27,7 @@
 #include <bpf/bpf_core_read.h>
 
 #include "latency_abi.h"
+#include "pid_ns.bpf.h"
 
 /* Minimal CO-RE view of kernel types: only the fields read. */
 struct thread_struct {
@@ -279,8 +280,10 @@ int latency_entry(struct pt_regs *ctx)
 		key.depth = ctx->sp;
 	}
 	struct latency_call call = { .tid = (__u32)pid_tgid };
-	if (p->stacks)
-		call.stack_id = capture_stack(ctx, key.tgid);
+	/* Stacks are for Java to symbolize through /proc: none for a process outside its PID namespace. */
+	__u64 java_ids = pid_tgid;
+	if (p->stacks && !to_java_pids(&java_ids))
+		call.stack_id = capture_stack(ctx, java_ids >> 32);
 	call.start_ns = bpf_ktime_get_ns(); /* after the stack walk: its cost is not the function's */
 	/* Insert first: the common case costs one hash operation; an existing key is the rare case. */
 	long err = bpf_map_update_elem(&inflight, &key, &call, BPF_NOEXIST);
@@ -305,12 +308,14 @@ int latency_entry(struct pt_regs *ctx)
 	return 0;
 }
 
-static __always_inline void add_to_group(struct latency_key *key, __u64 goid, __u64 stack_id, __u32 bucket, __u64 ns)
+/* java_tgid: the process as Java's /proc names it (0: outside its PID namespace); key->tgid is the kernel's. */
+static __always_inline void add_to_group(struct latency_key *key, __u32 java_tgid, __u64 goid, __u64 stack_id,
+					 __u32 bucket, __u64 ns)
 {
 	__u32 zero = 0;
 	__u32 *gen = bpf_map_lookup_elem(&group_gen, &zero);
 	struct latency_group_key gk = {
-		.probe = key->probe, .tgid = key->tgid, .goid = goid, .stack_id = stack_id, .bucket = bucket,
+		.probe = key->probe, .tgid = java_tgid, .goid = goid, .stack_id = stack_id, .bucket = bucket,
 		.gen = gen ? *gen : 0,
 	};
 	struct latency_group *g = bpf_map_lookup_elem(&groups, &gk);
@@ -330,8 +335,9 @@ static __always_inline void add_to_group(struct latency_key *key, __u64 goid, __
 	__sync_fetch_and_add(&g->sum_ns, ns);
 }
 
-static __always_inline void finish(struct latency_key *key, __u32 tid, __u64 goid)
+static __always_inline void finish(struct latency_key *key, __u64 pid_tgid, __u64 goid)
 {
+	__u32 tid = (__u32)pid_tgid;
 	struct latency_call *call = bpf_map_lookup_elem(&inflight, key);
 	if (!call) {
 		count(LSTAT_UNMATCHED_EXITS);
@@ -355,7 +361,8 @@ static __always_inline void finish(struct latency_key *key, __u32 tid, __u64 goi
 	h->sum_ns += ns;
 	h->count += 1;
 	count(LSTAT_EXITS);
-	add_to_group(key, goid, stack_id, b, ns);
+	to_java_pids(&pid_tgid);
+	add_to_group(key, pid_tgid >> 32, goid, stack_id, b, ns);
 }
 
 SEC("uprobe")
@@ -371,7 +378,7 @@ int latency_exit_go(struct pt_regs *ctx)
 		count(LSTAT_G_READ_ERRORS);
 		return 0;
 	}
-	finish(&key, (__u32)pid_tgid, key.id);
+	finish(&key, pid_tgid, key.id);
 	return 0;
 }
 
@@ -385,7 +392,7 @@ int latency_exit(struct pt_regs *ctx)
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	/* The return popped the return address: SP is 8 above what the entry saw. */
 	struct latency_key key = { .tgid = pid_tgid >> 32, .probe = id, .id = (__u32)pid_tgid, .depth = ctx->sp - 8 };
-	finish(&key, (__u32)pid_tgid, 0);
+	finish(&key, pid_tgid, 0);
 	return 0;
 }
 

@@ -10,6 +10,8 @@
 
 #include <linux/types.h>
 
+#include "pid_ns_abi.h"
+
 /*
  * Bucket k counts calls of at most 2^k microseconds (k = 0..30); the last one (+Inf) the rest.
  * Caller stacks hold at most LAT_STACK_MAX addresses (a power of two).
@@ -78,7 +80,7 @@ struct latency_stack {
  */
 struct latency_group_key {
 	__u32 probe;
-	__u32 tgid;
+	__u32 tgid;     /* as Java's /proc names it (pid_ns_abi.h); 0: outside Java's PID namespace */
 	__u64 goid;     /* Go: goroutine id; native: 0 */
 	__u64 stack_id; /* as latency_call.stack_id */
 	__u32 bucket;   /* 0..LAT_FINITE_BUCKETS, as the histograms */
@@ -124,6 +126,7 @@ struct latency_constants {
 	enum latency_g_source g_source;
 	enum latency_stack_id stack_id;
 	enum latency_stat stat;
+	enum pid_ns_mode pid_ns_mode;
 };
 
 #endif

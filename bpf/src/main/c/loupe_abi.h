@@ -11,6 +11,8 @@
 
 #include <linux/types.h>
 
+#include "pid_ns_abi.h"
+
 enum sample_limit {
 	MAX_KERNEL_FRAMES = 127,
 	MAX_USER_FRAMES = 127,
@@ -18,9 +20,13 @@ enum sample_limit {
 };
 #define MAX_FRAMES (MAX_KERNEL_FRAMES + MAX_USER_FRAMES)
 
-/* Ring-buffer record, one per sample; variable length: only the used frames are sent. */
+/*
+ * Ring-buffer record, one per sample; variable length: only the used frames are sent. pid and tid are as
+ * Java's /proc names them (see pid_ns_abi.h): the kernel's own outside a container; 0 for a task
+ * outside Java's PID namespace (SAMPLE_F_PID_OUTSIDE), which has no user stack either.
+ */
 struct sample {
-	__u32 pid;            /* tgid */
+	__u32 pid;            /* tgid, in Java's PID namespace */
 	__u32 tid;
 	__u32 cpu;
 	__u16 kernel_frames;
@@ -31,6 +37,8 @@ struct sample {
 	__u32 flags;          /* SAMPLE_F_* */
 	__u32 reserved;
 	__u64 start_boottime; /* process start, ns since boot: /proc/PID/stat's starttime, exact (PID reuse) */
+	__u32 host_pid;       /* tgid and tid in the initial PID namespace, as the kernel names them */
+	__u32 host_tid;
 	__u64 frames[MAX_FRAMES]; /* kernel frames (leaf first), then user frames (leaf first) */
 };
 
@@ -40,6 +48,7 @@ enum sample_flag {
 	SAMPLE_F_KERNEL_ERROR    = 4,
 	SAMPLE_F_FP_FALLBACK     = 8,  /* the process had no unwind state yet: frame pointers only */
 	SAMPLE_F_UNWIND_STOPPED  = 16, /* the user stack ends in a marker frame naming why */
+	SAMPLE_F_PID_OUTSIDE     = 32, /* the task is outside Java's PID namespace: pid, tid 0, no user stack */
 };
 
 /*
@@ -65,6 +74,7 @@ enum stat {
 	STAT_UNWIND_STOPPED,   /* user stacks that ended early with a reason (marker frame) */
 	STAT_TABLE_FRAMES,     /* frames unwound with an eh_frame table */
 	STAT_FP_FRAMES,        /* frames unwound with frame pointers */
+	STAT_PID_OUTSIDE,      /* samples of tasks outside Java's PID namespace (no pid, no user stack) */
 	STAT_MAX
 };
 
@@ -178,6 +188,7 @@ struct abi_constants {
 	enum stop_reason stop_reason;
 	enum mapping_kind mapping_kind;
 	enum proc_clock proc_clock;
+	enum pid_ns_mode pid_ns_mode;
 };
 
 #endif

@@ -16,6 +16,7 @@
 #include <bpf/bpf_core_read.h>
 
 #include "loupe_abi.h"
+#include "pid_ns.bpf.h"
 
 #define PF_KTHREAD 0x00200000
 
@@ -459,22 +460,28 @@ static long fp_only_step(__u32 i, struct walk *w)
 static __always_inline int sample(struct perf_event_ctx *ctx, const int tables)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tgid = pid_tgid >> 32;
-	__u32 tid = (__u32)pid_tgid;
+	__u32 host_tgid = pid_tgid >> 32;
+	__u32 host_tid = (__u32)pid_tgid;
 	__u32 zero = 0;
 
-	if (tid == 0) { /* swapper: the CPU is idle */
+	if (host_tid == 0) { /* swapper: the CPU is idle */
 		count(STAT_IDLE);
 		return 0;
 	}
+	int outside = to_java_pids(&pid_tgid);
+	__u32 tgid = pid_tgid >> 32;
+	__u32 tid = (__u32)pid_tgid;
 	struct config *cfg = bpf_map_lookup_elem(&config, &zero);
 	if (!cfg)
 		return 0;
-	if (cfg->filter_pids && !bpf_map_lookup_elem(&pid_filter, &tgid)) {
+	/* Java's pids: a task outside its namespace is in no filter it can write. */
+	if (cfg->filter_pids && (outside || !bpf_map_lookup_elem(&pid_filter, &tgid))) {
 		count(STAT_FILTERED);
 		return 0;
 	}
 	count(STAT_SAMPLES);
+	if (outside)
+		count(STAT_PID_OUTSIDE);
 
 	struct sample *s = bpf_map_lookup_elem(&scratch, &zero);
 	if (!s)
@@ -490,6 +497,10 @@ static __always_inline int sample(struct perf_event_ctx *ctx, const int tables)
 	bpf_get_current_comm(s->thread_comm, sizeof(s->thread_comm));
 	bpf_core_read_str(s->comm, sizeof(s->comm), &task->group_leader->comm);
 	s->start_boottime = BPF_CORE_READ(task, group_leader, start_boottime);
+	s->host_pid = host_tgid;
+	s->host_tid = host_tid;
+	if (outside)
+		s->flags |= SAMPLE_F_PID_OUTSIDE;
 
 	int user_mode = (ctx->regs.cs & 3) == 3;
 	__u32 nk = 0;
@@ -510,9 +521,11 @@ static __always_inline int sample(struct perf_event_ctx *ctx, const int tables)
 	w.base = nk;
 	w.bp_known = 1;
 	w.exact_pc = 1;
-	int kthread = task->flags & PF_KTHREAD; /* no user stack */
+	/* No user stack for a kernel thread, nor for a task outside Java's namespace: its pid names nothing
+	 * Java may read, and the procs map is keyed by Java's pids. */
+	int no_user = (task->flags & PF_KTHREAD) || outside;
 	struct proc_unwind *pu = 0;
-	if (tables && !kthread) {
+	if (tables && !no_user) {
 		pu = bpf_map_lookup_elem(&procs, &tgid);
 		if (pu && pu->start_ticks != s->start_boottime / NSEC_PER_TICK)
 			pu = 0;
@@ -521,7 +534,7 @@ static __always_inline int sample(struct perf_event_ctx *ctx, const int tables)
 			count(STAT_FP_FALLBACK);
 		}
 	}
-	if (!kthread) {
+	if (!no_user) {
 		if (user_mode) {
 			w.pc = ctx->regs.ip;
 			w.sp = ctx->regs.sp;

@@ -35,6 +35,13 @@ public final class BpfAvailability {
             new Helper(PROG_PERF_EVENT, 175, "bpf_task_pt_regs", "5.15"),
             new Helper(PROG_PERF_EVENT, 181, "bpf_loop", "5.17"));
 
+    /**
+     * Used only when the agent runs in a PID namespace other than the initial one, and optional there: without
+     * it the programs report every task as outside that namespace ({@link SampledPids}) instead of failing.
+     */
+    static final String NAMESPACE_PID_HELPER = "bpf_get_ns_current_pid_tgid";
+    static final int NAMESPACE_PID_HELPER_ID = 120;
+
     /** Kernel feature probes (libbpf_probe_bpf_*): 1 supported, 0 not, negative: the probe itself failed. */
     interface KernelProbes {
         int progType(int type);
@@ -84,6 +91,11 @@ public final class BpfAvailability {
         static final Optional<String> REASON = new BpfAvailability(System.getProperty("os.name"),
                 System.getProperty("os.arch"), LibBpf::loadError, Path.of("/sys/kernel/btf/vmlinux"),
                 Path.of("/proc/self/status"), Path.of("/proc/sys/kernel/osrelease"), () -> LIBBPF_PROBES).reason();
+    }
+
+    /** Whether programs of {@code progType} may call {@link #NAMESPACE_PID_HELPER} (a failed probe says no). */
+    static boolean namespacePidHelper(int progType) {
+        return LIBBPF_PROBES.helper(progType, NAMESPACE_PID_HELPER_ID) > 0;
     }
 
     /** Empty when BPF sampling can be used on this host; otherwise one line naming what is missing. */

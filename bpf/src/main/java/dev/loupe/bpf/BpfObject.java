@@ -77,6 +77,20 @@ public final class BpfObject implements AutoCloseable {
         LibBpf.MAP_SET_MAX_ENTRIES.status(mapName + ", " + maxEntries, mapHandle(mapName), maxEntries);
     }
 
+    /**
+     * Sets the contents of a global-data section's map ({@code .rodata.NAME}: {@code const volatile} globals)
+     * before {@link #load()}; {@code value} must be exactly the section's size. A read-only section is frozen
+     * at load, so the verifier knows the values and drops the branches they rule out.
+     */
+    public void setSectionData(String section, MemorySegment value) throws BpfException {
+        checkOpen();
+        if (loaded) {
+            throw new IllegalStateException("section " + section + " can only be set before load");
+        }
+        LibBpf.MAP_SET_INITIAL_VALUE.status(section + ", " + value.byteSize() + " bytes", mapHandle(section), value,
+                value.byteSize());
+    }
+
     /** Whether {@link #load()} verifies and loads this program (all do by default); only before load. */
     public void autoload(String programName, boolean autoload) throws BpfException {
         checkOpen();

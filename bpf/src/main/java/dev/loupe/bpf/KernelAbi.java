@@ -4,6 +4,7 @@ import java.lang.foreign.GroupLayout;
 import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.StructLayout;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -46,6 +47,8 @@ public final class KernelAbi {
             JAVA_INT.withName("flags"),
             JAVA_INT.withName("reserved"),
             JAVA_LONG.withName("start_boottime"),
+            JAVA_INT.withName("host_pid"),
+            JAVA_INT.withName("host_tid"),
             MemoryLayout.sequenceLayout(MAX_KERNEL_FRAMES + MAX_USER_FRAMES, JAVA_LONG).withName("frames")
     ).withName("sample");
 
@@ -55,10 +58,22 @@ public final class KernelAbi {
             JAVA_INT.withName("wakeup_bytes")
     ).withName("config");
 
+    /** struct pid_ns_config (pid_ns_abi.h, in both objects): which pids are reported; section {@code .rodata.pid_ns}. */
+    static final StructLayout PID_NS_CONFIG = MemoryLayout.structLayout(
+            JAVA_INT.withName("mode"),
+            JAVA_INT.withName("reserved"),
+            JAVA_LONG.withName("dev"),
+            JAVA_LONG.withName("ino")
+    ).withName("pid_ns_config");
+
+    /** enum pid_ns_mode (pid_ns_abi.h, in both objects): {@link SampledPids.Mode} by ordinal. */
+    static final Map<String, Long> PID_NS_MODES = ordinals(Arrays.stream(SampledPids.Mode.values())
+            .map(m -> "PID_NS_" + m.name()).toList());
+
     /** enum stat, in order; the last is the count. */
     static final List<String> STATS = List.of("STAT_SAMPLES", "STAT_IDLE", "STAT_FILTERED", "STAT_RINGBUF_DROPS",
             "STAT_USER_READ_ERRORS", "STAT_USER_TRUNCATED", "STAT_KERNEL_ERRORS", "STAT_FP_FALLBACK", "STAT_UNWIND_STOPPED",
-            "STAT_TABLE_FRAMES", "STAT_FP_FRAMES", "STAT_MAX");
+            "STAT_TABLE_FRAMES", "STAT_FP_FRAMES", "STAT_PID_OUTSIDE", "STAT_MAX");
 
     /** struct unwind_table: where a table's pages, rows and rules start in the shared arrays. */
     static final StructLayout UNWIND_TABLE = MemoryLayout.structLayout(
@@ -106,11 +121,13 @@ public final class KernelAbi {
                     "TASK_COMM_LEN", (long) TASK_COMM_LEN),
             "sample_flag", Map.of("SAMPLE_F_USER_TRUNCATED", (long) RawSample.USER_TRUNCATED,
                     "SAMPLE_F_USER_READ_ERROR", (long) RawSample.USER_READ_ERROR, "SAMPLE_F_KERNEL_ERROR", (long) RawSample.KERNEL_ERROR,
-                    "SAMPLE_F_FP_FALLBACK", (long) RawSample.FP_FALLBACK, "SAMPLE_F_UNWIND_STOPPED", (long) RawSample.UNWIND_STOPPED),
+                    "SAMPLE_F_FP_FALLBACK", (long) RawSample.FP_FALLBACK, "SAMPLE_F_UNWIND_STOPPED", (long) RawSample.UNWIND_STOPPED,
+                    "SAMPLE_F_PID_OUTSIDE", (long) RawSample.PID_OUTSIDE),
             "unwind_marker", Map.of("UNWIND_REASON_BITS", (long) UNWIND_REASON_BITS),
             "stat", ordinals(STATS),
             "mapping_kind", Map.of("MAPPING_FP", (long) UnwindMaps.KIND_FRAME_POINTERS, "MAPPING_TABLE", (long) UnwindMaps.KIND_TABLE,
-                    "MAPPING_STOP", (long) UnwindMaps.KIND_STOP));
+                    "MAPPING_STOP", (long) UnwindMaps.KIND_STOP),
+            "pid_ns_mode", PID_NS_MODES);
 
     static final long SAMPLE_HEADER_SIZE = offset(SAMPLE, "frames");
 
@@ -131,6 +148,7 @@ public final class KernelAbi {
         List<String> problems = new ArrayList<>();
         problems.addAll(structProblems(btf, SAMPLE));
         problems.addAll(structProblems(btf, CONFIG));
+        problems.addAll(structProblems(btf, PID_NS_CONFIG));
         problems.addAll(structProblems(btf, UNWIND_TABLE));
         problems.addAll(structProblems(btf, UNWIND_PAGE));
         problems.addAll(structProblems(btf, EXEC_MAPPING));

@@ -87,13 +87,14 @@ final class LatencyAbi {
             "latency_kind", Map.of("LAT_KIND_GO", (long) KIND_GO, "LAT_KIND_NATIVE", (long) KIND_NATIVE),
             "latency_g_source", Map.of("LAT_G_R14", (long) G_R14, "LAT_G_TLS", (long) G_TLS),
             "latency_stack_id", Map.of("LAT_STACK_NONE", STACK_NONE, "LAT_STACK_LOST", STACK_LOST),
-            "latency_stat", KernelAbi.ordinals(STATS));
+            "latency_stat", KernelAbi.ordinals(STATS),
+            "pid_ns_mode", KernelAbi.PID_NS_MODES);
 
     private LatencyAbi() {}
 
     static void check(Btf btf) throws BpfException {
         List<String> problems = new ArrayList<>();
-        for (StructLayout s : List.of(PROBE, KEY, CALL, HIST, STACK, GROUP_KEY, GROUP)) {
+        for (StructLayout s : List.of(PROBE, KEY, CALL, HIST, STACK, GROUP_KEY, GROUP, KernelAbi.PID_NS_CONFIG)) {
             problems.addAll(KernelAbi.structProblems(btf, s));
         }
         for (Map.Entry<String, Map<String, Long>> e : new TreeMap<>(ENUMS).entrySet()) {

@@ -5,7 +5,8 @@ package dev.loupe.bpf;
  * histogram bucket, since the previous {@link LatencyProbes#drainGroups()}. Summed in the kernel at return.
  *
  * @param probe    the probe id
- * @param pid      the process (tgid)
+ * @param pid      the process (tgid) as this process's {@code /proc} names it; 0 for a process outside this
+ *                 process's PID namespace (all such processes share it, and their groups have no stack)
  * @param goid     Go: the goroutine id; native code: 0
  * @param bucket   histogram bucket, as {@link LatencyHistogram#bucket(int)} (k: at most 2^k µs; 31: +Inf)
  * @param count    calls

@@ -110,6 +110,9 @@ public final class LatencyProbes implements AutoCloseable {
             o.resizeMap("inflight", maxInFlight);
             o.resizeMap("groups", maxGroups);
             o.resizeMap("stacks", maxStacks);
+            try (Arena a = Arena.ofConfined()) {
+                o.setSectionData(SampledPids.SECTION, SampledPids.ofThisProcess(BpfAvailability.PROG_KPROBE).config(a));
+            }
             o.load();
             return new LatencyProbes(o, maxProbes, monotonicNanos);
         } catch (BpfException | RuntimeException e) {

@@ -159,6 +159,7 @@ final class LibBpf {
     static final Fn MAP_KEY_SIZE = fn("bpf_map__key_size", i32(ADDRESS), false);
     static final Fn MAP_VALUE_SIZE = fn("bpf_map__value_size", i32(ADDRESS), false);
     static final Fn MAP_TYPE = fn("bpf_map__type", i32(ADDRESS), false);
+    static final Fn MAP_SET_INITIAL_VALUE = fn("bpf_map__set_initial_value", i32(ADDRESS, ADDRESS, JAVA_LONG), false);
     // maps (fd level)
     static final Fn MAP_UPDATE_ELEM = fn("bpf_map_update_elem", i32(JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG), false);
     static final Fn MAP_LOOKUP_ELEM = fn("bpf_map_lookup_elem", i32(JAVA_INT, ADDRESS, ADDRESS), false);

@@ -22,6 +22,8 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
  * Samples every online CPU with one PERF_TYPE_SOFTWARE/CPU_CLOCK event in frequency mode, each running
  * {@code profiler.bpf.c}, which streams kernel + frame-pointer user stacks through a BPF ring buffer.
  * One program over the reusable pieces: {@link BpfObject}, {@link BpfMap}, {@link RingBuffer}, {@link BpfLink}.
+ * Samples name processes by the pids of this process's PID namespace ({@link SampledPids}), so that a sample's
+ * pid is the /proc entry of its process here; a process outside that namespace comes without pid or user stack.
  *
  * <p>Threads: {@link #poll} from one thread; {@link #stats()} and {@link #programStats()} from any
  * (they read maps by fd, which the kernel makes safe, and never wait for a poll in progress).
@@ -59,7 +61,7 @@ public final class PerfEventSampler implements AutoCloseable {
      * registers a process in {@link #unwindMaps()}, its stacks are walked with frame pointers (and marked so).
      *
      * @param frequencyHz       samples per second per CPU
-     * @param pids              only these processes (tgids); empty = every process
+     * @param pids              only these processes (tgids as this process's /proc names them); empty = every process
      * @param unwinderConstants the unwinder's values for the enumerators of {@link KernelAbi#UNWINDER_ENUMS}, by C
      *                          name (e.g. {@code RULE_STOP}, {@code NSEC_PER_TICK}): checked against the object
      *                          before it is loaded, and a mismatch fails naming the constant and both values
@@ -67,7 +69,7 @@ public final class PerfEventSampler implements AutoCloseable {
     public static PerfEventSampler open(int frequencyHz, Set<Integer> pids, UnwindMaps.Capacity unwind,
                                         Map<String, Long> unwinderConstants) throws BpfException {
         return open(frequencyHz, pids, Objects.requireNonNull(unwind, "unwind"), true,
-                Optional.of(Map.copyOf(unwinderConstants)));
+                Optional.of(Map.copyOf(unwinderConstants)), Optional.empty());
     }
 
     /**
@@ -75,7 +77,14 @@ public final class PerfEventSampler implements AutoCloseable {
      * them; the agent's test checks the values it passes).
      */
     static PerfEventSampler open(int frequencyHz, Set<Integer> pids) throws BpfException {
-        return open(frequencyHz, pids, UnwindMaps.Capacity.forBudget(DEFAULT_UNWIND_BUDGET), true, Optional.empty());
+        return open(frequencyHz, pids, UnwindMaps.Capacity.forBudget(DEFAULT_UNWIND_BUDGET), true, Optional.empty(),
+                Optional.empty());
+    }
+
+    /** As {@link #open(int, Set)} with the pids reported as {@code sampledPids} says (tests: a forced mode). */
+    static PerfEventSampler open(int frequencyHz, Set<Integer> pids, SampledPids sampledPids) throws BpfException {
+        return open(frequencyHz, pids, UnwindMaps.Capacity.forBudget(DEFAULT_UNWIND_BUDGET), true, Optional.empty(),
+                Optional.of(sampledPids));
     }
 
     /** Default kernel memory for unwind tables and mappings: 64 MiB (~12 M table rows). */
@@ -88,13 +97,14 @@ public final class PerfEventSampler implements AutoCloseable {
      * entry each. That program uses none of the unwinder's constants, so none are asked for.
      */
     public static PerfEventSampler openWithoutUnwindTables(int frequencyHz, Set<Integer> pids) throws BpfException {
-        return open(frequencyHz, pids, NO_TABLES, false, Optional.empty());
+        return open(frequencyHz, pids, NO_TABLES, false, Optional.empty(), Optional.empty());
     }
 
     private static final UnwindMaps.Capacity NO_TABLES = new UnwindMaps.Capacity(1, 1, 1, 1, 1, 1);
 
     private static PerfEventSampler open(int frequencyHz, Set<Integer> pids, UnwindMaps.Capacity unwind, boolean tables,
-                                         Optional<Map<String, Long>> unwinderConstants) throws BpfException {
+                                         Optional<Map<String, Long>> unwinderConstants, Optional<SampledPids> forcedPids)
+            throws BpfException {
         var reason = BpfAvailability.unavailabilityReason();
         if (reason.isPresent()) {
             throw new BpfException("BPF unavailable: " + reason.get(), 0);
@@ -104,9 +114,11 @@ public final class PerfEventSampler implements AutoCloseable {
             throw new BpfException("frequency " + frequencyHz + " Hz is outside 1.." + max
                     + " (/proc/sys/kernel/perf_event_max_sample_rate)", 22);
         }
+        SampledPids sampledPids = forcedPids.isPresent() ? forcedPids.get()
+                : SampledPids.ofThisProcess(BpfAvailability.PROG_PERF_EVENT);
         PerfEventSampler s = new PerfEventSampler(frequencyHz);
         try {
-            s.start(pids, unwind, tables, unwinderConstants);
+            s.start(pids, unwind, tables, unwinderConstants, sampledPids);
             return s;
         } catch (BpfException | RuntimeException e) {
             s.close();
@@ -130,7 +142,7 @@ public final class PerfEventSampler implements AutoCloseable {
     }
 
     private void start(Set<Integer> pids, UnwindMaps.Capacity unwind, boolean tables,
-                       Optional<Map<String, Long>> unwinderConstants) throws BpfException {
+                       Optional<Map<String, Long>> unwinderConstants, SampledPids sampledPids) throws BpfException {
         object = openObject(unwinderConstants);
         String programName = tables ? "sample_cpu" : "sample_cpu_fp";
         object.autoload(tables ? "sample_cpu_fp" : "sample_cpu", false);
@@ -138,6 +150,9 @@ public final class PerfEventSampler implements AutoCloseable {
         int ringBytes = ringBufferBytes(cpus.size(), frequencyHz);
         object.resizeMap("samples", ringBytes);
         UnwindMaps.resize(object, unwind);
+        try (Arena a = Arena.ofConfined()) {
+            object.setSectionData(SampledPids.SECTION, sampledPids.config(a));
+        }
         object.load();
         unwindMaps = tables ? new UnwindMaps(object, unwind) : null;
 
@@ -166,7 +181,8 @@ public final class PerfEventSampler implements AutoCloseable {
         LOG.log(System.Logger.Level.INFO, "sampling " + cpus.size() + " CPUs at " + frequencyHz + " Hz"
                 + (pids.isEmpty() ? ", all processes" : ", pids " + new TreeSet<>(pids))
                 + ", ring buffer " + (ringBytes >> 10) + " KiB"
-                + (tables ? ", unwind maps " + (unwind.bytes() >> 20) + " MiB" : ", frame pointers only"));
+                + (tables ? ", unwind maps " + (unwind.bytes() >> 20) + " MiB" : ", frame pointers only")
+                + (sampledPids.mode() == SampledPids.Mode.INITIAL ? "" : ", " + sampledPids.describe()));
     }
 
     /** Half a second of samples from every CPU at ~1 KiB each, as a power of two between 1 and 64 MiB. */
@@ -279,7 +295,7 @@ public final class PerfEventSampler implements AutoCloseable {
             }
         }
         return new SamplerStats(v[0], v[1], v[2], v[3], v[4], v[5], v[6], delivered.get(), decodeErrors.get(),
-                consumerErrors.get(), v[7], v[8], v[9], v[10]);
+                consumerErrors.get(), v[7], v[8], v[9], v[10], v[11]);
     }
 
     /**
@@ -292,6 +308,11 @@ public final class PerfEventSampler implements AutoCloseable {
         }
         BpfProgram.RunStats r = program.runStats();
         return new ProgramStats(r.runTimeNs(), r.runCount());
+    }
+
+    /** The loaded program (tests read what the verifier kept of it). */
+    BpfProgram program() {
+        return program;
     }
 
     /** Where Java registers unwind tables and processes for the kernel's walker. */

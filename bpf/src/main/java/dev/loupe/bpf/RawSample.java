@@ -3,8 +3,12 @@ package dev.loupe.bpf;
 /**
  * One CPU sample as the kernel saw it, before symbolization.
  *
- * @param pid          process id (tgid)
- * @param tid          thread id
+ * @param pid          process id (tgid) as this process's {@code /proc} names it; 0 for a process outside this
+ *                     process's PID namespace ({@link #PID_OUTSIDE}): its pid here is unknown
+ * @param tid          thread id, the same way
+ * @param hostPid      process id in the initial PID namespace, as the kernel names it (the same as {@code pid}
+ *                     outside containers); never for reading {@code /proc}
+ * @param hostTid      thread id in the initial PID namespace
  * @param cpu          CPU the sample was taken on
  * @param comm         process name (thread group leader's comm)
  * @param threadComm   thread name
@@ -14,7 +18,7 @@ package dev.loupe.bpf;
  * @param kernelStack  kernel addresses, leaf first; [0] is the interrupted IP, the rest are return addresses
  * @param userStack    user addresses, leaf first; same convention
  */
-public record RawSample(int pid, int tid, int cpu, String comm, String threadComm, long ktimeNs, long processStartNs, int flags,
+public record RawSample(int pid, int tid, int hostPid, int hostTid, int cpu, String comm, String threadComm, long ktimeNs, long processStartNs, int flags,
                         long[] kernelStack, long[] userStack) {
     public static final int USER_TRUNCATED = 1;
     public static final int USER_READ_ERROR = 2;
@@ -23,6 +27,11 @@ public record RawSample(int pid, int tid, int cpu, String comm, String threadCom
     public static final int FP_FALLBACK = 8;
     /** The user stack ends in a marker frame ({@link #isUnwindMarker}) naming why it stopped early. */
     public static final int UNWIND_STOPPED = 16;
+    /**
+     * The process is outside this process's PID namespace: {@code pid} and {@code tid} are 0 and there is
+     * no user stack, since nothing here may be read for it.
+     */
+    public static final int PID_OUTSIDE = 32;
 
     /** Whether a user "address" is a stop marker; its reason code is {@link #markerReason}. */
     public static boolean isUnwindMarker(long address) {

@@ -24,6 +24,8 @@ final class RawSampleDecoder {
     private static final long KTIME = offset(SAMPLE, "ktime_ns");
     private static final long FLAGS = offset(SAMPLE, "flags");
     private static final long START = offset(SAMPLE, "start_boottime");
+    private static final long HOST_PID = offset(SAMPLE, "host_pid");
+    private static final long HOST_TID = offset(SAMPLE, "host_tid");
 
     // Unaligned reads: records are aligned in the ring buffer, but tests decode byte arrays.
     private static final ValueLayout.OfInt U32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
@@ -49,7 +51,7 @@ final class RawSampleDecoder {
         // One bulk copy per stack: per-element segment reads are costly in C1-compiled code.
         MemorySegment.copy(rec, U64, HEADER_SIZE, kernel, 0, nk);
         MemorySegment.copy(rec, U64, HEADER_SIZE + 8L * nk, user, 0, nu);
-        return new RawSample(rec.get(U32, PID), rec.get(U32, TID), rec.get(U32, CPU),
+        return new RawSample(rec.get(U32, PID), rec.get(U32, TID), rec.get(U32, HOST_PID), rec.get(U32, HOST_TID), rec.get(U32, CPU),
                 cString(rec, COMM, KernelAbi.TASK_COMM_LEN), cString(rec, THREAD_COMM, KernelAbi.TASK_COMM_LEN),
                 rec.get(U64, KTIME), rec.get(U64, START), rec.get(U32, FLAGS), kernel, user);
     }

@@ -18,11 +18,13 @@ package dev.loupe.bpf;
  * @param unwindStopped    user stacks that end in a marker frame naming why they stop early
  * @param tableFrames      user frames unwound with eh_frame tables
  * @param fpFrames         user frames unwound with frame pointers
+ * @param pidOutside       samples of processes outside this process's PID namespace (no pid, no user stack)
  */
 public record SamplerStats(long samples, long idle, long filtered, long ringBufferDrops, long userReadErrors,
                            long userTruncated, long kernelErrors, long delivered, long decodeErrors,
-                           long consumerErrors, long fpFallback, long unwindStopped, long tableFrames, long fpFrames) {
-    public static final SamplerStats EMPTY = new SamplerStats(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+                           long consumerErrors, long fpFallback, long unwindStopped, long tableFrames, long fpFrames,
+                           long pidOutside) {
+    public static final SamplerStats EMPTY = new SamplerStats(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
 
     /** Samples lost for any reason. */
     public long dropped() {

@@ -125,6 +125,18 @@ class BpfAvailabilityTest {
         assertTrue(lacking.startsWith("kernel " + release + " lacks BPF helper bpf_loop for perf_event programs"), lacking);
     }
 
+    /**
+     * bpf_get_ns_current_pid_tgid (helper 120) is optional: a kernel without it is available (the programs then
+     * report every process as outside a non-initial namespace); this one has it for both program types.
+     */
+    @Test
+    void theNamespacePidHelperIsOptionalAndThisKernelHasIt() {
+        assertEquals(Optional.empty(), BpfAvailability.kernelReason(probesLacking(-1, -1, 120, 0), "5.6.0"));
+        assertEquals(true, BpfAvailability.namespacePidHelper(BpfAvailability.PROG_PERF_EVENT));
+        assertEquals(true, BpfAvailability.namespacePidHelper(BpfAvailability.PROG_KPROBE), "uprobes: latency");
+        assertEquals(0, realProbes().helper(BpfAvailability.PROG_PERF_EVENT, 99_999), "the probe can say no");
+    }
+
     private static BpfAvailability.KernelProbes realProbes() {
         return BpfAvailability.LIBBPF_PROBES;
     }

@@ -29,9 +29,13 @@ class KernelAbiTest {
         try (BpfObject o = PerfEventSampler.openObject(Optional.empty()); Btf btf = o.btf()) {
             assertEquals(List.of(), KernelAbi.structProblems(btf, KernelAbi.SAMPLE));
             assertEquals(List.of(), KernelAbi.structProblems(btf, KernelAbi.CONFIG));
-            assertEquals(72, KernelAbi.SAMPLE_HEADER_SIZE, "the header the design notes describe");
+            assertEquals(List.of(), KernelAbi.structProblems(btf, KernelAbi.PID_NS_CONFIG));
+            assertEquals(80, KernelAbi.SAMPLE_HEADER_SIZE, "the header the design notes describe");
             Btf.Struct sample = btf.struct("sample").orElseThrow();
-            assertEquals(72 + 8 * 254, sample.size());
+            assertEquals(80 + 8 * 254, sample.size());
+            assertEquals(24, btf.struct("pid_ns_config").orElseThrow().size());
+            assertEquals(Map.of("PID_NS_INITIAL", 0L, "PID_NS_TRANSLATE", 1L, "PID_NS_ALL_OUTSIDE", 2L),
+                    btf.enumeration("pid_ns_mode").orElseThrow());
             // Every shared enum reached the BTF (clang keeps only used types) with all its enumerators.
             assertEquals(Map.of("MAPPING_FP", 0L, "MAPPING_TABLE", 1L, "MAPPING_STOP", 2L), btf.enumeration("mapping_kind").orElseThrow());
             assertEquals(Map.of("NSEC_PER_TICK", 10_000_000L), btf.enumeration("proc_clock").orElseThrow());
@@ -140,8 +144,9 @@ class KernelAbiTest {
         Files.writeString(dir.resolve("loupe_abi.h"), header.replace(from, to));
         Files.copy(C_SOURCES.resolve("profiler.bpf.c"), dir.resolve("profiler.bpf.c"), StandardCopyOption.REPLACE_EXISTING);
         Path obj = dir.resolve("drifted.bpf.o");
+        // The copy's own directory first, then the real one for the headers not copied (pid_ns*.h).
         Process p = new ProcessBuilder("clang", "-g", "-O2", "-target", "bpf", "-D__TARGET_ARCH_x86",
-                "-I/usr/include/x86_64-linux-gnu", "-c", dir.resolve("profiler.bpf.c").toString(), "-o", obj.toString())
+                "-I/usr/include/x86_64-linux-gnu", "-I" + C_SOURCES, "-c", dir.resolve("profiler.bpf.c").toString(), "-o", obj.toString())
                 .redirectErrorStream(true).start();
         String out = new String(p.getInputStream().readAllBytes());
         assertEquals(0, p.waitFor(), out);

@@ -66,8 +66,9 @@ class LatencyAbiTest {
         Files.writeString(dir.resolve("latency_abi.h"), header.replace(from, to));
         Files.copy(C_SOURCES.resolve("latency.bpf.c"), dir.resolve("latency.bpf.c"), StandardCopyOption.REPLACE_EXISTING);
         Path obj = dir.resolve("drifted.bpf.o");
+        // The copy's own directory first, then the real one for the headers not copied (pid_ns*.h).
         Process p = new ProcessBuilder("clang", "-g", "-O2", "-target", "bpf", "-D__TARGET_ARCH_x86",
-                "-I/usr/include/x86_64-linux-gnu", "-c", dir.resolve("latency.bpf.c").toString(), "-o", obj.toString())
+                "-I/usr/include/x86_64-linux-gnu", "-I" + C_SOURCES, "-c", dir.resolve("latency.bpf.c").toString(), "-o", obj.toString())
                 .redirectErrorStream(true).start();
         String out = new String(p.getInputStream().readAllBytes());
         assertEquals(0, p.waitFor(), out);

@@ -180,6 +180,29 @@ class PerfEventSamplerTest {
         }
     }
 
+    /**
+     * In the initial PID namespace (where tests run) pids are the kernel's: the verifier dropped the
+     * translation, so the loaded program never calls bpf_get_ns_current_pid_tgid and every sample's pid is
+     * its host pid. (PidNamespaceSamplingTest runs a sampler inside another namespace.)
+     */
+    @Test
+    void inTheInitialNamespaceTheLoadedProgramDoesNotTranslatePids() throws Exception {
+        availableOrFail();
+        int pid = spinningShell();
+        try (PerfEventSampler s = PerfEventSampler.open(99, Set.of(pid))) {
+            String dump = LoadedInstructions.dump(s.program());
+            assertEquals(1, LoadedInstructions.calls(dump, "bpf_get_current_pid_tgid"), "helper names resolved");
+            assertEquals(0, LoadedInstructions.calls(dump, "bpf_get_ns_current_pid_tgid"));
+            List<RawSample> samples = collect(s, Duration.ofSeconds(1));
+            assertTrue(samples.size() > 20, "sampled: " + samples.size());
+            for (RawSample r : samples) {
+                assertEquals(List.of(pid, pid, pid, pid, 0), List.of(r.pid(), r.tid(), r.hostPid(), r.hostTid(),
+                        r.flags() & RawSample.PID_OUTSIDE));
+            }
+            assertEquals(0, s.stats().pidOutside());
+        }
+    }
+
     @Test
     void rejectsFrequencyAboveKernelLimit() {
         availableOrFail();

@@ -25,15 +25,21 @@ public final class AgentProcess implements AutoCloseable {
     }
 
     static AgentProcess start(Path workDir, String... args) throws IOException {
+        List<String> cmd = command(args);
+        Path log = Files.createTempFile(workDir, "agent", ".log");
+        Process p = new ProcessBuilder(cmd).directory(workDir.toFile()).redirectErrorStream(true)
+                .redirectOutput(log.toFile()).start();
+        return new AgentProcess(p, log);
+    }
+
+    /** The command line of {@code loupe run ARGS}, for tests that start it their own way. */
+    static List<String> command(String... args) {
         if (!Files.exists(JAR)) {
             throw new IllegalStateException("agent jar not built: " + JAR + " (run mvn verify from the root)");
         }
         List<String> cmd = new ArrayList<>(List.of(JAVA, "@" + RUN_JVMOPTS, "-jar", JAR.toString(), "run"));
         cmd.addAll(List.of(args));
-        Path log = Files.createTempFile(workDir, "agent", ".log");
-        Process p = new ProcessBuilder(cmd).directory(workDir.toFile()).redirectErrorStream(true)
-                .redirectOutput(log.toFile()).start();
-        return new AgentProcess(p, log);
+        return cmd;
     }
 
     /** Where a profiled target's profiles went, and its pid. */

@@ -20,7 +20,8 @@ import java.util.Map;
  * <p>Locations: the probed function is the leaf, one location per function (in a mapping named after its
  * binary, at its link-time entry address); with {@code stacks: true} its callers follow, symbolized like the
  * CPU profile's frames ({@code [stack unavailable]} when the kernel's stack table was full). Labels:
- * {@code function}, {@code binary}, {@code pid} (numeric), {@code comm}, {@code goid} (numeric, Go only) and
+ * {@code function}, {@code binary}, {@code pid} (numeric; {@code pid_namespace=outside} instead for processes
+ * outside the agent's PID namespace), {@code comm}, {@code goid} (numeric, Go only) and
  * {@code le_us}: the bucket's upper bound in microseconds (2^k), {@value #INF_LE_US} ({@code Long.MAX_VALUE})
  * for the +Inf bucket — numeric so that {@code -tagfocus=le_us=1024:} selects calls slower than 512 µs.
  */
@@ -28,6 +29,8 @@ final class LatencyProfile {
     /** le_us of the +Inf bucket: no upper bound. */
     static final long INF_LE_US = Long.MAX_VALUE;
     static final String LOST_STACK = "[stack unavailable]";
+    /** In place of {@code pid} for processes outside the agent's PID namespace (the kernel reports them as pid 0). */
+    static final Label PID_OUTSIDE = Label.str("pid_namespace", "outside");
     private static final List<ProfileBuilder.SampleType> TYPES = List.of(
             new ProfileBuilder.SampleType("calls", "count"), new ProfileBuilder.SampleType("latency", "nanoseconds"));
 
@@ -71,7 +74,7 @@ final class LatencyProfile {
             List<Label> labels = new ArrayList<>(6);
             labels.add(Label.str("function", f.function()));
             labels.add(Label.str("binary", f.binary()));
-            labels.add(Label.num("pid", k.pid()));
+            labels.add(k.pid() != 0 ? Label.num("pid", k.pid()) : PID_OUTSIDE); // 0: outside the agent's PID namespace
             labels.add(Label.str("comm", s.comm)); // left out when empty (not encodable)
             if (f.spec().kind() == dev.loupe.bpf.ProbeSpec.Kind.GO) {
                 labels.add(Label.num("goid", k.goid())); // left out when 0 (not encodable)

@@ -192,7 +192,8 @@ public final class ProbeManager implements SideProfileSource {
         List<Frame> scratch = new ArrayList<>();
         for (LatencyGroup g : drained) {
             List<Frame> callers = List.of();
-            if (g.stack().length > 1 && symbolizer != null) {
+            // pid 0: a process outside the agent's PID namespace, which the kernel gives no stack anyway.
+            if (g.stack().length > 1 && symbolizer != null && g.pid() != 0) {
                 callers = symbolized.computeIfAbsent(new StackKey(g.pid(), g.stack()), k -> {
                     scratch.clear();
                     symbolizer.symbolizeUser(g.pid(), g.stack(), g.stack().length, scratch);

@@ -28,6 +28,9 @@ final class AgentMetrics {
                     cb.call(s.consumerErrors(), "consumer_failed");
                 })
                 .register(r);
+        sampler(r, agent, "loupe_samples_outside_pid_namespace_total",
+                "Samples of processes outside the agent's PID namespace (no pid, no user stack, label pid_namespace=outside).",
+                SamplerStats::pidOutside);
         sampler(r, agent, "loupe_user_stack_read_errors_total", "User stacks cut short by an unreadable frame.",
                 SamplerStats::userReadErrors);
         sampler(r, agent, "loupe_user_stack_truncated_total", "User stacks deeper than the frame limit.",

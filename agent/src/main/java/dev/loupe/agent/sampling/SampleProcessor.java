@@ -28,10 +28,15 @@ import java.util.function.LongSupplier;
  * Samples of a process in a systemd unit or a container carry {@code systemd_unit},
  * {@code systemd_user_unit} and {@code container_id} (those its cgroup says), read once per process and
  * checked again every {@link #CGROUP_MAX_AGE} of its threads' samples (a process may be moved after it
- * started). Runs on the sampling thread.
+ * started).
+ * A sample of a process outside the agent's PID namespace has no pid the agent may read /proc with: it
+ * keeps its kernel frames, one frame {@code [outside the agent's PID namespace]} in place of its user stack,
+ * and the labels {@code comm} and {@code pid_namespace=outside} only. Runs on the sampling thread.
  */
 final class SampleProcessor implements Consumer<RawSample> {
     private static final Label FP_FALLBACK = Label.str("unwind", "frame_pointers");
+    private static final Label PID_OUTSIDE = Label.str("pid_namespace", "outside");
+    private static final String OUTSIDE_FRAME = "[outside the agent's PID namespace]";
     private static final int MAX_CACHED_THREADS = 8192;
     private static final int MAX_CACHED_CGROUPS = 8192;
     static final Duration CGROUP_MAX_AGE = Duration.ofSeconds(30);
@@ -56,6 +61,7 @@ final class SampleProcessor implements Consumer<RawSample> {
 
     private final java.util.Map<Integer, ThreadLabels> labelsByTid = new java.util.HashMap<>();
     private final CgroupLabelCache cgroups;
+    private final java.util.Map<String, List<Label>> outsideLabelsByComm = new java.util.HashMap<>();
 
     /**
      * @param cgroupReader   reads a process's {@code /proc/PID/cgroup}
@@ -80,6 +86,10 @@ final class SampleProcessor implements Consumer<RawSample> {
 
     @Override
     public void accept(RawSample s) {
+        if ((s.flags() & RawSample.PID_OUTSIDE) != 0) {
+            acceptOutside(s);
+            return;
+        }
         UnwindTableUploader u = unwind;
         if (u != null) {
             u.observe(s.pid(), s.processStartNs());
@@ -106,6 +116,25 @@ final class SampleProcessor implements Consumer<RawSample> {
         }
         // Without tables (--unwind-tables off) frame pointers are the choice, not a fallback: no label.
         List<Label> labels = labels(s, u != null && (s.flags() & RawSample.FP_FALLBACK) != 0);
+        for (ProfileWindow w : windows) {
+            w.add(frames, labels);
+        }
+        processed.incrementAndGet();
+    }
+
+    /** Nothing of it is looked up by pid: its pid here is unknown, and a pid it has elsewhere names another process here. */
+    private void acceptOutside(RawSample s) {
+        frames.clear();
+        symbolizer.symbolizeKernel(s.kernelStack(), s.kernelStack().length, frames);
+        frames.add(synthetic(OUTSIDE_FRAME));
+        List<Label> labels = outsideLabelsByComm.get(s.comm());
+        if (labels == null) {
+            if (outsideLabelsByComm.size() >= MAX_CACHED_THREADS) {
+                outsideLabelsByComm.clear();
+            }
+            labels = List.of(Label.str("comm", s.comm()), PID_OUTSIDE);
+            outsideLabelsByComm.put(s.comm(), labels);
+        }
         for (ProfileWindow w : windows) {
             w.add(frames, labels);
         }

@@ -135,6 +135,26 @@ class LatencyOutputTest {
         assertTrue(pprof(f, "-traces", "-tagfocus=pid=43").contains("[stack unavailable]"));
     }
 
+    /** The kernel reports a process outside the agent's PID namespace as pid 0: labelled so, with no pid. */
+    @Test
+    void groupsOfProcessesOutsideThePidNamespaceAreLabelledSo() {
+        LatencyGroups g = new LatencyGroups(2);
+        assertTrue(g.add(new LatencyGroups.Key(0, 0, 0, 15, List.of(), false), "host_app", 2, 40_000_000));
+        assertTrue(g.add(new LatencyGroups.Key(0, 42, 0, 15, List.of(), false), "app", 1, 20_000_000));
+        Profile p = LatencyProfile.build(List.of(WORK), g, 1_700_000_000_000_000_000L, 10_000_000_000L);
+        assertEquals(List.of(), ParcaRules.violations(p));
+        Map<String, String> labelsByComm = new java.util.TreeMap<>();
+        for (Sample s : p.getSampleList()) {
+            List<String> labels = s.getLabelList().stream().map(l -> p.getStringTable((int) l.getKey()) + "="
+                    + (l.getStr() != 0 ? p.getStringTable((int) l.getStr()) : Long.toString(l.getNum()))).toList();
+            labelsByComm.put(labels.stream().filter(l -> l.startsWith("comm=")).findFirst().orElseThrow(), String.join(",", labels));
+        }
+        assertEquals(Map.of(
+                "comm=app", "function=main.work,binary=/usr/bin/app \"x\",pid=42,comm=app,le_us=32768",
+                "comm=host_app", "function=main.work,binary=/usr/bin/app \"x\",pid_namespace=outside,comm=host_app,le_us=32768"),
+                labelsByComm);
+    }
+
     private static String pprof(Path f, String... args) throws Exception {
         List<String> cmd = new java.util.ArrayList<>(List.of(TestBinaries.GO.toString(), "tool", "pprof"));
         cmd.addAll(List.of(args));

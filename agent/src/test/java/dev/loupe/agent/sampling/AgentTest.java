@@ -153,7 +153,7 @@ class AgentTest {
     }
 
     static RawSample sample(int pid, long[] kernel, long... user) {
-        return new RawSample(pid, pid, 0, "proc" + pid, "thr" + pid, 0, 0, 0, kernel, user);
+        return new RawSample(pid, pid, pid, pid, 0, "proc" + pid, "thr" + pid, 0, 0, 0, kernel, user);
     }
 
     private static void awaitTrue(java.util.function.BooleanSupplier c) throws InterruptedException {
@@ -183,9 +183,9 @@ class AgentTest {
     @Test
     void aThreadThatRenamesItselfGetsItsNewNameInTheLabels() throws Exception {
         Profile p = profileOf(
-                new RawSample(5, 6, 0, "app", "worker", 0, 0, 0, new long[0], new long[] {0x1100}),
-                new RawSample(5, 6, 0, "app", "worker", 0, 0, 0, new long[0], new long[] {0x1100}),
-                new RawSample(5, 6, 0, "app", "renamed", 0, 0, 0, new long[0], new long[] {0x1100}));
+                new RawSample(5, 6, 5, 6, 0, "app", "worker", 0, 0, 0, new long[0], new long[] {0x1100}),
+                new RawSample(5, 6, 5, 6, 0, "app", "worker", 0, 0, 0, new long[0], new long[] {0x1100}),
+                new RawSample(5, 6, 5, 6, 0, "app", "renamed", 0, 0, 0, new long[0], new long[] {0x1100}));
         Map<String, Long> byThreadName = new java.util.TreeMap<>();
         for (var sample : p.getSampleList()) {
             for (var l : sample.getLabelList()) {
@@ -199,7 +199,7 @@ class AgentTest {
 
     @Test
     void withoutUnwindTablesFramePointerSamplesAreNotLabelledFallback() throws Exception {
-        Profile p = profileOf(new RawSample(9, 9, 0, "proc9", "thr9", 0, 0, RawSample.FP_FALLBACK, new long[0], new long[] {0x1100}));
+        Profile p = profileOf(new RawSample(9, 9, 9, 9, 0, "proc9", "thr9", 0, 0, RawSample.FP_FALLBACK, new long[0], new long[] {0x1100}));
         assertEquals(1, p.getSampleCount());
         List<String> keys = p.getSample(0).getLabelList().stream().map(l -> p.getStringTable((int) l.getKey())).toList();
         assertEquals(List.of("pid", "tid", "comm", "thread_comm"), keys, "no unwind=frame_pointers when tables are off");

@@ -77,6 +77,7 @@ public class MetricNamesTest {
         String text = metricsOf(agent);
         Map<String, String> expected = new LinkedHashMap<>();
         for (String c : List.of("loupe_samples_total", "loupe_samples_idle_total", "loupe_samples_filtered_total",
+                "loupe_samples_outside_pid_namespace_total",
                 "loupe_user_stack_read_errors_total", "loupe_user_stack_truncated_total", "loupe_kernel_stack_errors_total",
                 "loupe_samples_processed_total", "loupe_profiles_written_total", "loupe_sink_errors_total",
                 "loupe_poll_errors_total",

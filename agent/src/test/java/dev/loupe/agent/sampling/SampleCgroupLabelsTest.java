@@ -41,7 +41,7 @@ class SampleCgroupLabelsTest {
     }
 
     private static RawSample sample(int pid, int tid, long startNs, long ktime) {
-        return new RawSample(pid, tid, 0, "p" + pid, "t" + tid, ktime, startNs, 0, new long[0], new long[] {0x1100});
+        return new RawSample(pid, tid, pid, tid, 0, "p" + pid, "t" + tid, ktime, startNs, 0, new long[0], new long[] {0x1100});
     }
 
     @Test
