@@ -6,10 +6,10 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 /** Runs a command to completion (argument lists only: no shell). */
-final class Commands {
-    record Result(int exit, String output) {
+public final class Commands {
+    public record Result(int exit, String output) {
         /** Throws unless the command exited 0. */
-        Result check() {
+        public Result check() {
             if (exit != 0) {
                 throw new IllegalStateException("command failed (" + exit + "):\n" + output);
             }
@@ -19,7 +19,7 @@ final class Commands {
 
     private Commands() {}
 
-    static Result run(List<String> cmd, int timeoutSeconds) throws IOException, InterruptedException {
+    public static Result run(List<String> cmd, int timeoutSeconds) throws IOException, InterruptedException {
         return run(cmd, null, timeoutSeconds);
     }
 

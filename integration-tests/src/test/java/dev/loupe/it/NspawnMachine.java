@@ -13,7 +13,7 @@ import java.util.concurrent.TimeUnit;
  * debootstrap (integration-tests/scripts/bookworm-rootfs.sh), BPF and perf_event allowed. Commands run inside
  * through {@code nsenter} into its init's namespaces.
  */
-final class NspawnMachine implements AutoCloseable {
+public final class NspawnMachine implements AutoCloseable {
     static final Path ROOTFS_CACHE = Path.of(System.getProperty("loupe.rootfs.cache", "/var/cache/loupe/bookworm-rootfs"));
 
     private final Path root;
@@ -29,7 +29,7 @@ final class NspawnMachine implements AutoCloseable {
     }
 
     /** Copies the cached root file system (made first if missing) under {@code work} and boots it. */
-    static NspawnMachine boot(Path repo, Path work, String name) throws Exception {
+    public static NspawnMachine boot(Path repo, Path work, String name) throws Exception {
         Commands.run(List.of(repo.resolve("integration-tests/scripts/bookworm-rootfs.sh").toString(),
                 ROOTFS_CACHE.toString()), 1800).check();
         Path root = work.resolve("rootfs");
@@ -68,17 +68,17 @@ final class NspawnMachine implements AutoCloseable {
     }
 
     /** The container's root as seen from the host (to place and read files). */
-    Path root() {
+    public Path root() {
         return root;
     }
 
-    Commands.Result run(int timeoutSeconds, String... cmd) throws IOException, InterruptedException {
+    public Commands.Result run(int timeoutSeconds, String... cmd) throws IOException, InterruptedException {
         List<String> full = new ArrayList<>(List.of("nsenter", "-t", Long.toString(init), "-a", "--"));
         full.addAll(List.of(cmd));
         return Commands.run(full, timeoutSeconds);
     }
 
-    Commands.Result check(int timeoutSeconds, String... cmd) throws IOException, InterruptedException {
+    public Commands.Result check(int timeoutSeconds, String... cmd) throws IOException, InterruptedException {
         Commands.Result r = run(timeoutSeconds, cmd);
         if (r.exit() != 0) {
             throw new IllegalStateException(String.join(" ", cmd) + " failed (" + r.exit() + "):\n" + r.output()
@@ -88,16 +88,16 @@ final class NspawnMachine implements AutoCloseable {
     }
 
     /** One property of a unit, e.g. {@code MainPID}. */
-    String property(String unit, String name) throws IOException, InterruptedException {
+    public String property(String unit, String name) throws IOException, InterruptedException {
         return check(30, "systemctl", "show", "-p", name, "--value", unit).output().trim();
     }
 
-    String journal(String unit) throws IOException, InterruptedException {
+    public String journal(String unit) throws IOException, InterruptedException {
         return run(30, "journalctl", "-b", "--no-pager", "-o", "cat", "-u", unit).output();
     }
 
     /** Waits until {@code condition} holds, polling; fails with {@code what} and the unit's journal. */
-    void await(String what, Duration timeout, Check condition) throws Exception {
+    public void await(String what, Duration timeout, Check condition) throws Exception {
         long deadline = System.nanoTime() + timeout.toNanos();
         while (System.nanoTime() < deadline) {
             if (condition.holds()) {
@@ -110,7 +110,7 @@ final class NspawnMachine implements AutoCloseable {
     }
 
     @FunctionalInterface
-    interface Check {
+    public interface Check {
         boolean holds() throws Exception;
     }
 
