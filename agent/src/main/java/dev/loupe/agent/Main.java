@@ -19,15 +19,12 @@ import dev.loupe.agent.latency.ProbeManager;
 import dev.loupe.config.CommandLine;
 import dev.loupe.config.ConfigException;
 import dev.loupe.config.LoupeConfig;
-import dev.loupe.unwinder.ehframe.UnwindTable;
-import dev.loupe.unwinder.ehframe.UnwindTableBuilder;
 import dev.loupe.unwinder.proc.ProcessRegistry;
 import dev.loupe.unwinder.symbolize.Symbolizer;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 
 import java.io.IOException;
 import java.net.InetSocketAddress;
-import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Arrays;
@@ -167,7 +164,7 @@ public final class Main {
             if (config.unwindTables()) {
                 // Only with tables: the uploader listens to the process registry and queues every new process.
                 UnwindTableUploader unwind = new UnwindTableUploader(new KernelUnwindTarget(sampler.unwindMaps()),
-                        new EhFrameTables(), processes, EXIT_SCAN_NANOS, System::nanoTime,
+                        UnwindTableUploader.TableBuilder.ehFrame(), processes, EXIT_SCAN_NANOS, System::nanoTime,
                         config.pids().isEmpty() ? pid -> true : config.pids()::contains);
                 agent.unwindTables(unwind);
                 UnwindMetrics.register(unwind, metrics);
@@ -239,19 +236,6 @@ public final class Main {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             return 1;
-        }
-    }
-
-    /** Unwind tables from each binary's .eh_frame/.debug_frame (a file) or an in-memory image (the vdso). */
-    private static final class EhFrameTables implements UnwindTableUploader.TableBuilder {
-        @Override
-        public UnwindTable build(Path file) throws Exception {
-            return UnwindTableBuilder.build(file);
-        }
-
-        @Override
-        public UnwindTable build(String name, ByteBuffer image) throws Exception {
-            return UnwindTableBuilder.build(name, image);
         }
     }
 }

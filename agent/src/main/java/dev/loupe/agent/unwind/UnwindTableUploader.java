@@ -42,6 +42,21 @@ public final class UnwindTableUploader implements AutoCloseable {
         UnwindTable build(Path file) throws Exception;
 
         UnwindTable build(String name, ByteBuffer image) throws Exception;
+
+        /** Tables from each binary's .eh_frame/.debug_frame (a file) or an in-memory image (the vdso). */
+        static TableBuilder ehFrame() {
+            return new TableBuilder() {
+                @Override
+                public UnwindTable build(Path file) throws Exception {
+                    return dev.loupe.unwinder.ehframe.UnwindTableBuilder.build(file);
+                }
+
+                @Override
+                public UnwindTable build(String name, ByteBuffer image) throws Exception {
+                    return dev.loupe.unwinder.ehframe.UnwindTableBuilder.build(name, image);
+                }
+            };
+        }
     }
 
     /** Counters and sizes for /metrics. */

@@ -120,17 +120,7 @@ class UnwindTableUploaderTest {
         }
     }
 
-    private static final UnwindTableUploader.TableBuilder REAL = new UnwindTableUploader.TableBuilder() {
-        @Override
-        public UnwindTable build(Path file) throws Exception {
-            return UnwindTableBuilder.build(file);
-        }
-
-        @Override
-        public UnwindTable build(String name, ByteBuffer image) throws Exception {
-            return UnwindTableBuilder.build(name, image);
-        }
-    };
+    private static final UnwindTableUploader.TableBuilder REAL = UnwindTableUploader.TableBuilder.ehFrame();
 
     /** A fake process mapping {@code libs} (executable segments, at made-up addresses) plus an anonymous JIT area. */
     private void fakeProcess(int pid, long startTicks, List<String> libs) throws Exception {
