@@ -18,7 +18,7 @@ import java.util.function.LongSupplier;
 
 /**
  * Loupe under systemd ({@code Type=notify}): {@code READY=1} once the BPF program is attached and the first
- * sample was read, a {@code STATUS=} line a person reads in {@code systemctl status}, {@code WATCHDOG=1} only while
+ * sample was read, a {@code STATUS=} line a person reads in {@code systemctl status} (every 10 s), {@code WATCHDOG=1} only while
  * the sampling loop polls and every sink's thread lives (so systemd restarts a wedged agent), and
  * {@code RELOADING=1}/{@code READY=1} around a reload, {@code STOPPING=1} at the end. Does nothing without
  * {@code $NOTIFY_SOCKET}.
@@ -26,7 +26,7 @@ import java.util.function.LongSupplier;
 final class ServiceSupervisor implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(ServiceSupervisor.class.getName());
     private static final long TICK_MS = 1000;
-    private static final long STATUS_EVERY_NANOS = TimeUnit.SECONDS.toNanos(5);
+    private static final long STATUS_EVERY_NANOS = TimeUnit.SECONDS.toNanos(10);
     /** A loop that completes no poll for this long is stuck (a poll waits at most ~100 ms for samples). */
     private static final Duration STALL_LIMIT = Duration.ofSeconds(10);
     /** A remote sink whose oldest spooled batch is older than this shows as DOWN. */
@@ -68,11 +68,14 @@ final class ServiceSupervisor implements AutoCloseable {
         return ready;
     }
 
+    /*
+     * Every second only counters (readiness, the watchdog); the full status, which reads the kernel's
+     * statistics maps and every component's counters, only for the status line.
+     */
     private void tick() {
         try {
-            Agent.Status st = agent.status();
             long now = nanos.getAsLong();
-            if (!ready && st.sampler().samples() > 0 && st.samplesProcessed() > 0) {
+            if (!ready && agent.samplesProcessed() > 0) {
                 ready = true;
                 // Logged before READY=1, so the journal shows it before systemd's "Started".
                 LOG.log(System.Logger.Level.INFO, "ready: the sampler is attached and the first sample was read");
@@ -92,6 +95,7 @@ final class ServiceSupervisor implements AutoCloseable {
             }
             if (now - lastStatusNanos >= STATUS_EVERY_NANOS || lastStatusNanos == 0) {
                 lastStatusNanos = now;
+                Agent.Status st = agent.status();
                 String line = statusLine.next(st.sampler().samples(), (int) st.symbolizer().processes(), sinkStates(st));
                 send("STATUS", () -> notify.status(line));
             }

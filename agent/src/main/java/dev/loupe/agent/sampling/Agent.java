@@ -158,6 +158,11 @@ public final class Agent {
         }
     }
 
+    /** Samples turned into profile samples so far (cheap: a counter; {@link #status()} reads the kernel's maps). */
+    public long samplesProcessed() {
+        return processor.processed();
+    }
+
     /** Polls the loop has completed since start. */
     public long polls() {
         return polls;

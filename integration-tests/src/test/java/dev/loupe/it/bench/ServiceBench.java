@@ -57,7 +57,7 @@ public final class ServiceBench {
                     work.resolve("host-profiles").toString(), "--http", "off"));
             try {
                 String servicePid = m.property("loupe.service", "MainPID");
-                Thread.sleep(15_000); // both past start-up (table builds for every process on CPU)
+                Thread.sleep(30_000); // both past start-up (table builds for every process on CPU, the JIT)
                 long serviceCpu0 = serviceCpuNanos(m, servicePid);
                 long hostCpu0 = CpuMeter.sinceStartNanos(host.pid());
                 Thread.sleep(seconds * 1000L);
