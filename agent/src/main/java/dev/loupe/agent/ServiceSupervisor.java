@@ -26,6 +26,7 @@ import java.util.function.LongSupplier;
 final class ServiceSupervisor implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(ServiceSupervisor.class.getName());
     private static final long TICK_MS = 1000;
+    private static final long READY_CHECK_MS = 50;
     private static final long STATUS_EVERY_NANOS = TimeUnit.SECONDS.toNanos(10);
     /** A loop that completes no poll for this long is stuck (a poll waits at most ~100 ms for samples). */
     private static final Duration STALL_LIMIT = Duration.ofSeconds(10);
@@ -39,6 +40,7 @@ final class ServiceSupervisor implements AutoCloseable {
     private final StatusLine statusLine;
     private final ScheduledExecutorService timer;
     private volatile boolean ready;
+    private volatile java.util.concurrent.ScheduledFuture<?> readyCheck;
     private long lastStatusNanos;
     private String lastProblem = "";
 
@@ -59,6 +61,8 @@ final class ServiceSupervisor implements AutoCloseable {
     static ServiceSupervisor start(SdNotify notify, Agent agent, LongSupplier nanos) {
         ServiceSupervisor s = new ServiceSupervisor(notify, agent, nanos);
         if (notify.enabled()) {
+            // Readiness is looked for often, so READY follows the first sample closely; the rest once a second.
+            s.readyCheck = s.timer.scheduleWithFixedDelay(s::checkReady, 0, READY_CHECK_MS, TimeUnit.MILLISECONDS);
             s.timer.scheduleWithFixedDelay(s::tick, 0, TICK_MS, TimeUnit.MILLISECONDS);
         }
         return s;
@@ -68,6 +72,19 @@ final class ServiceSupervisor implements AutoCloseable {
         return ready;
     }
 
+    private void checkReady() {
+        if (!ready && agent.samplesProcessed() > 0) {
+            ready = true;
+            // Logged before READY=1, so the journal shows it before systemd's "Started".
+            LOG.log(System.Logger.Level.INFO, "ready: the sampler is attached and the first sample was read");
+            send("READY", notify::ready);
+        }
+        java.util.concurrent.ScheduledFuture<?> f = readyCheck;
+        if (ready && f != null) {
+            f.cancel(false);
+        }
+    }
+
     /*
      * Every second only counters (readiness, the watchdog); the full status, which reads the kernel's
      * statistics maps and every component's counters, only for the status line.
@@ -75,12 +92,6 @@ final class ServiceSupervisor implements AutoCloseable {
     private void tick() {
         try {
             long now = nanos.getAsLong();
-            if (!ready && agent.samplesProcessed() > 0) {
-                ready = true;
-                // Logged before READY=1, so the journal shows it before systemd's "Started".
-                LOG.log(System.Logger.Level.INFO, "ready: the sampler is attached and the first sample was read");
-                send("READY", notify::ready);
-            }
             if (ready && gate != null) {
                 WatchdogGate.Decision d = gate.check(agent.polls(), agent.deadSinkThreads());
                 if (d.ping()) {
