@@ -49,10 +49,13 @@ mkdir -p "$stage/etc/loupe"
 } > "$stage/etc/loupe/loupe.yaml"
 chmod 0644 "$stage/etc/loupe/loupe.yaml"
 
+# Prometheus rules (alerts on latency regressions, recording rules) for the fleet's Prometheus.
+install -D -m 0644 "$root/config/alerting/loupe-rules.yml" "$stage/usr/share/loupe/prometheus/loupe-rules.yml"
+
 doc="$stage/usr/share/doc/loupe"
 mkdir -p "$doc"
 cp "$root/README.md" "$doc/"
-for f in configuration.md design.md kafka.md performance.md; do
+for f in configuration.md design.md kafka.md performance.md alerting.md; do
   [ -f "$root/docs/$f" ] && cp "$root/docs/$f" "$doc/"
 done
 cat > "$doc/copyright" <<'COPYRIGHT'

@@ -45,7 +45,8 @@ class SystemdServiceTest {
         String contents = Commands.run(List.of("dpkg-deb", "-c", deb.toString()), 60).check().output();
         for (String f : List.of("./usr/bin/loupe", "./usr/lib/loupe/runtime/bin/java", "./usr/lib/loupe/loupe-agent.jar",
                 "./usr/lib/loupe/run.jvmopts", "./usr/lib/loupe/relay.jvmopts", "./lib/systemd/system/loupe.service",
-                "./etc/loupe/loupe.yaml", "./usr/share/doc/loupe/README.md", "./usr/share/doc/loupe/configuration.md")) {
+                "./etc/loupe/loupe.yaml", "./usr/share/doc/loupe/README.md", "./usr/share/doc/loupe/configuration.md",
+                "./usr/share/loupe/prometheus/loupe-rules.yml")) {
             assertTrue(contents.contains(" " + f + "\n"), f + " in\n" + contents);
         }
         assertFalse(contents.contains("/usr/lib/loupe/runtime/bin/javac"), "a runtime, not a JDK");
