@@ -45,6 +45,7 @@ class PackageDependenciesTest {
             Map.entry(A + ".service", Set.of()),
             Map.entry(A + ".labels", Set.of()),
             Map.entry(A + ".relabel", Set.of()),
+            Map.entry(A + ".regression", Set.of()),
             Map.entry(A + ".host", Set.of()));
 
     private static final Pattern EDGE = Pattern.compile("^\\s+(\\S+)\\s+->\\s+(\\S+)\\s", Pattern.MULTILINE);
