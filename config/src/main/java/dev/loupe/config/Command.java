@@ -7,7 +7,10 @@ public enum Command {
     RELAY("relay", "loupe relay --kafka-bootstrap-servers HOST:PORT[,...] --remote-store-address HOST:PORT [options]",
             "Forwards the profiles Loupe agents write to Kafka to Parca, as a member of a consumer group: run more "
                     + "instances with the same group id to share the partitions. Offsets are committed only after Parca "
-                    + "accepted the records.");
+                    + "accepted the records."),
+    LATENCY_DIFF("latency-diff", "loupe latency-diff [options] BASE.pb.gz CURRENT.pb.gz",
+            "Compares two latency profiles as Loupe writes them, per function, with the agent's regression method; "
+                    + "exits 1 when a function got slower (for gating a canary or CI stage), 2 on bad input.");
 
     private final String word;
     private final String synopsis;

@@ -188,13 +188,31 @@ public final class Options {
             .byDefault(String.valueOf(ProbeConfigParser.DEFAULT_MAX_FUNCTIONS))
             .help("most functions one probe pattern may match, and all probes together (1.." + ProbeConfigParser.MAX_MAX_FUNCTIONS + ")");
 
+    public static final Option<Duration> LATENCY_REGRESSION_WINDOW = Option.value("latency-regression.window",
+                    "--latency-regression-window", "DURATION", Options::regressionWindow)
+            .byDefault("10m")
+            .help("each probed function's last DURATION of calls is compared with its baselines (the previous build's, "
+                    + "and the current build's trailing 24h without this window) (10s..24h)");
+
+    public static final Option<Long> LATENCY_REGRESSION_MIN_CALLS = Option.value("latency-regression.min-calls",
+                    "--latency-regression-min-calls", "N", Options::regressionMinCalls)
+            .byDefault("200").commands(Command.RUN, Command.LATENCY_DIFF)
+            .help("no verdict unless the window and the baseline each hold at least N calls (2..1000000000)");
+
+    public static final Option<Double> LATENCY_REGRESSION_THRESHOLD = Option.value("latency-regression.threshold",
+                    "--latency-regression-threshold", "RATIO", Options::regressionThreshold)
+            .byDefault("1.2").commands(Command.RUN, Command.LATENCY_DIFF)
+            .help("slower means significantly slower by a rank test and p50 or p90 at least RATIO times the "
+                    + "baseline's (1.0..100)");
+
     /** Every option, in the order of help and documentation. */
     public static final List<Option<?>> ALL = List.of(CONFIG, FREQUENCY, INTERVAL, DURATION, OUTPUT, PIDS, HTTP,
             OUTPUT_RETENTION, OUTPUT_MAX_BYTES, STATE_DIR, LOG_LEVEL, UNWIND_TABLES, UNWIND_TABLE_BUDGET, REMOTE_STORE_ADDRESS, REMOTE_STORE_INSECURE, REMOTE_STORE_INSECURE_SKIP_VERIFY,
             REMOTE_STORE_BEARER_TOKEN_FILE, REMOTE_STORE_CA_FILE, REMOTE_STORE_CERT_FILE, REMOTE_STORE_KEY_FILE,
             REMOTE_STORE_HEADERS, REMOTE_STORE_TIMEOUT, REMOTE_STORE_BATCH_MAX_BYTES, KAFKA_BOOTSTRAP_SERVERS, KAFKA_TOPIC,
             KAFKA_PRODUCER, KAFKA_TRANSACTIONAL, KAFKA_GROUP_ID, KAFKA_CONSUMER, RELAY_QUARANTINE_DIR, SPOOL_DIR,
-            SPOOL_MAX_BYTES, EXTERNAL_LABELS, RELABEL, PROBES, PROBE_STACKS, PROBES_MAX_FUNCTIONS);
+            SPOOL_MAX_BYTES, EXTERNAL_LABELS, RELABEL, PROBES, PROBE_STACKS, PROBES_MAX_FUNCTIONS,
+            LATENCY_REGRESSION_WINDOW, LATENCY_REGRESSION_MIN_CALLS, LATENCY_REGRESSION_THRESHOLD);
 
     /** A comment above each YAML section in default.yaml. */
     static final Map<String, String> SECTIONS = sections();
@@ -208,6 +226,8 @@ public final class Options {
         m.put("kafka", "Kafka: loupe run sends profiles (one record per series); loupe relay forwards them to Parca.");
         m.put("relay", "loupe relay only.");
         m.put("spool", "The remote sinks' on-disk queue.");
+        m.put("latency-regression", "Latency regression verdicts for probed functions (docs/alerting.md); "
+                + "loupe latency-diff takes min-calls and threshold too.");
         return m;
     }
 
@@ -253,5 +273,39 @@ public final class Options {
             throw new IllegalArgumentException("must be between 100ms and 10m, got " + text);
         }
         return d;
+    }
+
+    static Duration regressionWindow(String text) {
+        Duration d = Values.duration(text);
+        if (d.compareTo(Duration.ofSeconds(10)) < 0 || d.compareTo(Duration.ofHours(24)) > 0) {
+            throw new IllegalArgumentException("must be between 10s and 24h, got " + text);
+        }
+        return d;
+    }
+
+    static long regressionMinCalls(String text) {
+        long n;
+        try {
+            n = Long.parseLong(text.trim());
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("not a whole number: " + text);
+        }
+        if (n < 2 || n > 1_000_000_000L) {
+            throw new IllegalArgumentException("must be between 2 and 1000000000, got " + text);
+        }
+        return n;
+    }
+
+    static double regressionThreshold(String text) {
+        double r;
+        try {
+            r = Double.parseDouble(text.trim());
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("not a number: " + text);
+        }
+        if (!(r >= 1.0 && r <= 100)) {
+            throw new IllegalArgumentException("must be between 1.0 and 100, got " + text);
+        }
+        return r;
     }
 }
