@@ -55,7 +55,7 @@ public final class FineHistogram {
     }
 
     /** The bucket holding {@code nanos}; negative values count as underflow. */
-    static int bucketOf(long nanos) {
+    public static int bucketOf(long nanos) {
         if (nanos < LOWER[1]) {
             return 0;
         }
@@ -72,12 +72,12 @@ public final class FineHistogram {
     }
 
     /** Smallest value of bucket {@code index}. */
-    static long lowerBound(int index) {
+    public static long lowerBound(int index) {
         return LOWER[index];
     }
 
     /** One past the largest value of bucket {@code index}; the overflow bucket has none. */
-    static long upperBound(int index) {
+    public static long upperBound(int index) {
         return index == OVERFLOW ? Long.MAX_VALUE : LOWER[index + 1];
     }
 
@@ -91,6 +91,28 @@ public final class FineHistogram {
         }
         counts[bucketOf(nanos)] += count;
         total += count;
+    }
+
+    /** Adds {@code count} calls to bucket {@code index} (as the kernel's fine histograms and profiles' le_ns give them). */
+    public void addToBucket(int index, long count) {
+        if (count < 0) {
+            throw new IllegalArgumentException("negative count " + count);
+        }
+        counts[index] += count;
+        total += count;
+    }
+
+    /** A histogram of these per-bucket counts ({@link #BUCKETS} of them, as the kernel's fine histogram). */
+    public static FineHistogram ofCounts(long[] counts) {
+        if (counts.length != BUCKETS) {
+            throw new IllegalArgumentException(counts.length + " counts, " + BUCKETS + " buckets");
+        }
+        for (long c : counts) {
+            if (c < 0) {
+                throw new IllegalArgumentException("negative count " + c);
+            }
+        }
+        return new FineHistogram(counts);
     }
 
     /** Adds every count of {@code other} into this one. */
