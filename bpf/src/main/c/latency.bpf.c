@@ -15,8 +15,8 @@
  *
  * Native (C/C++/Rust): entry uprobe + uretprobe, keyed by thread and SP at entry (recursion nests by SP).
  *
- * Besides the exact per-probe histogram, each return is summed into a group {probe, process, goroutine (Go),
- * caller stack, bucket, generation} of the bounded groups map, which Java drains each interval; a full map is
+ * Besides the exact per-probe histogram and fine histogram, each return is summed into a group {probe, process,
+ * goroutine (Go), caller stack, bucket, fine bucket, generation} of the bounded groups map, which Java drains each interval; a full map is
  * counted and never touches the histogram. With stacks on, the entry records the caller stack: at a function's
  * first instruction the callee has not pushed RBP yet, so the immediate caller is the return address at [SP],
  * and RBP is still the caller's frame, whose chain gives the callers above it.
@@ -75,6 +75,14 @@ struct {
 	__type(key, __u32);
 	__type(value, struct latency_hist);
 } histograms SEC(".maps");
+
+/* Shared by all CPUs, added to atomically: per CPU it would take 2 KiB per probe per CPU (latency_abi.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 4096); /* as probes */
+	__type(key, __u32);
+	__type(value, struct latency_fine_hist);
+} fine_histograms SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -144,6 +152,21 @@ static __always_inline __u32 bucket_of(__u64 ns)
 		return 0;
 	__u32 k = bit_length(us - 1);
 	return k < LAT_FINITE_BUCKETS ? k : LAT_FINITE_BUCKETS;
+}
+
+/*
+ * The fine histogram's bucket of ns (latency_abi.h): with p = fls64(ns) - 1 (unrolled in bit_length, no loop),
+ * 1 + (p - MIN_POWER) * SUB_BUCKETS + the 3 bits below the leading one.
+ */
+static __always_inline __u32 fine_bucket_of(__u64 ns)
+{
+	if (ns < (1ULL << LAT_FINE_MIN_POWER))
+		return 0;
+	if (ns >= (1ULL << LAT_FINE_MAX_POWER))
+		return LAT_FINE_BUCKETS - 1;
+	__u32 p = bit_length(ns) - 1;
+	__u32 sub = (ns >> (p - 3)) & (LAT_FINE_SUB_BUCKETS - 1);
+	return 1 + (p - LAT_FINE_MIN_POWER) * LAT_FINE_SUB_BUCKETS + sub;
 }
 
 static __always_inline struct latency_probe *probe_of(struct pt_regs *ctx, __u32 *id)
@@ -310,13 +333,13 @@ int latency_entry(struct pt_regs *ctx)
 
 /* java_tgid: the process as Java's /proc names it (0: outside its PID namespace); key->tgid is the kernel's. */
 static __always_inline void add_to_group(struct latency_key *key, __u32 java_tgid, __u64 goid, __u64 stack_id,
-					 __u32 bucket, __u64 ns)
+					 __u32 bucket, __u32 fine_bucket, __u64 ns)
 {
 	__u32 zero = 0;
 	__u32 *gen = bpf_map_lookup_elem(&group_gen, &zero);
 	struct latency_group_key gk = {
 		.probe = key->probe, .tgid = java_tgid, .goid = goid, .stack_id = stack_id, .bucket = bucket,
-		.gen = gen ? *gen : 0,
+		.fine_bucket = fine_bucket, .gen = gen ? *gen : 0,
 	};
 	struct latency_group *g = bpf_map_lookup_elem(&groups, &gk);
 	if (!g) {
@@ -360,9 +383,13 @@ static __always_inline void finish(struct latency_key *key, __u64 pid_tgid, __u6
 		h->buckets[b] += 1;
 	h->sum_ns += ns;
 	h->count += 1;
+	__u32 fb = fine_bucket_of(ns);
+	struct latency_fine_hist *fh = bpf_map_lookup_elem(&fine_histograms, &probe);
+	if (fh && fb < LAT_FINE_BUCKETS)
+		__sync_fetch_and_add(&fh->buckets[fb], 1);
 	count(LSTAT_EXITS);
 	to_java_pids(&pid_tgid);
-	add_to_group(key, pid_tgid >> 32, goid, stack_id, b, ns);
+	add_to_group(key, pid_tgid >> 32, goid, stack_id, b, fb, ns);
 }
 
 SEC("uprobe")

@@ -22,6 +22,20 @@ enum latency_limit {
 };
 #define LAT_BUCKETS (LAT_FINITE_BUCKETS + 1)
 
+/*
+ * Fine histograms (per probe, for latency quantiles within a few per cent): each power of two [2^p, 2^(p+1)) ns,
+ * p = LAT_FINE_MIN_POWER..LAT_FINE_MAX_POWER-1, cut into LAT_FINE_SUB_BUCKETS equal (linear) buckets. Index 0
+ * is below 2^LAT_FINE_MIN_POWER ns, LAT_FINE_BUCKETS-1 from 2^LAT_FINE_MAX_POWER ns; otherwise
+ * 1 + (p - LAT_FINE_MIN_POWER) * LAT_FINE_SUB_BUCKETS + the 3 bits below the leading one.
+ * The layout of the agent's FineHistogram, which reads these counts as they are.
+ */
+enum latency_fine {
+	LAT_FINE_SUB_BUCKETS = 8,
+	LAT_FINE_MIN_POWER = 10,
+	LAT_FINE_MAX_POWER = 42,
+	LAT_FINE_BUCKETS = 258, /* (MAX_POWER - MIN_POWER) * SUB_BUCKETS + underflow + overflow */
+};
+
 enum latency_kind {
 	LAT_KIND_GO     = 0, /* entry uprobe + a uprobe on every RET; keyed by goroutine */
 	LAT_KIND_NATIVE = 1, /* entry uprobe + uretprobe; keyed by thread */
@@ -74,7 +88,7 @@ struct latency_stack {
 };
 
 /*
- * Calls aggregated per process, goroutine, caller stack and bucket, summed at exit in the kernel and drained
+ * Calls aggregated per process, goroutine, caller stack, bucket and fine bucket, summed at exit in the kernel and drained
  * (read and deleted) by Java each interval. gen is the control map's generation when the call returned:
  * Java flips it before draining, so the entries it reads and deletes are no longer being updated.
  */
@@ -84,7 +98,9 @@ struct latency_group_key {
 	__u64 goid;     /* Go: goroutine id; native: 0 */
 	__u64 stack_id; /* as latency_call.stack_id */
 	__u32 bucket;   /* 0..LAT_FINITE_BUCKETS, as the histograms */
+	__u32 fine_bucket; /* 0..LAT_FINE_BUCKETS-1, as the fine histograms */
 	__u32 gen;
+	__u32 pad;      /* zero: a hash key's bytes are compared whole, and implicit padding is not zeroed */
 };
 
 struct latency_group {
@@ -98,6 +114,15 @@ struct latency_hist {
 	__u64 buckets[LAT_BUCKETS];
 	__u64 sum_ns;
 	__u64 count;
+};
+
+/*
+ * fine_histograms[probe id]: one array shared by all CPUs, added to atomically, never reset by the kernel
+ * (cumulative since attach). Not per CPU: at 2 KiB a probe that would be 2 KiB per probe per CPU, 128 MiB for
+ * 1,000 probes on 64 CPUs.
+ */
+struct latency_fine_hist {
+	__u64 buckets[LAT_FINE_BUCKETS];
 };
 
 /* Per-CPU counters, indexes into latency_stats. */
@@ -122,6 +147,7 @@ enum latency_stat {
  */
 struct latency_constants {
 	enum latency_limit limit;
+	enum latency_fine fine;
 	enum latency_kind kind;
 	enum latency_g_source g_source;
 	enum latency_stack_id stack_id;

@@ -37,7 +37,7 @@ class PackageDependenciesTest {
             Map.entry(A + ".unwind", Set.of("logging")),
             Map.entry(A + ".sink", Set.of("logging")),
             Map.entry(A + ".http", Set.of("logging", "sampling", "sink", "unwind")),
-            Map.entry(A + ".latency", Set.of("logging", "sampling")),
+            Map.entry(A + ".latency", Set.of("logging", "regression", "sampling")),
             Map.entry(A + ".ship", Set.of("labels", "logging", "relabel", "sink")),
             Map.entry(A + ".ship.kafka", Set.of("logging", "ship")),
             Map.entry(A + ".relay", Set.of("logging", "ship", "ship.kafka")),

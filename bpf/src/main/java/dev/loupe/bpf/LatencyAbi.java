@@ -17,6 +17,11 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 final class LatencyAbi {
     static final int FINITE_BUCKETS = 31;
     static final int BUCKETS = FINITE_BUCKETS + 1;
+    /** enum latency_fine: the fine histograms' layout (the agent's FineHistogram). */
+    static final int FINE_SUB_BUCKETS = 8;
+    static final int FINE_MIN_POWER = 10;
+    static final int FINE_MAX_POWER = 42;
+    static final int FINE_BUCKETS = (FINE_MAX_POWER - FINE_MIN_POWER) * FINE_SUB_BUCKETS + 2;
     static final int KIND_GO = 0;
     static final int KIND_NATIVE = 1;
     static final int G_R14 = 0;
@@ -61,7 +66,9 @@ final class LatencyAbi {
             JAVA_LONG.withName("goid"),
             JAVA_LONG.withName("stack_id"),
             JAVA_INT.withName("bucket"),
-            JAVA_INT.withName("gen")
+            JAVA_INT.withName("fine_bucket"),
+            JAVA_INT.withName("gen"),
+            JAVA_INT.withName("pad")
     ).withName("latency_group_key");
 
     static final StructLayout GROUP = MemoryLayout.structLayout(
@@ -76,6 +83,10 @@ final class LatencyAbi {
             JAVA_LONG.withName("count")
     ).withName("latency_hist");
 
+    static final StructLayout FINE_HIST = MemoryLayout.structLayout(
+            MemoryLayout.sequenceLayout(FINE_BUCKETS, JAVA_LONG).withName("buckets")
+    ).withName("latency_fine_hist");
+
     /** enum latency_stat, in order; the last is the count. */
     static final List<String> STATS = List.of("LSTAT_ENTRIES", "LSTAT_EXITS", "LSTAT_MIGRATIONS", "LSTAT_REENTRIES",
             "LSTAT_STALE_REPLACED", "LSTAT_UNMATCHED_EXITS", "LSTAT_INFLIGHT_FULL", "LSTAT_G_READ_ERRORS",
@@ -84,6 +95,8 @@ final class LatencyAbi {
     /** The C enums of latency_abi.h, by enum name: enumerator to Java's value. */
     static final Map<String, Map<String, Long>> ENUMS = Map.of(
             "latency_limit", Map.of("LAT_FINITE_BUCKETS", (long) FINITE_BUCKETS, "LAT_STACK_MAX", (long) STACK_MAX),
+            "latency_fine", Map.of("LAT_FINE_SUB_BUCKETS", (long) FINE_SUB_BUCKETS, "LAT_FINE_MIN_POWER", (long) FINE_MIN_POWER,
+                    "LAT_FINE_MAX_POWER", (long) FINE_MAX_POWER, "LAT_FINE_BUCKETS", (long) FINE_BUCKETS),
             "latency_kind", Map.of("LAT_KIND_GO", (long) KIND_GO, "LAT_KIND_NATIVE", (long) KIND_NATIVE),
             "latency_g_source", Map.of("LAT_G_R14", (long) G_R14, "LAT_G_TLS", (long) G_TLS),
             "latency_stack_id", Map.of("LAT_STACK_NONE", STACK_NONE, "LAT_STACK_LOST", STACK_LOST),
@@ -94,7 +107,7 @@ final class LatencyAbi {
 
     static void check(Btf btf) throws BpfException {
         List<String> problems = new ArrayList<>();
-        for (StructLayout s : List.of(PROBE, KEY, CALL, HIST, STACK, GROUP_KEY, GROUP, KernelAbi.PID_NS_CONFIG)) {
+        for (StructLayout s : List.of(PROBE, KEY, CALL, HIST, FINE_HIST, STACK, GROUP_KEY, GROUP, KernelAbi.PID_NS_CONFIG)) {
             problems.addAll(KernelAbi.structProblems(btf, s));
         }
         for (Map.Entry<String, Map<String, Long>> e : new TreeMap<>(ENUMS).entrySet()) {

@@ -28,10 +28,16 @@ public final class LatencyProbes implements AutoCloseable {
     static final String OBJECT_RESOURCE = "/dev/loupe/bpf/latency.bpf.o";
     public static final int DEFAULT_MAX_PROBES = 4096;
     public static final int DEFAULT_MAX_IN_FLIGHT = 65536;
-    /** Distinct groups (probe, process, goroutine, stack, bucket) between two drains; 64 B each. */
+    /** Distinct groups (probe, process, goroutine, stack, bucket, fine bucket) between two drains; 72 B each. */
     public static final int DEFAULT_MAX_GROUPS = 32768;
     /** Distinct caller stacks between two drains; 520 B each. */
     public static final int DEFAULT_MAX_STACKS = 4096;
+    /**
+     * Buckets of a fine histogram ({@link #readFineHistograms()}): 0 below 2^10 ns, the last from 2^42 ns, and
+     * between them each power of two [2^p, 2^(p+1)) ns cut into 8 equal buckets, bucket
+     * 1 + 8 (p - 10) + the 3 bits below the leading one (the agent's FineHistogram layout).
+     */
+    public static final int FINE_BUCKETS = LatencyAbi.FINE_BUCKETS;
     private static final int DRAIN_BATCH = 1024;
 
     private final BpfObject object;
@@ -40,6 +46,7 @@ public final class LatencyProbes implements AutoCloseable {
     private final BpfMap probes;
     private final BpfMap inflight;
     private final BpfMap histograms;
+    private final BpfMap fineHistograms;
     private final BpfMap stats;
     private final BpfMap groups;
     private final BpfMap groupGen;
@@ -61,6 +68,7 @@ public final class LatencyProbes implements AutoCloseable {
         this.probes = object.map("probes");
         this.inflight = object.map("inflight");
         this.histograms = object.map("histograms");
+        this.fineHistograms = object.map("fine_histograms");
         this.stats = object.map("latency_stats");
         this.groups = object.map("groups");
         this.groupGen = object.map("group_gen");
@@ -107,6 +115,7 @@ public final class LatencyProbes implements AutoCloseable {
             }
             o.resizeMap("probes", maxProbes);
             o.resizeMap("histograms", maxProbes);
+            o.resizeMap("fine_histograms", maxProbes);
             o.resizeMap("inflight", maxInFlight);
             o.resizeMap("groups", maxGroups);
             o.resizeMap("stacks", maxStacks);
@@ -122,7 +131,7 @@ public final class LatencyProbes implements AutoCloseable {
     }
 
     /**
-     * Starts measuring {@code spec}'s function; its histogram starts at zero. Fails with a one-line reason
+     * Starts measuring {@code spec}'s function; its histogram and fine histogram start at zero. Fails with a one-line reason
      * (and nothing attached) if the id is taken or out of range, the binary or an offset is wrong, or the
      * kernel refuses a probe.
      */
@@ -150,6 +159,7 @@ public final class LatencyProbes implements AutoCloseable {
         detachedUnread.remove(id);
         try (Arena a = Arena.ofConfined()) {
             histograms.update(id, a.allocate(histograms.valueSlotSize(), 8), BpfMap.BPF_ANY);
+            fineHistograms.update(id, a.allocate(fineHistograms.valueSlotSize(), 8), BpfMap.BPF_ANY);
             MemorySegment cfg = a.allocate(LatencyAbi.PROBE);
             cfg.set(JAVA_INT, LatencyAbi.offset(LatencyAbi.PROBE, "active"), 1);
             cfg.set(JAVA_INT, LatencyAbi.offset(LatencyAbi.PROBE, "kind"),
@@ -276,6 +286,30 @@ public final class LatencyProbes implements AutoCloseable {
     }
 
     /**
+     * Per attached probe id: its cumulative fine histogram since attach, {@link #FINE_BUCKETS} counts (detached
+     * probes are left out). The kernel keeps one array per probe for all CPUs: a read while calls return is
+     * not a snapshot of one instant, but no count it returns ever decreases until the id is attached again.
+     */
+    public synchronized Map<Integer, long[]> readFineHistograms() throws BpfException {
+        checkOpen();
+        Map<Integer, long[]> out = new LinkedHashMap<>();
+        long bucketsAt = LatencyAbi.offset(LatencyAbi.FINE_HIST, "buckets");
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment key = a.allocate(JAVA_INT);
+            MemorySegment v = a.allocate(fineHistograms.valueSlotSize(), 8);
+            for (int id : attached.keySet()) {
+                key.set(JAVA_INT, 0, id);
+                long[] buckets = new long[LatencyAbi.FINE_BUCKETS];
+                if (fineHistograms.lookup(key, v)) {
+                    MemorySegment.copy(v, JAVA_LONG, bucketsAt, buckets, 0, buckets.length);
+                }
+                out.put(id, buckets);
+            }
+        }
+        return out;
+    }
+
+    /**
      * Forgets calls in flight for longer than {@code maxAge} (goroutines or threads that never return, or
      * whose exit was missed), counting them in {@link LatencyStats#agedOut()}. Returns how many.
      */
@@ -324,7 +358,7 @@ public final class LatencyProbes implements AutoCloseable {
 
     /**
      * Reads and removes the groups summed by the kernel since the last drain: per probe, process, goroutine
-     * (Go), caller stack and bucket, the calls and their total duration. The kernel writes new groups under a
+     * (Go), caller stack, bucket and fine bucket, the calls and their total duration. The kernel writes new groups under a
      * generation that is flipped first, so what is read is no longer being updated and nothing is counted
      * twice; a program that read the old generation just before the flip leaves its group for a later drain.
      * Caller stacks are drained too and kept in a bounded cache for groups of calls still in flight.
@@ -343,11 +377,12 @@ public final class LatencyProbes implements AutoCloseable {
         long goidAt = LatencyAbi.offset(LatencyAbi.GROUP_KEY, "goid");
         long stackAt = LatencyAbi.offset(LatencyAbi.GROUP_KEY, "stack_id");
         long bucketAt = LatencyAbi.offset(LatencyAbi.GROUP_KEY, "bucket");
+        long fineBucketAt = LatencyAbi.offset(LatencyAbi.GROUP_KEY, "fine_bucket");
         long genAt = LatencyAbi.offset(LatencyAbi.GROUP_KEY, "gen");
         long countAt = LatencyAbi.offset(LatencyAbi.GROUP, "count");
         long sumAt = LatencyAbi.offset(LatencyAbi.GROUP, "sum_ns");
         long commAt = LatencyAbi.offset(LatencyAbi.GROUP, "comm");
-        record Raw(int probe, int pid, long goid, long stackId, int bucket, long count, long sum, String comm) {}
+        record Raw(int probe, int pid, long goid, long stackId, int bucket, int fineBucket, long count, long sum, String comm) {}
         List<Raw> raw = new ArrayList<>();
         List<byte[]> doomed = new ArrayList<>();
         groups.forEachBatched(DRAIN_BATCH, (k, v) -> {
@@ -360,7 +395,7 @@ public final class LatencyProbes implements AutoCloseable {
                 len++;
             }
             raw.add(new Raw(k.get(JAVA_INT, probeAt), k.get(JAVA_INT, tgidAt), k.get(JAVA_LONG, goidAt), k.get(JAVA_LONG, stackAt),
-                    k.get(JAVA_INT, bucketAt), v.get(JAVA_LONG, countAt), v.get(JAVA_LONG, sumAt),
+                    k.get(JAVA_INT, bucketAt), k.get(JAVA_INT, fineBucketAt), v.get(JAVA_LONG, countAt), v.get(JAVA_LONG, sumAt),
                     new String(comm, 0, len, java.nio.charset.StandardCharsets.UTF_8)));
             doomed.add(k.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE));
         });
@@ -391,7 +426,7 @@ public final class LatencyProbes implements AutoCloseable {
                     stack = s.clone();
                 }
             }
-            out.add(new LatencyGroup(r.probe(), r.pid(), r.goid(), r.bucket(), r.count(), r.sum(), r.comm(), stack, lost));
+            out.add(new LatencyGroup(r.probe(), r.pid(), r.goid(), r.bucket(), r.fineBucket(), r.count(), r.sum(), r.comm(), stack, lost));
         }
         return out;
     }

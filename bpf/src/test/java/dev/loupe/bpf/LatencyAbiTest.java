@@ -29,6 +29,8 @@ class LatencyAbiTest {
              Btf btf = o.btf()) {
             LatencyAbi.check(btf);
             assertEquals(8 * 34, btf.struct("latency_hist").orElseThrow().size(), "32 buckets, sum and count");
+            assertEquals(8 * 258, btf.struct("latency_fine_hist").orElseThrow().size(), "258 fine buckets");
+            assertEquals(40, btf.struct("latency_group_key").orElseThrow().size(), "no implicit padding");
         }
     }
 
@@ -42,7 +44,17 @@ class LatencyAbiTest {
                 arguments("a new counter", "LSTAT_UNCONFIGURED,", "LSTAT_UNCONFIGURED,\n\tLSTAT_NEW,",
                         "LSTAT_NEW is missing in Java"),
                 arguments("a changed constant", "LAT_G_TLS = 1,", "LAT_G_TLS = 2,",
-                        "enum latency_g_source: LAT_G_TLS is 2 in C, 1 in Java"));
+                        "enum latency_g_source: LAT_G_TLS is 2 in C, 1 in Java"),
+                arguments("a changed fine layout", "LAT_FINE_MAX_POWER = 42,", "LAT_FINE_MAX_POWER = 43,",
+                        "enum latency_fine: LAT_FINE_MAX_POWER is 43 in C, 42 in Java"),
+                arguments("changed fine sub-buckets", "LAT_FINE_SUB_BUCKETS = 8,", "LAT_FINE_SUB_BUCKETS = 16,",
+                        "enum latency_fine: LAT_FINE_SUB_BUCKETS is 16 in C, 8 in Java"),
+                arguments("more fine buckets", "LAT_FINE_BUCKETS = 258,", "LAT_FINE_BUCKETS = 266,",
+                        "enum latency_fine: LAT_FINE_BUCKETS is 266 in C, 258 in Java"),
+                arguments("a fine histogram of another size", "LAT_FINE_BUCKETS = 258,", "LAT_FINE_BUCKETS = 266,",
+                        "struct latency_fine_hist is 2128 bytes in C, 2064 in Java"),
+                arguments("a resized fine bucket in the group key", "__u32 fine_bucket;", "__u64 fine_bucket;",
+                        "latency_group_key.fine_bucket is at offset 32 size 8 in C, offset 28 size 4 in Java"));
     }
 
     @ParameterizedTest(name = "{0}")

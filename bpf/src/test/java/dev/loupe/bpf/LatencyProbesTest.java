@@ -301,6 +301,59 @@ class LatencyProbesTest {
     }
 
     /**
+     * The fine histogram counts every measured call, and the groups split the calls by fine bucket exactly:
+     * summed per fine bucket, the groups of a probe whose groups never overflowed are its fine histogram.
+     * Attaching the id again starts it from zero, as the coarse histogram.
+     */
+    @Test
+    void fineHistogramCountsEveryCallAndTheGroupsSplitItByFineBucket() throws Exception {
+        Path bin = LatencyTargets.buildC(Path.of("src/test/c/latency_target.c"), dir.resolve("c-fine"));
+        FunctionOffsets f = LatencyTargets.offsets(bin, "work");
+        LatencyStats before = probes.stats();
+        probes.attach(ProbeSpec.nativeFunction(16, bin, -1, f.entry()));
+        GroundTruth truth;
+        long[] fine;
+        List<LatencyGroup> groups;
+        try {
+            truth = GroundTruth.parse(LatencyTargets.run(new ProcessBuilder(bin.toString(), "flat", "4", "50"), 300));
+            fine = probes.readFineHistograms().get(16);
+            groups = probes.drainGroups().stream().filter(x -> x.probe() == 16).toList();
+        } finally {
+            probes.detach(16);
+        }
+        assertFalse(probes.readFineHistograms().containsKey(16), "detached probes are left out");
+        LatencyHistogram h = probes.readHistograms().get(16);
+        LatencyStats s = delta(before, probes.stats());
+        String report = "C fine: " + Arrays.toString(fine) + "; loupe " + Arrays.toString(h.buckets()) + "; target " + truth + "; " + s;
+        assertEquals(258, LatencyProbes.FINE_BUCKETS);
+        assertEquals(LatencyProbes.FINE_BUCKETS, fine.length);
+        assertEquals(200, truth.calls(), report);
+        assertEquals(truth.calls(), h.count(), report);
+        assertEquals(truth.calls(), Arrays.stream(fine).sum(), report);
+        assertEquals(0, s.groupsFull(), report);
+        long[] byFineBucket = new long[LatencyProbes.FINE_BUCKETS];
+        for (LatencyGroup g : groups) {
+            byFineBucket[g.fineBucket()] += g.count();
+        }
+        assertArrayEquals(fine, byFineBucket, report);
+        // Sleeps of 1.1 and 5 ms: nothing below 2^20 ns (bucket 1 + 8 · 10 = 81 starts there), and no 5 ms call
+        // below 2^22 ns (bucket 97); a late wake-up only moves calls up.
+        assertEquals(0, Arrays.stream(fine, 0, 81).sum(), report);
+        assertTrue(Arrays.stream(fine, 0, 97).sum() <= 100, report);
+        assertTrue(Arrays.stream(fine, 97, LatencyProbes.FINE_BUCKETS).sum() >= 100, report);
+
+        probes.attach(ProbeSpec.nativeFunction(16, bin, -1, f.entry()));
+        try {
+            assertArrayEquals(new long[LatencyProbes.FINE_BUCKETS], probes.readFineHistograms().get(16), "attached again: from zero");
+            LatencyTargets.run(new ProcessBuilder(bin.toString(), "flat", "1", "4"), 300);
+            assertEquals(4, Arrays.stream(probes.readFineHistograms().get(16)).sum());
+        } finally {
+            probes.detach(16);
+        }
+        probes.drainGroups();
+    }
+
+    /**
      * Recursion keyed by thread and SP: the four nested levels of each call (about 1.2, 5, 20 and 70 ms)
      * land in four distinct buckets only if every exit is paired with its own entry.
      */

@@ -8,16 +8,18 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * Calls summed per function, process, goroutine, caller stack and bucket for one profile (an interval or
- * one HTTP capture), filled from the kernel's groups as they are drained. Bounded: a group beyond
+ * Calls summed per function, process, goroutine, caller stack, bucket and fine bucket for one profile (an
+ * interval or one HTTP capture), filled from the kernel's groups as they are drained. Bounded: a group beyond
  * {@code maxGroups} is dropped and counted (the histograms on /metrics stay exact).
  */
 final class LatencyGroups {
     /**
-     * @param callers symbolized callers of the function, innermost first (empty with stacks off)
-     * @param stackLost stacks were on but this call's stack was not available
+     * @param bucket     the 2^k µs histogram bucket
+     * @param fineBucket the fine histogram bucket (FineHistogram's index)
+     * @param callers    symbolized callers of the function, innermost first (empty with stacks off)
+     * @param stackLost  stacks were on but this call's stack was not available
      */
-    record Key(int probe, int pid, long goid, int bucket, List<Frame> callers, boolean stackLost) {}
+    record Key(int probe, int pid, long goid, int bucket, int fineBucket, List<Frame> callers, boolean stackLost) {}
 
     static final class Sums {
         long calls;

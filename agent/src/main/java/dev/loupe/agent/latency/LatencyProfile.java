@@ -1,5 +1,6 @@
 package dev.loupe.agent.latency;
 
+import dev.loupe.agent.regression.FineHistogram;
 import dev.loupe.bpf.LatencyHistogram;
 import dev.loupe.pprof.Label;
 import dev.loupe.pprof.ProfileBuilder;
@@ -15,15 +16,17 @@ import java.util.Map;
 /**
  * The latency profile of one window, from the groups the kernel summed at each return: sample types
  * {@code calls/count} and {@code latency/nanoseconds}, one sample per (function, process, goroutine, caller
- * stack, bucket) with the calls and their exact total duration.
+ * stack, bucket, fine bucket) with the calls and their exact total duration.
  *
  * <p>Locations: the probed function is the leaf, one location per function (in a mapping named after its
  * binary, at its link-time entry address); with {@code stacks: true} its callers follow, symbolized like the
  * CPU profile's frames ({@code [stack unavailable]} when the kernel's stack table was full). Labels:
  * {@code function}, {@code binary}, {@code pid} (numeric; {@code pid_namespace=outside} instead for processes
- * outside the agent's PID namespace), {@code comm}, {@code goid} (numeric, Go only) and
+ * outside the agent's PID namespace), {@code comm}, {@code goid} (numeric, Go only),
  * {@code le_us}: the bucket's upper bound in microseconds (2^k), {@value #INF_LE_US} ({@code Long.MAX_VALUE})
- * for the +Inf bucket — numeric so that {@code -tagfocus=le_us=1024:} selects calls slower than 512 µs.
+ * for the +Inf bucket — numeric so that {@code -tagfocus=le_us=1024:} selects calls slower than 512 µs — and
+ * {@code le_ns}: the fine bucket's upper bound in nanoseconds, exclusive (the sample's calls took less), as
+ * {@code FineHistogram.upperBound} gives it, {@value #INF_LE_US} for the fine overflow bucket (from 2^42 ns).
  */
 final class LatencyProfile {
     /** le_us of the +Inf bucket: no upper bound. */
@@ -38,8 +41,9 @@ final class LatencyProfile {
 
     static Profile build(List<ProbedFunction> functions, LatencyGroups groups, long timeNanos, long durationNanos) {
         ProfileBuilder b = new ProfileBuilder(timeNanos, TYPES, 0, 1);
-        b.comment("one sample per function, process, goroutine (goid, Go only), caller stack and bucket"
-                + " (le_us: upper bound in microseconds; " + INF_LE_US + " = +Inf)");
+        b.comment("one sample per function, process, goroutine (goid, Go only), caller stack, bucket and fine bucket"
+                + " (le_us: upper bound in microseconds; " + INF_LE_US + " = +Inf; le_ns: fine bucket, calls shorter than it in"
+                + " nanoseconds; " + INF_LE_US + " = none)");
         if (groups.droppedCalls() > 0) {
             b.comment(groups.droppedCalls() + " calls left out: too many groups in this window (/metrics is exact)");
         }
@@ -80,6 +84,7 @@ final class LatencyProfile {
                 labels.add(Label.num("goid", k.goid())); // left out when 0 (not encodable)
             }
             labels.add(Label.num("le_us", le, "microseconds"));
+            labels.add(Label.num("le_ns", FineHistogram.upperBound(k.fineBucket()), "nanoseconds"));
             b.addSample(stack.stream().mapToLong(Long::longValue).toArray(), new long[] {s.calls, s.nanos}, labels);
         }
         return b.build(timeNanos + Math.max(1, durationNanos));

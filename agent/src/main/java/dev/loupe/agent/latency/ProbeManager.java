@@ -201,7 +201,8 @@ public final class ProbeManager implements SideProfileSource {
                     return List.copyOf(scratch.subList(Math.min(1, scratch.size()), scratch.size()));
                 });
             }
-            LatencyGroups.Key key = new LatencyGroups.Key(g.probe(), g.pid(), g.goid(), g.bucket(), callers, g.stackLost());
+            LatencyGroups.Key key = new LatencyGroups.Key(g.probe(), g.pid(), g.goid(), g.bucket(), g.fineBucket(), callers,
+                    g.stackLost());
             if (!intervalGroups.add(key, g.comm(), g.count(), g.sumNanos())) {
                 profileGroupsDropped += g.count();
             }

@@ -1,5 +1,6 @@
 package dev.loupe.agent.latency;
 
+import dev.loupe.agent.regression.FineHistogram;
 import dev.loupe.bpf.LatencyHistogram;
 import dev.loupe.bpf.LatencyStats;
 import dev.loupe.bpf.ProbeSpec;
@@ -103,11 +104,11 @@ class LatencyOutputTest {
         var caller = new dev.loupe.unwinder.symbolize.Frame(0x4a2010, app, "main.caller", false);
         var top = new dev.loupe.unwinder.symbolize.Frame(0x4a3020, app, "main.main", false);
         LatencyGroups g = new LatencyGroups(3);
-        assertTrue(g.add(new LatencyGroups.Key(2, 42, 7, 12, List.of(caller, top), false), "app", 3, 9_000_000));
-        assertTrue(g.add(new LatencyGroups.Key(2, 42, 7, 12, List.of(caller, top), false), "app", 1, 3_000_000));
-        assertTrue(g.add(new LatencyGroups.Key(2, 42, 8, 31, List.of(caller), false), "app", 1, 2_000_000_000_000L));
-        assertTrue(g.add(new LatencyGroups.Key(0, 43, 0, 15, List.of(), true), "c", 2, 40_000_000));
-        assertTrue(!g.add(new LatencyGroups.Key(0, 44, 0, 15, List.of(), false), "c", 5, 1), "full");
+        assertTrue(g.add(new LatencyGroups.Key(2, 42, 7, 12, 92, List.of(caller, top), false), "app", 3, 9_000_000));
+        assertTrue(g.add(new LatencyGroups.Key(2, 42, 7, 12, 92, List.of(caller, top), false), "app", 1, 3_000_000));
+        assertTrue(g.add(new LatencyGroups.Key(2, 42, 8, 31, 257, List.of(caller), false), "app", 1, 5_000_000_000_000L));
+        assertTrue(g.add(new LatencyGroups.Key(0, 43, 0, 15, 114, List.of(), true), "c", 2, 40_000_000));
+        assertTrue(!g.add(new LatencyGroups.Key(0, 44, 0, 15, 114, List.of(), false), "c", 5, 1), "full");
         assertEquals(5, g.droppedCalls());
         Profile p = LatencyProfile.build(List.of(WORK, IDLE, goWork), g, 1_700_000_000_000_000_000L, 10_000_000_000L);
         assertEquals(List.of(), ParcaRules.violations(p));
@@ -119,12 +120,20 @@ class LatencyOutputTest {
             nanos += s.getValue(1);
         }
         assertEquals(7, calls);
-        assertEquals(2_000_052_000_000L, nanos);
+        assertEquals(5_000_052_000_000L, nanos);
         Path f = dir.resolve("latency.pb.gz");
         Files.write(f, PprofFiles.gzip(p));
         String raw = pprof(f, "-raw");
         assertTrue(raw.contains("calls/count latency/nanoseconds"), raw);
         assertTrue(raw.contains("le_us:[4096 microseconds]") && raw.contains("le_us:[32768 microseconds]"), raw);
+        // 3 ms calls: fine bucket 92 is [2883584, 3145728) ns; 20 ms calls: 114 is [18874368, 20971520); 5000 s: overflow.
+        assertEquals(92, FineHistogram.bucketOf(3_000_000));
+        assertEquals(3145728, FineHistogram.upperBound(92));
+        assertEquals(114, FineHistogram.bucketOf(20_000_000));
+        assertEquals(20971520, FineHistogram.upperBound(114));
+        assertEquals(257, FineHistogram.bucketOf(5_000_000_000_000L));
+        assertTrue(raw.contains("le_ns:[3145728 nanoseconds]") && raw.contains("le_ns:[20971520 nanoseconds]")
+                && raw.contains("le_ns:[9223372036854775807 nanoseconds]"), raw);
         assertTrue(raw.contains("goid:[7]") && raw.contains("pid:[42]") && raw.contains("comm:[app]"), raw);
         String traces = pprof(f, "-traces", "-tagfocus=goid=7");
         assertTrue(traces.contains("main.work") && traces.contains("main.caller") && traces.contains("main.main"), traces);
@@ -139,8 +148,8 @@ class LatencyOutputTest {
     @Test
     void groupsOfProcessesOutsideThePidNamespaceAreLabelledSo() {
         LatencyGroups g = new LatencyGroups(2);
-        assertTrue(g.add(new LatencyGroups.Key(0, 0, 0, 15, List.of(), false), "host_app", 2, 40_000_000));
-        assertTrue(g.add(new LatencyGroups.Key(0, 42, 0, 15, List.of(), false), "app", 1, 20_000_000));
+        assertTrue(g.add(new LatencyGroups.Key(0, 0, 0, 15, 114, List.of(), false), "host_app", 2, 40_000_000));
+        assertTrue(g.add(new LatencyGroups.Key(0, 42, 0, 15, 114, List.of(), false), "app", 1, 20_000_000));
         Profile p = LatencyProfile.build(List.of(WORK), g, 1_700_000_000_000_000_000L, 10_000_000_000L);
         assertEquals(List.of(), ParcaRules.violations(p));
         Map<String, String> labelsByComm = new java.util.TreeMap<>();
@@ -150,8 +159,9 @@ class LatencyOutputTest {
             labelsByComm.put(labels.stream().filter(l -> l.startsWith("comm=")).findFirst().orElseThrow(), String.join(",", labels));
         }
         assertEquals(Map.of(
-                "comm=app", "function=main.work,binary=/usr/bin/app \"x\",pid=42,comm=app,le_us=32768",
-                "comm=host_app", "function=main.work,binary=/usr/bin/app \"x\",pid_namespace=outside,comm=host_app,le_us=32768"),
+                "comm=app", "function=main.work,binary=/usr/bin/app \"x\",pid=42,comm=app,le_us=32768,le_ns=20971520",
+                "comm=host_app", "function=main.work,binary=/usr/bin/app \"x\",pid_namespace=outside,comm=host_app,le_us=32768,"
+                        + "le_ns=20971520"),
                 labelsByComm);
     }
 
