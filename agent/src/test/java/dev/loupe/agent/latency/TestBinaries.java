@@ -125,7 +125,42 @@ final class TestBinaries {
             }
             """;
 
+    /**
+     * "spin N": calls spin() N times with known durations: of every 20 calls, 12 near 50 µs, 7 near 300 µs and
+     * 1 near 2 ms, each scaled by a fixed factor in [0.9, 1.1) (so each cluster spans several fine buckets, as
+     * real latencies do). spin() busy-waits and measures itself with CLOCK_MONOTONIC from its first line to its
+     * last, preemption included; prints "calls N", then "ns D" per call.
+     */
+    static final String SPIN_SOURCE = """
+            #include <stdio.h>
+            #include <stdlib.h>
+            #include <time.h>
+            static long long now_ns(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec * 1000000000LL + t.tv_nsec; }
+            __attribute__((noinline)) long long spin(long long ns) {
+                long long t0 = now_ns(), t;
+                do { t = now_ns(); } while (t - t0 < ns);
+                return t - t0;
+            }
+            static const long long base_us[20] = {50, 300, 50, 50, 300, 50, 2000, 50, 300, 50, 50, 300, 50, 50, 300, 50, 300, 50, 300, 50};
+            int main(int argc, char **argv) {
+                int n = atoi(argv[1]);
+                long long *took = malloc(sizeof(long long) * n);
+                for (int i = 0; i < n; i++) took[i] = spin(base_us[i % 20] * (900 + (i * 37) % 200));
+                printf("calls %d\\n", n);
+                for (int i = 0; i < n; i++) printf("ns %lld\\n", took[i]);
+                return 0;
+            }
+            """;
+
     private TestBinaries() {}
+
+    static Path buildSpin(Path dir) throws Exception {
+        Path src = dir.resolve("spin.c");
+        Files.writeString(src, SPIN_SOURCE);
+        Path out = dir.resolve("spin");
+        run(dir, List.of("gcc", "-O2", src.toString(), "-o", out.toString()), List.of());
+        return out;
+    }
 
     static Path buildGoMany(Path dir) throws Exception {
         Path src = dir.resolve("many").resolve("main.go");
