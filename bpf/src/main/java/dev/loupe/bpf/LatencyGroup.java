@@ -2,7 +2,8 @@ package dev.loupe.bpf;
 
 /**
  * Calls of one probe in one process (and goroutine, for Go), with one caller stack, that fell into one
- * histogram bucket and one fine histogram bucket, since the previous {@link LatencyProbes#drainGroups()}. Summed in the kernel at return.
+ * histogram bucket and one fine histogram bucket, since the previous {@link LatencyProbes#drainGroups()}.
+ * Summed in the kernel at return.
  *
  * @param probe    the probe id
  * @param pid      the process (tgid) as this process's {@code /proc} names it; 0 for a process outside this
@@ -20,5 +21,5 @@ package dev.loupe.bpf;
  *                 empty with stacks off or when the stack was lost ({@code stackLost})
  * @param stackLost stacks were on but this group's stack could not be stored or was no longer known
  */
-public record LatencyGroup(int probe, int pid, long goid, int bucket, int fineBucket, long count, long sumNanos, String comm,
-                           long[] stack, boolean stackLost) {}
+public record LatencyGroup(int probe, int pid, long goid, int bucket, int fineBucket, long count, long sumNanos,
+                           String comm, long[] stack, boolean stackLost) {}

@@ -426,7 +426,8 @@ public final class LatencyProbes implements AutoCloseable {
                     stack = s.clone();
                 }
             }
-            out.add(new LatencyGroup(r.probe(), r.pid(), r.goid(), r.bucket(), r.fineBucket(), r.count(), r.sum(), r.comm(), stack, lost));
+            out.add(new LatencyGroup(r.probe(), r.pid(), r.goid(), r.bucket(), r.fineBucket(), r.count(), r.sum(), r.comm(),
+                    stack, lost));
         }
         return out;
     }
