@@ -155,11 +155,7 @@ final class TestBinaries {
     private TestBinaries() {}
 
     static Path buildSpin(Path dir) throws Exception {
-        Path src = dir.resolve("spin.c");
-        Files.writeString(src, SPIN_SOURCE);
-        Path out = dir.resolve("spin");
-        run(dir, List.of("gcc", "-O2", src.toString(), "-o", out.toString()), List.of());
-        return out;
+        return compileC(dir, SPIN_SOURCE, "spin");
     }
 
     static Path buildGoMany(Path dir) throws Exception {
@@ -174,18 +170,22 @@ final class TestBinaries {
     }
 
     static Path buildCWithFramePointers(Path dir) throws Exception {
-        Path src = dir.resolve("target-fp.c");
-        Files.writeString(src, C_SOURCE);
-        Path out = dir.resolve("c-fp");
-        run(dir, List.of("gcc", "-O2", "-fno-omit-frame-pointer", src.toString(), "-o", out.toString()), List.of());
-        return out;
+        return compileC(dir, C_SOURCE, "c-fp", "-fno-omit-frame-pointer");
     }
 
     static Path buildC(Path dir) throws Exception {
-        Path src = dir.resolve("target.c");
-        Files.writeString(src, C_SOURCE);
-        Path out = dir.resolve("c-target");
-        run(dir, List.of("gcc", "-O2", src.toString(), "-o", out.toString()), List.of());
+        return compileC(dir, C_SOURCE, "c-target");
+    }
+
+    /** gcc -O2 {@code flags}: {@code source} written to NAME.c in {@code dir}, the binary to NAME. */
+    private static Path compileC(Path dir, String source, String name, String... flags) throws Exception {
+        Path src = dir.resolve(name + ".c");
+        Files.writeString(src, source);
+        Path out = dir.resolve(name);
+        List<String> cmd = new ArrayList<>(List.of("gcc", "-O2"));
+        cmd.addAll(List.of(flags));
+        cmd.addAll(List.of(src.toString(), "-o", out.toString()));
+        run(dir, cmd, List.of());
         return out;
     }
 
