@@ -15,11 +15,12 @@
  *
  * Native (C/C++/Rust): entry uprobe + uretprobe, keyed by thread and SP at entry (recursion nests by SP).
  *
- * Besides the exact per-probe histogram and fine histogram, each return is summed into a group {probe, process,
- * goroutine (Go), caller stack, bucket, fine bucket, generation} of the bounded groups map, which Java drains
- * each interval; a full map is counted and never touches the histograms. With stacks on, the entry records the caller stack: at a function's
- * first instruction the callee has not pushed RBP yet, so the immediate caller is the return address at [SP],
- * and RBP is still the caller's frame, whose chain gives the callers above it.
+ * Besides the exact per-probe histogram and fine histogram, each return is summed into a group {probe,
+ * process, goroutine (Go), caller stack, bucket, fine bucket, generation} of the bounded groups map, which Java
+ * drains each interval; a full map is counted and never touches the histograms. With stacks on, the entry
+ * records the caller stack: at a function's first instruction the callee has not pushed RBP yet, so the
+ * immediate caller is the return address at [SP], and RBP is still the caller's frame, whose chain gives the
+ * callers above it.
  */
 #include <linux/bpf.h>
 #include <linux/errno.h>

@@ -23,10 +23,10 @@ enum latency_limit {
 #define LAT_BUCKETS (LAT_FINITE_BUCKETS + 1)
 
 /*
- * Fine histograms (per probe, for latency quantiles within a few per cent): each power of two [2^p, 2^(p+1)) ns,
- * p = LAT_FINE_MIN_POWER..LAT_FINE_MAX_POWER-1, cut into LAT_FINE_SUB_BUCKETS equal (linear) buckets. Index 0
- * is below 2^LAT_FINE_MIN_POWER ns, LAT_FINE_BUCKETS-1 from 2^LAT_FINE_MAX_POWER ns; otherwise
- * 1 + (p - LAT_FINE_MIN_POWER) * LAT_FINE_SUB_BUCKETS + the 3 bits below the leading one.
+ * Fine histograms (per probe, for latency quantiles within a few per cent): each power of two
+ * [2^p, 2^(p+1)) ns, p = LAT_FINE_MIN_POWER..LAT_FINE_MAX_POWER-1, cut into LAT_FINE_SUB_BUCKETS equal
+ * (linear) buckets. Index 0 is below 2^LAT_FINE_MIN_POWER ns, LAT_FINE_BUCKETS-1 from 2^LAT_FINE_MAX_POWER
+ * ns; otherwise 1 + (p - LAT_FINE_MIN_POWER) * LAT_FINE_SUB_BUCKETS + the 3 bits below the leading one.
  * The layout of the agent's FineHistogram, which reads these counts as they are.
  */
 enum latency_fine {
@@ -88,8 +88,8 @@ struct latency_stack {
 };
 
 /*
- * Calls aggregated per process, goroutine, caller stack, bucket and fine bucket, summed at exit in the kernel and drained
- * (read and deleted) by Java each interval. gen is the control map's generation when the call returned:
+ * Calls aggregated per process, goroutine, caller stack, bucket and fine bucket, summed at exit in the kernel
+ * and drained (read and deleted) by Java each interval. gen is the control map's generation when the call returned:
  * Java flips it before draining, so the entries it reads and deletes are no longer being updated.
  */
 struct latency_group_key {

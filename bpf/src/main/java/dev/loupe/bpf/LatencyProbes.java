@@ -131,9 +131,9 @@ public final class LatencyProbes implements AutoCloseable {
     }
 
     /**
-     * Starts measuring {@code spec}'s function; its histogram and fine histogram start at zero. Fails with a one-line reason
-     * (and nothing attached) if the id is taken or out of range, the binary or an offset is wrong, or the
-     * kernel refuses a probe.
+     * Starts measuring {@code spec}'s function; its histogram and fine histogram start at zero. Fails with a
+     * one-line reason (and nothing attached) if the id is taken or out of range, the binary or an offset is
+     * wrong, or the kernel refuses a probe.
      */
     public synchronized void attach(ProbeSpec spec) throws BpfException {
         checkOpen();
@@ -358,10 +358,10 @@ public final class LatencyProbes implements AutoCloseable {
 
     /**
      * Reads and removes the groups summed by the kernel since the last drain: per probe, process, goroutine
-     * (Go), caller stack, bucket and fine bucket, the calls and their total duration. The kernel writes new groups under a
-     * generation that is flipped first, so what is read is no longer being updated and nothing is counted
-     * twice; a program that read the old generation just before the flip leaves its group for a later drain.
-     * Caller stacks are drained too and kept in a bounded cache for groups of calls still in flight.
+     * (Go), caller stack, bucket and fine bucket, the calls and their total duration. The kernel writes new
+     * groups under a generation that is flipped first, so what is read is no longer being updated and nothing
+     * is counted twice; a program that read the old generation just before the flip leaves its group for a
+     * later drain. Caller stacks are drained too and kept in a bounded cache for groups of calls still in flight.
      */
     public synchronized List<LatencyGroup> drainGroups() throws BpfException {
         checkOpen();
