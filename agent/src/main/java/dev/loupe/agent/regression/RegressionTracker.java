@@ -262,8 +262,8 @@ public final class RegressionTracker implements AutoCloseable {
             return Optional.empty();
         }
         String what = kind == BaselineKind.PREVIOUS_BUILD
-                ? "the previous build's calls (build_id) over its last " + settings.trailingSpan() + " and its old processes' since"
-                : "the current build's calls over the " + settings.trailingSpan() + " before the current window";
+                ? "the previous build's calls (build_id) over its last " + text(settings.trailingSpan()) + " and its old processes' since"
+                : "the current build's calls over the " + text(settings.trailingSpan()) + " before the current window";
         return Optional.of(profile(start == Long.MAX_VALUE ? now : start, end == Long.MIN_VALUE ? now : end,
                 "latency baseline " + kind.label() + ": " + what, parts));
     }
@@ -287,7 +287,7 @@ public final class RegressionTracker implements AutoCloseable {
             return Optional.empty();
         }
         return Optional.of(profile(timing.windowStart(now), now,
-                "latency current window: the current builds' calls over the last " + settings.window(), parts));
+                "latency current window: the current builds' calls over the last " + text(settings.window()), parts));
     }
 
     private Profile profile(long start, long end, String what, List<BaselineProfiles.Part> parts) {
@@ -379,6 +379,17 @@ public final class RegressionTracker implements AutoCloseable {
     /** Spreads the functions' writes over the persist period (by a hash of their names), so no interval writes all. */
     private static long firstWriteDue(FunctionKey key, long now) {
         return now + Math.floorMod(key.hashCode(), PERSIST_EVERY_MILLIS);
+    }
+
+    /** "10m", "24h", "90s": the flags' spelling. */
+    private static String text(Duration d) {
+        long ms = d.toMillis();
+        for (var unit : List.of(Map.entry(3_600_000L, "h"), Map.entry(60_000L, "m"), Map.entry(1_000L, "s"))) {
+            if (ms % unit.getKey() == 0) {
+                return ms / unit.getKey() + unit.getValue();
+            }
+        }
+        return ms + "ms";
     }
 
     private long now() {
