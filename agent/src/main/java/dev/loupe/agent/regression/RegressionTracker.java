@@ -37,8 +37,8 @@ import java.util.function.LongSupplier;
  * <p>Memory per function with calls: the written window slot, the window's and the trailing totals and the
  * previous baseline as live histograms ({@link FineHistogram#BUCKETS} longs each, about 2 KB), the other 9
  * window and up to 25 trailing slots as bytes (about 3 bytes per non-empty bucket, 150 bytes for a latency that
- * spans two decades): about 13 KB, so 13 MB for 1,000 functions; plus profile samples, at most
- * {@link Settings#maxProfileSamples()} in all (about 100 bytes each).
+ * spans two decades): 12.9 KB measured (docs/alerting.md), 13 MB for 1,000 functions; plus profile samples, at
+ * most {@link Settings#maxProfileSamples()} in all (about 130 bytes each: 13 MB at the default cap).
  *
  * <p>Files: one per function under the directory; {@link #persist()} writes a function whose state changed at
  * most every {@value #PERSIST_EVERY_MINUTES} minutes (each at its own phase, so writes spread out) and at once
@@ -153,9 +153,11 @@ public final class RegressionTracker implements AutoCloseable {
 
     /**
      * One interval's calls of one function from one build (exact, from the kernel's fine histogram). Empty
-     * histograms are ignored (a build is seen by its calls). A new build id is a deploy, see {@link FunctionBaselines}.
+     * histograms are ignored (a build is seen by its calls). A new build id is a deploy, see {@link FunctionBaselines};
+     * a binary without any build id should pass "" (then it never has a previous build).
      */
     public synchronized void record(FunctionKey function, String buildId, FineHistogram calls) {
+        java.util.Objects.requireNonNull(buildId, "buildId");
         if (calls.totalCount() == 0) {
             return;
         }
