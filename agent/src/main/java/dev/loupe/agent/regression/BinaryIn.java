@@ -1,46 +1,35 @@
 package dev.loupe.agent.regression;
 
-import java.nio.BufferUnderflowException;
-import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
+import com.google.protobuf.CodedInputStream;
+
+import java.io.IOException;
 
 /**
  * Reads {@link BinaryOut}'s forms. Every malformation (truncation, an overlong varint, a count larger than the
  * bytes left could hold) is an {@link IllegalArgumentException}, so a damaged file never allocates without bound.
  */
 final class BinaryIn {
-    private final ByteBuffer in;
+    private final CodedInputStream in;
+    private final int length;
 
     BinaryIn(byte[] bytes) {
-        this.in = ByteBuffer.wrap(bytes);
+        this.in = CodedInputStream.newInstance(bytes);
+        this.length = bytes.length;
     }
 
     long varint() {
-        try {
-            long value = 0;
-            for (int shift = 0; shift < 64; shift += 7) {
-                byte b = in.get();
-                value |= (long) (b & 0x7F) << shift;
-                if ((b & 0x80) == 0) {
-                    return value;
-                }
-            }
-        } catch (BufferUnderflowException e) {
-            throw new IllegalArgumentException("truncated", e);
-        }
-        throw new IllegalArgumentException("varint longer than 64 bits");
+        return read(in::readRawVarint64);
     }
 
     long signed() {
-        long v = varint();
-        return (v >>> 1) ^ -(v & 1);
+        return read(in::readSInt64);
     }
 
     /** A count of items that take at least one byte each: never more than the bytes left. */
     int count() {
         long n = varint();
-        if (n < 0 || n > in.remaining()) {
-            throw new IllegalArgumentException("count " + n + " with " + in.remaining() + " bytes left");
+        if (n < 0 || n > remaining()) {
+            throw new IllegalArgumentException("count " + n + " with " + remaining() + " bytes left");
         }
         return (int) n;
     }
@@ -54,30 +43,28 @@ final class BinaryIn {
         return v;
     }
 
-    byte[] bytes() {
-        byte[] b = new byte[count()];
-        in.get(b);
-        return b;
-    }
-
     String string() {
-        return new String(bytes(), StandardCharsets.UTF_8);
-    }
-
-    byte[] raw(int n) {
-        if (n > in.remaining()) {
-            throw new IllegalArgumentException("truncated");
-        }
-        byte[] b = new byte[n];
-        in.get(b);
-        return b;
+        int n = count();
+        return new String(read(() -> in.readRawBytes(n)), java.nio.charset.StandardCharsets.UTF_8);
     }
 
     boolean hasRemaining() {
-        return in.hasRemaining();
+        return remaining() > 0;
     }
 
     int remaining() {
-        return in.remaining();
+        return length - in.getTotalBytesRead();
+    }
+
+    private interface Read<T> {
+        T run() throws IOException;
+    }
+
+    private static <T> T read(Read<T> r) {
+        try {
+            return r.run();
+        } catch (IOException e) {
+            throw new IllegalArgumentException(e.getMessage(), e);
+        }
     }
 }

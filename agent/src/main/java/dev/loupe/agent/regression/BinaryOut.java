@@ -1,47 +1,51 @@
 package dev.loupe.agent.regression;
 
-import java.io.ByteArrayOutputStream;
-import java.nio.charset.StandardCharsets;
+import com.google.protobuf.CodedOutputStream;
 
-/** Unsigned LEB128 varints, zigzag signed varints and length-prefixed UTF-8, into a growing byte array. */
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+
+/**
+ * Unsigned varints, zigzag signed varints and length-prefixed bytes and UTF-8 (protobuf's encodings, through its
+ * {@link CodedOutputStream}), into a growing byte array.
+ */
 final class BinaryOut {
-    private final ByteArrayOutputStream out = new ByteArrayOutputStream(256);
+    private final ByteArrayOutputStream bytes = new ByteArrayOutputStream(256);
+    private final CodedOutputStream out = CodedOutputStream.newInstance(bytes);
 
     BinaryOut varint(long value) {
-        long v = value;
-        while ((v & ~0x7FL) != 0) {
-            out.write((int) ((v & 0x7F) | 0x80));
-            v >>>= 7;
-        }
-        out.write((int) v);
-        return this;
+        return write(() -> out.writeUInt64NoTag(value));
     }
 
-    /** A signed value (times can be negative in tests, gaps in either direction), zigzag-encoded. */
+    /** A signed value (a time, which tests may put before the epoch), zigzag-encoded. */
     BinaryOut signed(long value) {
-        return varint((value << 1) ^ (value >> 63));
-    }
-
-    BinaryOut bytes(byte[] b) {
-        varint(b.length);
-        out.writeBytes(b);
-        return this;
+        return write(() -> out.writeSInt64NoTag(value));
     }
 
     BinaryOut string(String s) {
-        return bytes(s.getBytes(StandardCharsets.UTF_8));
+        return write(() -> out.writeStringNoTag(s));
     }
 
     BinaryOut raw(byte[] b) {
-        out.writeBytes(b);
-        return this;
-    }
-
-    int size() {
-        return out.size();
+        return write(() -> out.writeRawBytes(b));
     }
 
     byte[] toByteArray() {
-        return out.toByteArray();
+        write(out::flush);
+        return bytes.toByteArray();
+    }
+
+    private interface Write {
+        void run() throws IOException;
+    }
+
+    private BinaryOut write(Write w) {
+        try {
+            w.run();
+        } catch (IOException e) {
+            throw new UncheckedIOException("writing to memory", e); // a ByteArrayOutputStream does not fail
+        }
+        return this;
     }
 }

@@ -3,7 +3,6 @@ package dev.loupe.agent.regression;
 import dev.loupe.pprof.proto.Profile;
 import io.prometheus.metrics.model.registry.MultiCollector;
 
-import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -14,7 +13,6 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.TreeMap;
-import java.util.TreeSet;
 import java.util.function.LongSupplier;
 
 /**
@@ -41,15 +39,13 @@ import java.util.function.LongSupplier;
  * most {@link Settings#maxProfileSamples()} in all (about 130 bytes each: 13 MB at the default cap).
  *
  * <p>Files: one per function under the directory; {@link #persist()} writes a function whose state changed at
- * most every {@value #PERSIST_EVERY_MINUTES} minutes (each at its own phase, so writes spread out) and at once
- * after a deploy; {@link #close()} writes everything changed. Call {@link #persist()} every interval.
+ * most every {@value WriteSchedule#EVERY_MINUTES} minutes (each at its own phase, so writes spread out) and at
+ * once after a deploy; {@link #close()} writes everything changed. Call {@link #persist()} every interval.
  *
  * <p>Thread-safe: every method holds the tracker's lock (the agent's interval thread records, HTTP threads read).
  */
 public final class RegressionTracker implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(RegressionTracker.class.getName());
-    static final int PERSIST_EVERY_MINUTES = 5;
-    private static final long PERSIST_EVERY_MILLIS = PERSIST_EVERY_MINUTES * 60_000L;
     /** A function with no calls for this long is forgotten, file and all (renamed, unprobed). */
     static final Duration FORGET_AFTER = Duration.ofDays(30);
     private static final int INTERNED_MAX = 1 << 18;
@@ -84,23 +80,9 @@ public final class RegressionTracker implements AutoCloseable {
         }
     }
 
-    /** A function's state and when its file is next written. */
-    private static final class Entry {
-        final FunctionBaselines state;
-        boolean dirty;
-        boolean urgent; // a deploy: written at the next persist()
-        long writeDue;
-
-        Entry(FunctionBaselines state, long writeDue) {
-            this.state = state;
-            this.writeDue = writeDue;
-        }
-    }
-
-    private final BaselineStore store;
     private final LongSupplier wallMillis;
-    private final Map<FunctionKey, Entry> entries = new TreeMap<>();
-    private final TreeSet<FunctionKey> forgotten = new TreeSet<>();
+    private final WriteSchedule writes;
+    private final Map<FunctionKey, FunctionBaselines> functions = new TreeMap<>();
     private final Interner<Object> interner = new Interner<>(INTERNED_MAX);
     private final SampleBudget budget = new SampleBudget();
     private final Map<String, String> loggedBuild = new HashMap<>(); // binary → the last build id a deploy was logged for
@@ -108,11 +90,10 @@ public final class RegressionTracker implements AutoCloseable {
     private SlotTiming timing;
     private LatencyComparison comparison;
     private long latestNow = Long.MIN_VALUE;
-    private boolean persistFailing;
     private boolean warnedProfileType;
 
     private RegressionTracker(BaselineStore store, Settings settings, LongSupplier wallMillis) {
-        this.store = store;
+        this.writes = new WriteSchedule(store);
         this.wallMillis = wallMillis;
         apply(settings);
     }
@@ -122,12 +103,14 @@ public final class RegressionTracker implements AutoCloseable {
      * the directory holds: unreadable files are logged, set aside and their functions start fresh.
      */
     public static RegressionTracker open(Path directory, Settings settings, LongSupplier wallMillis) {
-        RegressionTracker t = new RegressionTracker(new BaselineStore(directory), settings, wallMillis);
+        BaselineStore store = new BaselineStore(directory);
+        RegressionTracker t = new RegressionTracker(store, settings, wallMillis);
         synchronized (t) {
             long now = t.now();
-            List<FunctionBaselines> loaded = t.store.load(t.interner);
+            List<FunctionBaselines> loaded = store.load(t.interner);
             for (FunctionBaselines f : loaded) {
-                t.entries.put(f.key, new Entry(f, t.firstWriteDue(f.key, now)));
+                t.functions.put(f.key, f);
+                t.writes.known(f.key, now);
             }
             if (!loaded.isEmpty()) {
                 LOG.log(System.Logger.Level.INFO, "latency baselines: " + loaded.size() + " function(s) loaded from " + directory);
@@ -162,14 +145,16 @@ public final class RegressionTracker implements AutoCloseable {
             return;
         }
         long now = now();
-        Entry e = entries.computeIfAbsent(function, k -> new Entry(new FunctionBaselines(k), firstWriteDue(k, now)));
-        forgotten.remove(function);
-        String before = e.state.currentBuild();
-        FunctionBaselines.Change change = e.state.record(buildId, calls, now, timing);
-        e.dirty = true;
-        if (change == FunctionBaselines.Change.DEPLOY) {
-            e.urgent = true;
-            logDeploy(function, before, buildId, e.state.previous().calls());
+        FunctionBaselines f = functions.computeIfAbsent(function, k -> {
+            writes.known(k, now);
+            return new FunctionBaselines(k);
+        });
+        String before = f.currentBuild();
+        if (f.record(buildId, calls, now, timing) == FunctionBaselines.Change.DEPLOY) {
+            writes.deployed(function);
+            logDeploy(function, before, buildId, f.previous().calls());
+        } else {
+            writes.changed(function);
         }
     }
 
@@ -198,16 +183,16 @@ public final class RegressionTracker implements AutoCloseable {
         }
         long now = now();
         long held = 0;
-        for (Entry e : entries.values()) {
-            held += e.state.sampleCount();
+        for (FunctionBaselines f : functions.values()) {
+            held += f.sampleCount();
         }
         budget.refill(settings.maxProfileSamples(), held);
-        IntervalProfileReader.read(intervalLatencyProfile, interner, (f, build, key, calls, nanos) -> {
-            Entry e = entries.get(f);
-            ProfileSamples target = e == null ? null : e.state.samplesOf(build, now, timing);
+        IntervalProfileReader.read(intervalLatencyProfile, interner, (function, build, key, calls, nanos) -> {
+            FunctionBaselines f = functions.get(function);
+            ProfileSamples target = f == null ? null : f.samplesOf(build, now, timing);
             if (target != null) {
                 target.add(key, calls, nanos, budget);
-                e.dirty = true;
+                writes.changed(function);
             }
         });
     }
@@ -217,8 +202,7 @@ public final class RegressionTracker implements AutoCloseable {
         long now = now();
         advance(now);
         List<FunctionStatus> out = new ArrayList<>();
-        for (Entry e : entries.values()) {
-            FunctionBaselines f = e.state;
+        for (FunctionBaselines f : functions.values()) {
             if (f.currentBuild() == null) {
                 continue;
             }
@@ -244,8 +228,7 @@ public final class RegressionTracker implements AutoCloseable {
         long start = Long.MAX_VALUE;
         long end = Long.MIN_VALUE;
         boolean any = false;
-        for (Entry e : entries.values()) {
-            FunctionBaselines f = e.state;
+        for (FunctionBaselines f : functions.values()) {
             if (kind == BaselineKind.PREVIOUS_BUILD && f.previousBuild() != null) {
                 any = true;
                 parts.add(new BaselineProfiles.Part(f.key, f.previousBuild(), f.previous().samples));
@@ -276,8 +259,7 @@ public final class RegressionTracker implements AutoCloseable {
         advance(now);
         List<BaselineProfiles.Part> parts = new ArrayList<>();
         boolean any = false;
-        for (Entry e : entries.values()) {
-            FunctionBaselines f = e.state;
+        for (FunctionBaselines f : functions.values()) {
             if (f.currentBuild() != null) {
                 any = true;
                 for (Slot s : f.history().windowSlots()) {
@@ -310,13 +292,13 @@ public final class RegressionTracker implements AutoCloseable {
 
     /**
      * Writes the functions whose state changed: after a deploy at once, otherwise at most every
-     * {@value #PERSIST_EVERY_MINUTES} minutes per function. Cheap when nothing is due; call it every interval.
-     * A failed write is logged (once until writing works again) and retried at the next call.
+     * {@value WriteSchedule#EVERY_MINUTES} minutes per function. Cheap when nothing is due; call it every
+     * interval. A failed write is logged (once until writing works again) and retried at the next call.
      */
     public synchronized void persist() {
         long now = now();
         advance(now);
-        write(now, false);
+        writes.write(now, false, functions);
     }
 
     /** Writes everything that changed (the next start reads the same baselines and window). */
@@ -324,40 +306,7 @@ public final class RegressionTracker implements AutoCloseable {
     public synchronized void close() {
         long now = now();
         advance(now);
-        write(now, true);
-    }
-
-    private void write(long now, boolean all) {
-        boolean changedDirectory = false;
-        try {
-            for (Iterator<FunctionKey> it = forgotten.iterator(); it.hasNext(); ) {
-                store.delete(it.next());
-                it.remove();
-                changedDirectory = true;
-            }
-            for (Entry e : entries.values()) {
-                if (e.dirty && (all || e.urgent || now >= e.writeDue) && e.state.currentBuild() != null) {
-                    store.write(e.state);
-                    e.dirty = false;
-                    e.urgent = false;
-                    e.writeDue = now + PERSIST_EVERY_MILLIS;
-                    changedDirectory = true;
-                }
-            }
-            if (changedDirectory) {
-                store.syncDirectory();
-            }
-            if (persistFailing) {
-                persistFailing = false;
-                LOG.log(System.Logger.Level.INFO, "latency baselines: writing to " + store.directory() + " works again");
-            }
-        } catch (IOException | RuntimeException e) {
-            if (!persistFailing) {
-                persistFailing = true;
-                LOG.log(System.Logger.Level.WARNING, "latency baselines: cannot write to " + store.directory()
-                        + " (retried each interval; the baselines live on in memory): " + e);
-            }
-        }
+        writes.write(now, true, functions);
     }
 
     /** The {@code loupe_function_latency_*} series of {@link #evaluate()}, evaluated at each scrape. */
@@ -367,20 +316,15 @@ public final class RegressionTracker implements AutoCloseable {
 
     /** Slots move and expire; functions idle for {@link #FORGET_AFTER} are forgotten. */
     private void advance(long now) {
-        for (Iterator<Entry> it = entries.values().iterator(); it.hasNext(); ) {
-            Entry e = it.next();
-            if (now - e.state.currentLastCall() > FORGET_AFTER.toMillis()) {
+        for (Iterator<FunctionBaselines> it = functions.values().iterator(); it.hasNext(); ) {
+            FunctionBaselines f = it.next();
+            if (now - f.currentLastCall() > FORGET_AFTER.toMillis()) {
                 it.remove();
-                forgotten.add(e.state.key);
-            } else if (e.state.advance(now, timing)) {
-                e.dirty = true;
+                writes.forget(f.key);
+            } else if (f.advance(now, timing)) {
+                writes.changed(f.key);
             }
         }
-    }
-
-    /** Spreads the functions' writes over the persist period (by a hash of their names), so no interval writes all. */
-    private static long firstWriteDue(FunctionKey key, long now) {
-        return now + Math.floorMod(key.hashCode(), PERSIST_EVERY_MILLIS);
     }
 
     /** "10m", "24h", "90s": the flags' spelling. */

@@ -120,6 +120,11 @@ class BaselineFileTest {
         h.add(0, 2); // underflow
         h.add(Long.MAX_VALUE, 3); // overflow
         assertEquals(h, HistogramBytes.decode(HistogramBytes.encode(h)));
+        // Every bucket's largest value is in that bucket, so a slot read back equals the running totals it fed.
+        long[] each = new long[FineHistogram.BUCKETS];
+        java.util.Arrays.fill(each, 1);
+        FineHistogram all = FineHistogram.ofCounts(each);
+        assertEquals(all, HistogramBytes.decode(HistogramBytes.encode(all)));
         // Two buckets given by values (1,499 ns and then 2,000,000 ns): each count lands in the bucket of its value,
         // whatever the layout's indices.
         BinaryOut out = new BinaryOut().varint(2).varint(1_499).varint(3).varint(2_000_000 - 1_499).varint(4);
