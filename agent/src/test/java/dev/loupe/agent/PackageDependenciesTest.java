@@ -38,14 +38,15 @@ class PackageDependenciesTest {
             Map.entry(A + ".sink", Set.of("logging")),
             Map.entry(A + ".http", Set.of("logging", "sampling", "sink", "unwind")),
             Map.entry(A + ".latency", Set.of("logging", "regression", "sampling")),
-            Map.entry(A + ".ship", Set.of("labels", "logging", "relabel", "sink")),
+            Map.entry(A + ".ship", Set.of("files", "labels", "logging", "relabel", "sink")),
             Map.entry(A + ".ship.kafka", Set.of("logging", "ship")),
             Map.entry(A + ".relay", Set.of("logging", "ship", "ship.kafka")),
             Map.entry(A + ".logging", Set.of()),
             Map.entry(A + ".service", Set.of()),
             Map.entry(A + ".labels", Set.of()),
             Map.entry(A + ".relabel", Set.of()),
-            Map.entry(A + ".regression", Set.of()),
+            Map.entry(A + ".regression", Set.of("files")),
+            Map.entry(A + ".files", Set.of()),
             Map.entry(A + ".host", Set.of()));
 
     private static final Pattern EDGE = Pattern.compile("^\\s+(\\S+)\\s+->\\s+(\\S+)\\s", Pattern.MULTILINE);

@@ -1,5 +1,7 @@
 package dev.loupe.agent.ship;
 
+import dev.loupe.agent.files.DurableFiles;
+
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;

@@ -1,5 +1,7 @@
 package dev.loupe.agent.ship;
 
+import dev.loupe.agent.logging.LogCapture;
+
 import com.github.tomakehurst.wiremock.WireMockServer;
 import com.github.tomakehurst.wiremock.client.ResponseDefinitionBuilder;
 import com.github.tomakehurst.wiremock.http.Fault;

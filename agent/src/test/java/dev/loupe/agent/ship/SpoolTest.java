@@ -1,5 +1,7 @@
 package dev.loupe.agent.ship;
 
+import dev.loupe.agent.logging.LogCapture;
+
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 

@@ -1,4 +1,4 @@
-package dev.loupe.agent.ship;
+package dev.loupe.agent.logging;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -9,13 +9,13 @@ import java.util.logging.Logger;
 import java.util.logging.SimpleFormatter;
 
 /** Everything logged under a logger name (all levels), formatted as the agent prints it. */
-final class LogCapture extends Handler implements AutoCloseable {
+public final class LogCapture extends Handler implements AutoCloseable {
     private final Logger logger;
     private final Level previous;
     private final List<String> lines = new ArrayList<>();
     private final SimpleFormatter formatter = new SimpleFormatter();
 
-    LogCapture(String loggerName) {
+    public LogCapture(String loggerName) {
         this.logger = Logger.getLogger(loggerName);
         this.previous = logger.getLevel();
         logger.setLevel(Level.ALL);
@@ -24,7 +24,7 @@ final class LogCapture extends Handler implements AutoCloseable {
     }
 
     /** Captures the root logger: every library's output too. */
-    static LogCapture everything() {
+    public static LogCapture everything() {
         return new LogCapture("");
     }
 
@@ -33,11 +33,11 @@ final class LogCapture extends Handler implements AutoCloseable {
         lines.add(formatter.format(record));
     }
 
-    synchronized List<String> lines() {
+    public synchronized List<String> lines() {
         return List.copyOf(lines);
     }
 
-    synchronized String text() {
+    public synchronized String text() {
         return String.join("", lines);
     }
 

@@ -1,4 +1,4 @@
-package dev.loupe.agent.ship;
+package dev.loupe.agent.files;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -13,17 +13,17 @@ import java.nio.file.attribute.PosixFilePermissions;
 
 /**
  * Files that survive a crash: written to a temp file beside the target, forced to disk, renamed over the
- * target; a rename or delete made durable by forcing its directory. The spool's queue and
- * {@link QuarantineStore} write this way.
+ * target; a rename or delete made durable by forcing its directory. The spool's queue, the quarantine
+ * ({@code ship}) and the latency baselines ({@code regression}) write this way.
  */
-final class DurableFiles {
+public final class DurableFiles {
     /** A file being written; one left by a crash is deleted at the next open. */
-    static final String TEMP_SUFFIX = ".tmp";
+    public static final String TEMP_SUFFIX = ".tmp";
 
     private DurableFiles() {}
 
     /** Creates {@code dir} (and its parents) readable by the owner only: profiles name the host's processes. */
-    static void createPrivateDirectories(Path dir) throws IOException {
+    public static void createPrivateDirectories(Path dir) throws IOException {
         if (Files.isDirectory(dir)) {
             return;
         }
@@ -39,7 +39,7 @@ final class DurableFiles {
      * old content or all of the new. The caller forces the directory ({@link #fsyncDirectory}) to make the
      * rename durable, once for several files.
      */
-    static void write(Path target, ByteBuffer... parts) throws IOException {
+    public static void write(Path target, ByteBuffer... parts) throws IOException {
         Path temp = target.resolveSibling(target.getFileName() + TEMP_SUFFIX);
         long left = 0;
         for (ByteBuffer p : parts) {
@@ -58,7 +58,7 @@ final class DurableFiles {
         moveAtomically(temp, target);
     }
 
-    static void moveAtomically(Path from, Path to) throws IOException {
+    public static void moveAtomically(Path from, Path to) throws IOException {
         try {
             Files.move(from, to, StandardCopyOption.ATOMIC_MOVE);
         } catch (AtomicMoveNotSupportedException | FileAlreadyExistsException e) {
@@ -67,7 +67,7 @@ final class DurableFiles {
     }
 
     /** Makes a rename or delete durable (the directory entry itself). */
-    static void fsyncDirectory(Path dir) throws IOException {
+    public static void fsyncDirectory(Path dir) throws IOException {
         try (FileChannel ch = FileChannel.open(dir, StandardOpenOption.READ)) {
             ch.force(true);
         }

@@ -1,0 +1,10 @@
+package dev.loupe.agent.regression;
+
+/**
+ * One function's current window against one of its baselines.
+ *
+ * @param buildId         the current build (whose window was compared)
+ * @param baselineBuildId the baseline's build: the previous build's, or {@code buildId} for {@link BaselineKind#TRAILING}
+ */
+public record FunctionStatus(FunctionKey function, BaselineKind kind, String buildId, String baselineBuildId,
+                             RegressionVerdict verdict) {}

@@ -1,0 +1,69 @@
+package dev.loupe.agent.regression;
+
+import io.prometheus.metrics.model.registry.MultiCollector;
+import io.prometheus.metrics.model.snapshots.CounterSnapshot;
+import io.prometheus.metrics.model.snapshots.GaugeSnapshot;
+import io.prometheus.metrics.model.snapshots.InfoSnapshot;
+import io.prometheus.metrics.model.snapshots.Labels;
+import io.prometheus.metrics.model.snapshots.MetricSnapshots;
+
+import java.util.List;
+import java.util.function.LongSupplier;
+import java.util.function.Supplier;
+
+/**
+ * The verdicts on /metrics, one series per (binary, function, baseline) that exists, as
+ * config/alerting/loupe-rules.yml reads them: {@value #RATIO} (current window's quantile over the baseline's, at
+ * 0.5, 0.9 and 0.99; NaN when a side has no calls), {@value #REGRESSED} (1 when the verdict says slower, 0 also
+ * when there are too few calls) and {@value #INFO} (= 1, with both build ids). Evaluated at each scrape.
+ */
+final class RegressionMetrics implements MultiCollector {
+    static final String RATIO = "loupe_function_latency_regression_ratio";
+    static final String REGRESSED = "loupe_function_latency_regressed";
+    /** Written {@code loupe_function_latency_baseline_info}: the client adds {@code _info} to info metrics. */
+    static final String INFO = "loupe_function_latency_baseline";
+    static final String DROPPED = "loupe_function_latency_baseline_samples_dropped";
+
+    private final Supplier<List<FunctionStatus>> statuses;
+    private final LongSupplier droppedSamples;
+
+    RegressionMetrics(Supplier<List<FunctionStatus>> statuses, LongSupplier droppedSamples) {
+        this.statuses = statuses;
+        this.droppedSamples = droppedSamples;
+    }
+
+    @Override
+    public MetricSnapshots collect() {
+        GaugeSnapshot.Builder ratio = GaugeSnapshot.builder().name(RATIO)
+                .help("Current window's latency quantile divided by the baseline's (NaN when a side has no calls).");
+        GaugeSnapshot.Builder regressed = GaugeSnapshot.builder().name(REGRESSED)
+                .help("1 when the current window is slower than the baseline (enough calls, significant, above the threshold), else 0.");
+        InfoSnapshot.Builder info = InfoSnapshot.builder().name(INFO)
+                .help("The build compared (build_id) and the baseline's build (baseline_build_id).");
+        for (FunctionStatus s : statuses.get()) {
+            String binary = s.function().binary();
+            String function = s.function().function();
+            String baseline = s.kind().label();
+            RegressionVerdict v = s.verdict();
+            double[] ratios = {v.ratioP50(), v.ratioP90(), v.ratioP99()};
+            String[] quantiles = {"0.5", "0.9", "0.99"};
+            for (int i = 0; i < ratios.length; i++) {
+                ratio.dataPoint(GaugeSnapshot.GaugeDataPointSnapshot.builder()
+                        .labels(Labels.of("binary", binary, "function", function, "quantile", quantiles[i], "baseline", baseline))
+                        .value(ratios[i]).build());
+            }
+            regressed.dataPoint(GaugeSnapshot.GaugeDataPointSnapshot.builder()
+                    .labels(Labels.of("binary", binary, "function", function, "baseline", baseline))
+                    .value(v.regressed() ? 1 : 0).build());
+            info.dataPoint(InfoSnapshot.InfoDataPointSnapshot.builder()
+                    .labels(Labels.of("binary", binary, "function", function, "baseline", baseline,
+                            "build_id", s.buildId(), "baseline_build_id", s.baselineBuildId()))
+                    .build());
+        }
+        CounterSnapshot dropped = CounterSnapshot.builder().name(DROPPED)
+                .help("Interval latency profile samples left out of the baseline and window profiles (sample cap; verdicts count every call).")
+                .dataPoint(CounterSnapshot.CounterDataPointSnapshot.builder().value(droppedSamples.getAsLong()).build())
+                .build();
+        return new MetricSnapshots(ratio.build(), regressed.build(), info.build(), dropped);
+    }
+}
