@@ -1,7 +1,6 @@
 package dev.loupe.config;
 
 import picocli.CommandLine.MissingParameterException;
-import picocli.CommandLine.Model.ArgSpec;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Model.OptionSpec;
 import picocli.CommandLine.Model.PositionalParamSpec;
@@ -62,7 +61,7 @@ public final class CommandLine {
         return new ParsedRelay(false, RelayConfig.build(l.values, l.file, l.sourceName()));
     }
 
-    /** {@code loupe latency-diff}'s arguments: its flags (no --config file) and the two profiles. */
+    /** {@code loupe latency-diff}'s arguments: its flags over its --config file (e.g. the agent's), and the two profiles. */
     public static ParsedLatencyDiff parseLatencyDiff(String[] args) throws ConfigException {
         Layers l = layers(Command.LATENCY_DIFF, args);
         if (l.help) {
@@ -138,8 +137,12 @@ public final class CommandLine {
                 && m.getMissing().getFirst() instanceof OptionSpec spec) {
             return new ConfigException(spec.longestName(), 0, "needs a value");
         }
-        if (e instanceof MissingParameterException m && !m.getMissing().isEmpty()) {
-            String missing = m.getMissing().stream().map(ArgSpec::paramLabel).collect(Collectors.joining(" "));
+        if (e instanceof MissingParameterException m && !m.getMissing().isEmpty()
+                && m.getMissing().getFirst() instanceof PositionalParamSpec first) {
+            // picocli names the first missing operand; the ones after it are missing too
+            List<Command.Operand> operands = command.operands();
+            String missing = operands.subList(first.index().min(), operands.size()).stream().map(Command.Operand::label)
+                    .collect(Collectors.joining(" "));
             return new ConfigException(missing, 0, "missing (see --help)");
         }
         return new ConfigException("loupe " + command.word(), 0, e.getMessage());

@@ -24,7 +24,7 @@ public final class Options {
     static final long MAX_OUTPUT = 1L << 40;
 
     public static final Option<Path> CONFIG = Option.value(null, "--config", "FILE", Values::path)
-            .help("YAML configuration file (flags override it)").commands(Command.RUN, Command.RELAY);
+            .help("YAML configuration file (flags override it)").commands(Command.RUN, Command.RELAY, Command.LATENCY_DIFF);
 
     public static final Option<Integer> FREQUENCY = Option.value("frequency", "--frequency", "HZ", Values::frequency)
             .byDefault("19").help("samples per second per CPU (Hz), " + Values.MIN_HZ + ".." + Values.MAX_HZ);
