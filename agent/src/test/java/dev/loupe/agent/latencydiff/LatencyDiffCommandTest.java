@@ -15,6 +15,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import java.util.stream.Stream;
 
 import static dev.loupe.agent.latencydiff.SyntheticLatencyProfiles.logNormal;
 import static dev.loupe.agent.latencydiff.SyntheticLatencyProfiles.scaled;
@@ -53,17 +54,34 @@ class LatencyDiffCommandTest {
         return write(name, SyntheticLatencyProfiles.latencyProfile(List.of(functions)));
     }
 
+    /**
+     * Base and current profiles of one function: {@code calls} log-normal latencies around 800 µs on each side
+     * (seeds {@code seed} and {@code seed + 1}), the current ones times {@code slowdown}.
+     */
+    private String[] pair(String function, long seed, int calls, double sigma, double slowdown) throws IOException {
+        Path base = profile("base.pb.gz", new Calls(APP, function, logNormal(seed, calls, 800_000, sigma)));
+        Path current = profile("current.pb.gz",
+                new Calls(APP, function, scaled(logNormal(seed + 1, calls, 800_000, sigma), slowdown)));
+        return new String[] {base.toString(), current.toString()};
+    }
+
+    private Run run(String[] files, String... options) {
+        return run(Stream.concat(Stream.of(options), Stream.of(files)).toArray(String[]::new));
+    }
+
     @Test
     void aKnownPairPrintsOneRowPerFunctionRegressedFirstWithTheTrueQuantiles() throws IOException {
         long[] handle = logNormal(1, 1000, 1_000_000, 0.25);
         long[] parse = logNormal(3, 1000, 40_000, 0.3);
-        long[] rare = logNormal(5, 100, 5_000_000, 0.2);
+        // 190 calls (under the minimum) in a narrow spread: the p99 of so few calls rests on the top two, which a
+        // wide spread leaves too far apart to check a histogram against
+        long[] rare = logNormal(5, 190, 5_000_000, 0.1);
         Calls handleBase = new Calls(APP, "main.handle", handle);
         Calls handleNow = new Calls(APP, "main.handle", scaled(logNormal(2, 1000, 1_000_000, 0.25), 1.3));
         Calls parseBase = new Calls(APP, "main.parse", parse);
         Calls parseNow = new Calls(APP, "main.parse", logNormal(4, 1000, 40_000, 0.3));
         Calls rareBase = new Calls("/srv/worker", "main.rare", rare);
-        Calls rareNow = new Calls("/srv/worker", "main.rare", scaled(logNormal(6, 100, 5_000_000, 0.2), 1.5));
+        Calls rareNow = new Calls("/srv/worker", "main.rare", scaled(logNormal(6, 190, 5_000_000, 0.1), 1.5));
         Calls gone = new Calls(APP, "main.gone", logNormal(7, 500, 200_000, 0.2));
         Calls added = new Calls(APP, "main.added", logNormal(8, 300, 3_000, 0.2));
         Path base = profile("base.pb.gz", handleBase, parseBase, rareBase, gone);
@@ -88,11 +106,7 @@ class LatencyDiffCommandTest {
 
     @Test
     void aFunctionOneAndAThirdTimesSlowerOverAThousandCallsIsFlaggedAndExits1() throws IOException {
-        Path base = profile("base.pb.gz", new Calls(APP, "main.slow", logNormal(11, 1000, 800_000, 0.3)));
-        Path current = profile("current.pb.gz",
-                new Calls(APP, "main.slow", scaled(logNormal(12, 1000, 800_000, 0.3), 1.3)));
-
-        Run r = run(base.toString(), current.toString());
+        Run r = run(pair("main.slow", 11, 1000, 0.3, 1.3));
 
         assertEquals(1, r.exit(), r.out());
         assertEquals("regressed", cells(r.out().lines().toList().get(1)).getFirst(), r.out());
@@ -102,10 +116,7 @@ class LatencyDiffCommandTest {
 
     @Test
     void anEqualFunctionIsNotFlaggedAndExits0() throws IOException {
-        Path base = profile("base.pb.gz", new Calls(APP, "main.same", logNormal(21, 1000, 800_000, 0.3)));
-        Path current = profile("current.pb.gz", new Calls(APP, "main.same", logNormal(22, 1000, 800_000, 0.3)));
-
-        Run r = run(base.toString(), current.toString());
+        Run r = run(pair("main.same", 21, 1000, 0.3, 1.0));
 
         assertEquals(0, r.exit(), r.out());
         assertEquals("not regressed", cells(r.out().lines().toList().get(1)).getFirst(), r.out());
@@ -113,12 +124,10 @@ class LatencyDiffCommandTest {
 
     @Test
     void tooFewCallsGiveNoVerdictAndExit0UnlessTheMinimumIsLowered() throws IOException {
-        Path base = profile("base.pb.gz", new Calls(APP, "main.few", logNormal(31, 150, 800_000, 0.2)));
-        Path current = profile("current.pb.gz",
-                new Calls(APP, "main.few", scaled(logNormal(32, 150, 800_000, 0.2), 1.5)));
+        String[] files = pair("main.few", 31, 150, 0.2, 1.5);
 
-        Run defaults = run(base.toString(), current.toString());
-        Run lowered = run("--latency-regression-min-calls", "100", base.toString(), current.toString());
+        Run defaults = run(files);
+        Run lowered = run(files, "--latency-regression-min-calls", "100");
 
         assertEquals(0, defaults.exit(), defaults.out());
         assertEquals("too few calls", cells(defaults.out().lines().toList().get(1)).getFirst(), defaults.out());
@@ -129,11 +138,7 @@ class LatencyDiffCommandTest {
 
     @Test
     void aHigherThresholdLetsAOneAndAThirdSlowdownPass() throws IOException {
-        Path base = profile("base.pb.gz", new Calls(APP, "main.slow", logNormal(11, 1000, 800_000, 0.3)));
-        Path current = profile("current.pb.gz",
-                new Calls(APP, "main.slow", scaled(logNormal(12, 1000, 800_000, 0.3), 1.3)));
-
-        Run r = run("--latency-regression-threshold=1.5", base.toString(), current.toString());
+        Run r = run(pair("main.slow", 11, 1000, 0.3, 1.3), "--latency-regression-threshold=1.5");
 
         assertEquals(0, r.exit(), r.out());
         assertEquals("not regressed", cells(r.out().lines().toList().get(1)).getFirst(), r.out());
