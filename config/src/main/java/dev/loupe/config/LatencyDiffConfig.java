@@ -1,6 +1,7 @@
 package dev.loupe.config;
 
 import java.nio.file.Path;
+import java.util.List;
 
 /**
  * {@code loupe latency-diff}'s settings: the two profiles and how a verdict is reached and shown.
@@ -19,7 +20,8 @@ public record LatencyDiffConfig(Path base, Path current, long minCalls, double t
         JSON
     }
 
-    static LatencyDiffConfig build(OptionValues v, java.util.List<String> operands) {
+    /** @param operands the two files, as picocli checked them (exactly two) */
+    static LatencyDiffConfig build(OptionValues v, List<String> operands) {
         Format format = v.get(Options.LATENCY_DIFF_FORMAT);
         return new LatencyDiffConfig(Path.of(operands.get(0)), Path.of(operands.get(1)),
                 v.get(Options.LATENCY_REGRESSION_MIN_CALLS), v.get(Options.LATENCY_REGRESSION_THRESHOLD),
