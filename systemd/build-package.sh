@@ -33,7 +33,8 @@ rm -f "$lib/runtime/lib/server/classes_nocoops.jsa"
 
 cp "$agent/loupe-agent.jar" "$lib/"
 cp "$agent"/lib/*.jar "$lib/lib/"
-cp "$root/agent/src/main/jvm/run.jvmopts" "$root/agent/src/main/jvm/relay.jvmopts" "$lib/"
+cp "$root/agent/src/main/jvm/run.jvmopts" "$root/agent/src/main/jvm/relay.jvmopts" \
+  "$root/agent/src/main/jvm/latency-diff.jvmopts" "$lib/"
 install -D -m 0755 "$root/systemd/loupe-launcher.sh" "$stage/usr/bin/loupe"
 install -D -m 0644 "$root/systemd/loupe.service" "$stage/lib/systemd/system/loupe.service"
 

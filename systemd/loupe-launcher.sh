@@ -11,6 +11,8 @@ usage() {
   cat <<'USAGE'
 Usage: loupe run [options]      profile every CPU (loupe run --help lists the options)
        loupe relay [options]    forward profiles from Kafka to Parca (loupe relay --help)
+       loupe latency-diff [options] BASE.pb.gz CURRENT.pb.gz
+                                compare two latency profiles; exit 1 if a function got slower
        loupe --version
 The service: systemctl status loupe; configuration: /etc/loupe/loupe.yaml (then systemctl reload loupe).
 USAGE
@@ -28,6 +30,10 @@ case "$cmd" in
   relay)
     shift
     exec "$java" "@$lib/relay.jvmopts" -jar "$jar" relay "$@"
+    ;;
+  latency-diff)
+    shift
+    exec "$java" "@$lib/latency-diff.jvmopts" -jar "$jar" latency-diff "$@"
     ;;
   --version|version)
     exec "$java" -Xshare:auto -XX:TieredStopAtLevel=1 -jar "$jar" --version

@@ -16,6 +16,8 @@ import dev.loupe.bpf.BpfException;
 import dev.loupe.bpf.PerfEventSampler;
 import dev.loupe.bpf.UnwindMaps;
 import dev.loupe.agent.latency.ProbeManager;
+import dev.loupe.agent.latencydiff.LatencyDiffCommand;
+import dev.loupe.config.Command;
 import dev.loupe.config.CommandLine;
 import dev.loupe.config.ConfigException;
 import dev.loupe.config.LoupeConfig;
@@ -34,7 +36,7 @@ import java.util.Optional;
 
 /**
  * {@code loupe run [options]}. Exit codes: 0 done, 1 runtime failure, 2 bad arguments or config,
- * 3 BPF unavailable on this host.
+ * 3 BPF unavailable on this host. {@code loupe relay} and {@code loupe latency-diff} are handed to their packages.
  */
 public final class Main {
     /*
@@ -54,6 +56,10 @@ public final class Main {
         }
         if (args.length > 0 && args[0].equals("relay")) {
             System.exit(dev.loupe.agent.relay.RelayCommand.run(Arrays.copyOfRange(args, 1, args.length)));
+            return;
+        }
+        if (args.length > 0 && args[0].equals(Command.LATENCY_DIFF.word())) {
+            System.exit(LatencyDiffCommand.run(Arrays.copyOfRange(args, 1, args.length)));
             return;
         }
         String[] rest = args.length > 0 && args[0].equals("run") ? Arrays.copyOfRange(args, 1, args.length) : args;

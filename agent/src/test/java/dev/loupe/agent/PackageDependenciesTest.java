@@ -32,7 +32,7 @@ class PackageDependenciesTest {
 
     /** Agent package → the agent packages it may import (leaves are always allowed). */
     private static final Map<String, Set<String>> ALLOWED = Map.ofEntries(
-            Map.entry(A, Set.of("http", "latency", "logging", "relabel", "relay", "sampling", "service", "ship", "ship.kafka", "sink", "unwind")),
+            Map.entry(A, Set.of("http", "latency", "latencydiff", "logging", "relabel", "relay", "sampling", "service", "ship", "ship.kafka", "sink", "unwind")),
             Map.entry(A + ".sampling", Set.of("labels", "logging", "sink", "unwind")),
             Map.entry(A + ".unwind", Set.of("logging")),
             Map.entry(A + ".sink", Set.of("logging")),
@@ -47,6 +47,7 @@ class PackageDependenciesTest {
             Map.entry(A + ".relabel", Set.of()),
             Map.entry(A + ".regression", Set.of("files")),
             Map.entry(A + ".files", Set.of()),
+            Map.entry(A + ".latencydiff", Set.of("regression")),
             Map.entry(A + ".host", Set.of()));
 
     private static final Pattern EDGE = Pattern.compile("^\\s+(\\S+)\\s+->\\s+(\\S+)\\s", Pattern.MULTILINE);

@@ -1,5 +1,7 @@
 package dev.loupe.config;
 
+import java.util.List;
+
 /** The subcommands that take options: each {@link Option} names the ones it belongs to. */
 public enum Command {
     RUN("run", "loupe run [options]",
@@ -10,16 +12,23 @@ public enum Command {
                     + "accepted the records."),
     LATENCY_DIFF("latency-diff", "loupe latency-diff [options] BASE.pb.gz CURRENT.pb.gz",
             "Compares two latency profiles as Loupe writes them, per function, with the agent's regression method; "
-                    + "exits 1 when a function got slower (for gating a canary or CI stage), 2 on bad input.");
+                    + "exits 1 when a function got slower (for gating a canary or CI stage), 2 on bad input.",
+            new Operand("BASE.pb.gz", "the baseline's latency profile (gzipped pprof, as Loupe writes it)"),
+            new Operand("CURRENT.pb.gz", "the latency profile to judge against it"));
+
+    /** A positional argument the command requires, in order. */
+    record Operand(String label, String description) {}
 
     private final String word;
     private final String synopsis;
     private final String description;
+    private final List<Operand> operands;
 
-    Command(String word, String synopsis, String description) {
+    Command(String word, String synopsis, String description, Operand... operands) {
         this.word = word;
         this.synopsis = synopsis;
         this.description = description;
+        this.operands = List.of(operands);
     }
 
     /** The word after {@code loupe}. */
@@ -33,5 +42,9 @@ public enum Command {
 
     String description() {
         return description;
+    }
+
+    List<Operand> operands() {
+        return operands;
     }
 }

@@ -3,6 +3,7 @@ package dev.loupe.config;
 import picocli.CommandLine.MissingParameterException;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Model.OptionSpec;
+import picocli.CommandLine.Model.PositionalParamSpec;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.ParseResult;
 import picocli.CommandLine.UnmatchedArgumentException;
@@ -11,9 +12,11 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.stream.Collectors;
 
 /**
- * The flags of {@code loupe run} and {@code loupe relay}, read by picocli from the option table ({@link Options}):
+ * The flags of {@code loupe run}, {@code loupe relay} and {@code loupe latency-diff} (and the latter's two files),
+ * read by picocli from the option table ({@link Options}):
  * {@code --flag value} or {@code --flag=value}; a repeated flag's last value wins unless the option collects them.
  * Layers: the declared defaults, then the {@code --config} file, then the flags.
  */
@@ -23,6 +26,9 @@ public final class CommandLine {
 
     /** @param help {@code --help} was given: print {@link #usage(Command)} and do nothing else */
     public record ParsedRelay(boolean help, RelayConfig config) {}
+
+    /** @param help {@code --help} was given: print {@link #usage(Command)} and do nothing else */
+    public record ParsedLatencyDiff(boolean help, LatencyDiffConfig config) {}
 
     private static final int USAGE_WIDTH = 110;
 
@@ -55,7 +61,17 @@ public final class CommandLine {
         return new ParsedRelay(false, RelayConfig.build(l.values, l.file, l.sourceName()));
     }
 
-    private record Layers(boolean help, OptionValues values, Optional<Path> file) {
+    /** {@code loupe latency-diff}'s arguments: its flags over its --config file (e.g. the agent's), and the two profiles. */
+    public static ParsedLatencyDiff parseLatencyDiff(String[] args) throws ConfigException {
+        Layers l = layers(Command.LATENCY_DIFF, args);
+        if (l.help) {
+            return new ParsedLatencyDiff(true, null);
+        }
+        return new ParsedLatencyDiff(false, LatencyDiffConfig.build(l.values, l.operands));
+    }
+
+    /** @param operands the positional arguments, as many as the command declares */
+    private record Layers(boolean help, OptionValues values, Optional<Path> file, List<String> operands) {
         String sourceName() {
             return file.map(Path::toString).orElse("command line");
         }
@@ -69,7 +85,7 @@ public final class CommandLine {
             throw flagError(command, e);
         }
         if (parsed.isUsageHelpRequested()) {
-            return new Layers(true, null, Optional.empty());
+            return new Layers(true, null, Optional.empty(), List.of());
         }
         Optional<Path> file = Optional.empty();
         if (parsed.hasMatchedOption(Options.CONFIG.flag())) {
@@ -88,7 +104,8 @@ public final class CommandLine {
         if (!remoteStoreFlags.isEmpty() && values.get(Options.REMOTE_STORE_ADDRESS).isEmpty()) {
             throw new ConfigException(Options.REMOTE_STORE_ADDRESS.flag(), 0, "missing: the other --remote-store-* flags need it");
         }
-        return new Layers(false, values, file);
+        List<String> operands = parsed.matchedPositionals().stream().map(p -> (String) p.getValue()).toList();
+        return new Layers(false, values, file, operands);
     }
 
     private static <T> void apply(OptionValues values, Option<T> o, ParseResult parsed) throws ConfigException {
@@ -120,6 +137,14 @@ public final class CommandLine {
                 && m.getMissing().getFirst() instanceof OptionSpec spec) {
             return new ConfigException(spec.longestName(), 0, "needs a value");
         }
+        if (e instanceof MissingParameterException m && !m.getMissing().isEmpty()
+                && m.getMissing().getFirst() instanceof PositionalParamSpec first) {
+            // picocli names the first missing operand; the ones after it are missing too
+            List<Command.Operand> operands = command.operands();
+            String missing = operands.subList(first.index().min(), operands.size()).stream().map(Command.Operand::label)
+                    .collect(Collectors.joining(" "));
+            return new ConfigException(missing, 0, "missing (see --help)");
+        }
         return new ConfigException("loupe " + command.word(), 0, e.getMessage());
     }
 
@@ -140,6 +165,15 @@ public final class CommandLine {
                 b.arity("1");
             }
             spec.addOption(b.build());
+        }
+        List<Command.Operand> operands = command.operands();
+        for (int i = 0; i < operands.size(); i++) {
+            spec.addPositional(PositionalParamSpec.builder().index(String.valueOf(i)).arity("1").required(true)
+                    .type(String.class).paramLabel(operands.get(i).label()).description(operands.get(i).description())
+                    .build());
+        }
+        if (!operands.isEmpty()) {
+            spec.usageMessage().parameterListHeading("%nArguments:%n");
         }
         spec.addOption(OptionSpec.builder("-h", "--help").usageHelp(true).description("show this help").build());
         picocli.CommandLine cli = new picocli.CommandLine(spec);

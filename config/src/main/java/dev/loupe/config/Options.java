@@ -9,7 +9,7 @@ import java.util.Map;
 import java.util.Optional;
 
 /**
- * Every option of {@code loupe run} and {@code loupe relay}, each declared once. Adding an option means adding
+ * Every option of {@code loupe run}, {@code loupe relay} and {@code loupe latency-diff}, each declared once. Adding an option means adding
  * a declaration here and reading it where it is used ({@link LoupeConfig#get}); the loader, the flags,
  * {@code --help}, default.yaml and docs/configuration.md follow (ConfigDocsTest keeps the last two current).
  */
@@ -24,7 +24,7 @@ public final class Options {
     static final long MAX_OUTPUT = 1L << 40;
 
     public static final Option<Path> CONFIG = Option.value(null, "--config", "FILE", Values::path)
-            .help("YAML configuration file (flags override it)").commands(Command.RUN, Command.RELAY);
+            .help("YAML configuration file (flags override it)").commands(Command.RUN, Command.RELAY, Command.LATENCY_DIFF);
 
     public static final Option<Integer> FREQUENCY = Option.value("frequency", "--frequency", "HZ", Values::frequency)
             .byDefault("19").help("samples per second per CPU (Hz), " + Values.MIN_HZ + ".." + Values.MAX_HZ);
@@ -205,6 +205,13 @@ public final class Options {
             .help("slower means significantly slower by a rank test and p50 or p90 at least RATIO times the "
                     + "baseline's (1.0..100)");
 
+    /** Absent: {@link LatencyDiffConfig.Format#TABLE}. */
+    public static final Option<LatencyDiffConfig.Format> LATENCY_DIFF_FORMAT = Option.value(null, "--format", "table|json",
+                    Options::diffFormat)
+            .commands(Command.LATENCY_DIFF)
+            .help("table: a fixed-width table, one row per function, and a summary line (default); "
+                    + "json: a JSON array, one object per function");
+
     /** Every option, in the order of help and documentation. */
     public static final List<Option<?>> ALL = List.of(CONFIG, FREQUENCY, INTERVAL, DURATION, OUTPUT, PIDS, HTTP,
             OUTPUT_RETENTION, OUTPUT_MAX_BYTES, STATE_DIR, LOG_LEVEL, UNWIND_TABLES, UNWIND_TABLE_BUDGET, REMOTE_STORE_ADDRESS, REMOTE_STORE_INSECURE, REMOTE_STORE_INSECURE_SKIP_VERIFY,
@@ -212,7 +219,7 @@ public final class Options {
             REMOTE_STORE_HEADERS, REMOTE_STORE_TIMEOUT, REMOTE_STORE_BATCH_MAX_BYTES, KAFKA_BOOTSTRAP_SERVERS, KAFKA_TOPIC,
             KAFKA_PRODUCER, KAFKA_TRANSACTIONAL, KAFKA_GROUP_ID, KAFKA_CONSUMER, RELAY_QUARANTINE_DIR, SPOOL_DIR,
             SPOOL_MAX_BYTES, EXTERNAL_LABELS, RELABEL, PROBES, PROBE_STACKS, PROBES_MAX_FUNCTIONS,
-            LATENCY_REGRESSION_WINDOW, LATENCY_REGRESSION_MIN_CALLS, LATENCY_REGRESSION_THRESHOLD);
+            LATENCY_REGRESSION_WINDOW, LATENCY_REGRESSION_MIN_CALLS, LATENCY_REGRESSION_THRESHOLD, LATENCY_DIFF_FORMAT);
 
     /** A comment above each YAML section in default.yaml. */
     static final Map<String, String> SECTIONS = sections();
@@ -281,6 +288,14 @@ public final class Options {
             throw new IllegalArgumentException("must be between 10s and 24h, got " + text);
         }
         return d;
+    }
+
+    static LatencyDiffConfig.Format diffFormat(String text) {
+        return switch (text.trim()) {
+            case "table" -> LatencyDiffConfig.Format.TABLE;
+            case "json" -> LatencyDiffConfig.Format.JSON;
+            default -> throw new IllegalArgumentException("must be table or json, got \"" + text + "\"");
+        };
     }
 
     static long regressionMinCalls(String text) {

@@ -1,5 +1,7 @@
 package dev.loupe.it;
 
+import dev.loupe.agent.latencydiff.SyntheticLatencyProfiles;
+import dev.loupe.agent.latencydiff.SyntheticLatencyProfiles.Calls;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -10,7 +12,7 @@ import java.util.List;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** The agent's command line as users meet it: --help, bad flags, bad config files. */
+/** The agent's command line as users meet it: --help, bad flags, bad config files; loupe latency-diff's exit codes. */
 class CommandLineTest {
     @TempDir
     Path dir;
@@ -79,5 +81,42 @@ class CommandLineTest {
         List<String> lines = r.output().lines().filter(l -> l.startsWith("loupe:")).toList();
         assertEquals(1, lines.size(), r.output());
         assertTrue(lines.get(0).startsWith("loupe: BPF unavailable: no CAP_BPF/CAP_PERFMON"), lines.get(0));
+    }
+
+    /** {@code loupe latency-diff} as the launchers start it: the jar's Main dispatches it, and the JVM warns of nothing. */
+    private static Commands.Result latencyDiff(String... args) throws Exception {
+        Path jvmopts = AgentProcess.RUN_JVMOPTS.resolveSibling("latency-diff.jvmopts");
+        List<String> cmd = new java.util.ArrayList<>(List.of(AgentProcess.JAVA, "@" + jvmopts, "-jar",
+                AgentProcess.JAR.toString(), "latency-diff"));
+        cmd.addAll(List.of(args));
+        return Commands.run(cmd, 60);
+    }
+
+    @Test
+    void latencyDiffExits1OnARegression0WithoutAnd2OnACpuProfile() throws Exception {
+        long[] base = SyntheticLatencyProfiles.logNormal(1, 1000, 2_000_000, 0.3);
+        long[] same = SyntheticLatencyProfiles.logNormal(2, 1000, 2_000_000, 0.3);
+        Path before = Files.write(dir.resolve("before.pb.gz"),
+                SyntheticLatencyProfiles.latencyProfile(List.of(new Calls("/srv/app", "main.serve", base))));
+        Path slower = Files.write(dir.resolve("slower.pb.gz"), SyntheticLatencyProfiles.latencyProfile(
+                List.of(new Calls("/srv/app", "main.serve", SyntheticLatencyProfiles.scaled(same, 1.3)))));
+        Path unchanged = Files.write(dir.resolve("unchanged.pb.gz"),
+                SyntheticLatencyProfiles.latencyProfile(List.of(new Calls("/srv/app", "main.serve", same))));
+        Path cpu = Files.write(dir.resolve("cpu.pb.gz"), SyntheticLatencyProfiles.cpuProfile());
+
+        Commands.Result regressed = latencyDiff(before.toString(), slower.toString());
+        Commands.Result steady = latencyDiff(before.toString(), unchanged.toString());
+        Commands.Result bad = latencyDiff(before.toString(), cpu.toString());
+
+        assertEquals(1, regressed.exit(), regressed.output());
+        List<String> lines = regressed.output().lines().toList();
+        assertEquals(3, lines.size(), regressed.output()); // header, the row, the summary: no JVM warnings
+        assertTrue(lines.get(0).startsWith("VERDICT "), regressed.output());
+        assertTrue(lines.get(1).startsWith("regressed  main.serve  /srv/app  "), regressed.output());
+        assertEquals(0, steady.exit(), steady.output());
+        assertTrue(steady.output().lines().toList().get(1).startsWith("not regressed  main.serve  "), steady.output());
+        assertEquals(2, bad.exit(), bad.output());
+        assertEquals("loupe latency-diff: " + cpu + ": not a latency profile: its sample types are samples/count, "
+                + "cpu/nanoseconds, not calls/count and latency/nanoseconds\n", bad.output());
     }
 }

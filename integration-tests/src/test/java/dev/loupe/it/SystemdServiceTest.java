@@ -44,7 +44,8 @@ class SystemdServiceTest {
     void packageHoldsARuntimeAndDependsOnNoToolchain(@TempDir Path dir) throws Exception {
         String contents = Commands.run(List.of("dpkg-deb", "-c", deb.toString()), 60).check().output();
         for (String f : List.of("./usr/bin/loupe", "./usr/lib/loupe/runtime/bin/java", "./usr/lib/loupe/loupe-agent.jar",
-                "./usr/lib/loupe/run.jvmopts", "./usr/lib/loupe/relay.jvmopts", "./lib/systemd/system/loupe.service",
+                "./usr/lib/loupe/run.jvmopts", "./usr/lib/loupe/relay.jvmopts", "./usr/lib/loupe/latency-diff.jvmopts",
+                "./lib/systemd/system/loupe.service",
                 "./etc/loupe/loupe.yaml", "./usr/share/doc/loupe/README.md", "./usr/share/doc/loupe/configuration.md",
                 "./usr/share/loupe/prometheus/loupe-rules.yml")) {
             assertTrue(contents.contains(" " + f + "\n"), f + " in\n" + contents);
