@@ -27,6 +27,8 @@ public final class ElfFile {
     public static final int ET_EXEC = 2;
     public static final int ET_DYN = 3;
     /** Default bound on the heap a symbol table may take ({@link #open(Path, long)}). */
+    /** Note type of the Go toolchain's build id ({@code ELF_NOTE_GOBUILDID_TAG} in cmd/link). */
+    static final int GO_BUILD_ID_NOTE = 4;
     public static final long DEFAULT_MAX_SYMBOL_BYTES = 512L << 20;
 
     private static final int PF_X = 1;
@@ -54,6 +56,7 @@ public final class ElfFile {
     private final boolean[] loadExec;
     private final SymbolTable symbols;
     private final Optional<String> buildId;
+    private Optional<String> goBuildId = Optional.empty(); // set by readBuildId, which reads every note
 
     private ElfFile(ElfSource src, long maxSymbolBytes) throws ElfException {
         this.source = src;
@@ -118,6 +121,19 @@ public final class ElfFile {
     /** The GNU build id as lower-case hex, from {@code .note.gnu.build-id} or a PT_NOTE segment. */
     public Optional<String> buildId() {
         return buildId;
+    }
+
+    /**
+     * A Go binary's build id (the {@code "Go"} note of type 4 in {@code .note.go.buildid}, as {@code go tool buildid}
+     * prints it); Go writes it whether or not the linker adds a GNU one.
+     */
+    public Optional<String> goBuildId() {
+        return goBuildId;
+    }
+
+    /** The GNU build id, else the Go build id: what names this build of the binary. */
+    public Optional<String> anyBuildId() {
+        return buildId.isPresent() ? buildId : goBuildId;
     }
 
     /** Whether a section of this name with file contents exists (e.g. {@code .symtab}: not stripped). */
@@ -302,6 +318,7 @@ public final class ElfFile {
     // ---------------- build id ----------------
 
     private Optional<String> readBuildId() throws ElfException {
+        String gnu = null;
         List<long[]> areas = new ArrayList<>(); // {offset, size, align}
         for (SectionHeader s : headers.sections()) { // the dedicated section first, then any note section, then PT_NOTE
             if (s.type() == SectionHeader.SHT_NOTE && s.name().equals(".note.gnu.build-id")) {
@@ -338,7 +355,13 @@ public final class ElfFile {
                         && n.get(p + 15) == 0 && descsz > 0 && descsz <= 64) {
                     byte[] id = new byte[(int) descsz];
                     n.get((int) nameEnd, id);
-                    return Optional.of(HexFormat.of().formatHex(id));
+                    gnu = gnu != null ? gnu : HexFormat.of().formatHex(id);
+                }
+                if (ntype == GO_BUILD_ID_NOTE && namesz == 4 && n.get(p + 12) == 'G' && n.get(p + 13) == 'o'
+                        && n.get(p + 14) == 0 && descsz > 0 && descsz <= 256 && goBuildId.isEmpty()) {
+                    byte[] id = new byte[(int) descsz];
+                    n.get((int) nameEnd, id);
+                    goBuildId = Optional.of(new String(id, java.nio.charset.StandardCharsets.US_ASCII));
                 }
                 if (descEnd <= p) {
                     break;
@@ -346,7 +369,7 @@ public final class ElfFile {
                 p = (int) Math.min(descEnd, n.limit());
             }
         }
-        return Optional.empty();
+        return Optional.ofNullable(gnu);
     }
 
     private static long align(long v, long a) {

@@ -130,6 +130,23 @@ class GoBinaryTest {
     }
 
     @Test
+    void goBuildIdEqualsGoToolBuildidAndCNamesNone() throws Exception {
+        List<Path> bins = List.of(targets.normal, targets.pie, targets.strippedPie, GoTargets.GO.toRealPath());
+        Set<String> ids = new TreeSet<>();
+        for (Path b : bins) {
+            String expected = TestPrograms.run(List.of(GoTargets.GO.toString(), "tool", "buildid", b.toString())).trim();
+            dev.loupe.unwinder.elf.ElfFile elf = dev.loupe.unwinder.elf.ElfFile.open(b);
+            assertEquals(expected, elf.goBuildId().orElseThrow(), b.toString());
+            assertEquals(elf.buildId().orElse(expected), elf.anyBuildId().orElseThrow(), b.toString());
+            ids.add(expected);
+        }
+        assertEquals(bins.size(), ids.size(), "each build has its own id: " + ids);
+        dev.loupe.unwinder.elf.ElfFile libc = dev.loupe.unwinder.elf.ElfFile.open(TestPrograms.LIBC.toRealPath());
+        assertTrue(libc.goBuildId().isEmpty(), "libc has no Go build id");
+        assertEquals(libc.buildId().orElseThrow(), libc.anyBuildId().orElseThrow());
+    }
+
+    @Test
     void goidOffsetFromDwarfEqualsReadelfAndTheVersionTable() throws Exception {
         GoRuntimeOffsets normal = GoRuntimeOffsets.read(targets.normal).orElseThrow();
         assertEquals(GoRuntimeOffsets.Source.DWARF, normal.goidSource());
