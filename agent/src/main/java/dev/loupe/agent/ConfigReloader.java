@@ -1,5 +1,6 @@
 package dev.loupe.agent;
 
+import dev.loupe.agent.latency.ProbeManager;
 import dev.loupe.agent.logging.LogFormat;
 import dev.loupe.agent.sampling.Agent;
 import dev.loupe.config.CommandLine;
@@ -18,7 +19,7 @@ import java.util.concurrent.TimeoutException;
 /**
  * {@code systemctl reload} (SIGHUP): reads the configuration again (the same file and flags as at start),
  * applies what may change live (sinks and their credentials, external labels, output and its retention,
- * log level), and logs one line naming what it applied and what waits for a restart. A file with an error is
+ * log level, probes and the regression settings), and logs one line naming what it applied and what waits for a restart. A file with an error is
  * refused with its file and line, and everything keeps running as it was. The interval, the spool and the BPF
  * program are never touched.
  */
@@ -35,9 +36,17 @@ final class ConfigReloader {
         return t;
     });
     private volatile LoupeConfig running;
+    private final ProbeManager probes; // null when the latency programs could not be loaded
+
+    /** Live options applied elsewhere than in the sinks: changing only these swaps no sink. */
+    private static final java.util.Set<dev.loupe.config.Option<?>> NOT_SINKS = java.util.Set.of(Options.LOG_LEVEL,
+            Options.PROBES, Options.PROBE_STACKS, Options.LATENCY_REGRESSION_WINDOW, Options.LATENCY_REGRESSION_MIN_CALLS,
+            Options.LATENCY_REGRESSION_THRESHOLD);
 
     ConfigReloader(String[] args, LoupeConfig running, Agent agent, ServiceSupervisor supervisor) {
         this.args = args.clone();
+        this.probes = agent.sideProfiles().stream().filter(ProbeManager.class::isInstance).map(ProbeManager.class::cast)
+                .findFirst().orElse(null);
         this.running = running;
         this.agent = agent;
         this.supervisor = supervisor;
@@ -78,7 +87,7 @@ final class ConfigReloader {
                 LOG.log(System.Logger.Level.ERROR, "reload refused, the running configuration stays: " + e.getMessage());
                 return new ConfigChange(List.of(), List.of());
             }
-            if (change.live().stream().anyMatch(o -> o != Options.LOG_LEVEL)) {
+            if (change.live().stream().anyMatch(o -> !NOT_SINKS.contains(o))) {
                 try {
                     List<String> sinks = agent.replaceSinks(() -> Sinks.open(next), () -> Sinks.open(before))
                             .get(SWAP_TIMEOUT_SECONDS, TimeUnit.SECONDS);
@@ -97,6 +106,13 @@ final class ConfigReloader {
             }
             if (change.changedLive(Options.LOG_LEVEL)) {
                 LogFormat.level(next.logLevel());
+            }
+            if (probes != null && change.changedLive(Options.PROBES, Options.PROBE_STACKS)) {
+                LOG.log(System.Logger.Level.INFO, "reload: " + probes.reconfigure(next.probes()));
+            }
+            if (probes != null && change.changedLive(Options.LATENCY_REGRESSION_WINDOW, Options.LATENCY_REGRESSION_MIN_CALLS,
+                    Options.LATENCY_REGRESSION_THRESHOLD)) {
+                probes.updateRegressionSettings(Main.regressionSettings(next));
             }
             running = next;
             LOG.log(System.Logger.Level.INFO, "reload: " + change.describe());

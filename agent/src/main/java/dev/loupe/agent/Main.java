@@ -16,11 +16,13 @@ import dev.loupe.bpf.BpfException;
 import dev.loupe.bpf.PerfEventSampler;
 import dev.loupe.bpf.UnwindMaps;
 import dev.loupe.agent.latency.ProbeManager;
+import dev.loupe.agent.regression.RegressionTracker;
 import dev.loupe.agent.latencydiff.LatencyDiffCommand;
 import dev.loupe.config.Command;
 import dev.loupe.config.CommandLine;
 import dev.loupe.config.ConfigException;
 import dev.loupe.config.LoupeConfig;
+import dev.loupe.config.Options;
 import dev.loupe.unwinder.proc.ProcessRegistry;
 import dev.loupe.unwinder.symbolize.Symbolizer;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
@@ -176,17 +178,23 @@ public final class Main {
                 UnwindMetrics.register(unwind, metrics);
                 unwind.start();
             }
-            if (!config.probes().isEmpty()) {
-                // Caller stacks (stacks: true) are symbolized by a symbolizer of their own (one thread each) over the shared registry.
-                ProbeManager.start(config.probes(), ProbeManager.Options.defaults(config.probesMaxFunctions()),
-                        () -> Symbolizer.create(new Symbolizer.Options(Path.of("/proc"), Path.of("/proc/kallsyms"),
-                                16L << 20, System::nanoTime), processes)).ifPresent(agent::addSideProfiles);
-            }
+            // Always there, so that a reload can add probes; the kernel side is loaded with the first probe.
+            // Caller stacks (stacks: true) are symbolized by a symbolizer of their own (one thread each) over the shared registry.
+            ProbeManager.start(config.probes(), ProbeManager.Options.defaults(config.probesMaxFunctions()),
+                    () -> Symbolizer.create(new Symbolizer.Options(Path.of("/proc"), Path.of("/proc/kallsyms"),
+                            16L << 20, System::nanoTime), processes),
+                    RegressionTracker.open(config.stateDir().resolve("latency-baselines"), regressionSettings(config),
+                            System::currentTimeMillis)).ifPresent(agent::addSideProfiles);
         } catch (RuntimeException e) {
             agent.stop();
             throw e;
         }
         return agent;
+    }
+
+    static RegressionTracker.Settings regressionSettings(LoupeConfig config) {
+        return new RegressionTracker.Settings(config.get(Options.LATENCY_REGRESSION_WINDOW),
+                config.get(Options.LATENCY_REGRESSION_MIN_CALLS), config.get(Options.LATENCY_REGRESSION_THRESHOLD));
     }
 
     private static SdNotify sdNotify() {

@@ -32,12 +32,12 @@ class PackageDependenciesTest {
 
     /** Agent package → the agent packages it may import (leaves are always allowed). */
     private static final Map<String, Set<String>> ALLOWED = Map.ofEntries(
-            Map.entry(A, Set.of("http", "latency", "latencydiff", "logging", "relabel", "relay", "sampling", "service", "ship", "ship.kafka", "sink", "unwind")),
+            Map.entry(A, Set.of("http", "latency", "latencydiff", "logging", "regression", "relabel", "relay", "sampling", "service", "ship", "ship.kafka", "sink", "unwind")),
             Map.entry(A + ".sampling", Set.of("labels", "logging", "sink", "unwind")),
             Map.entry(A + ".unwind", Set.of("logging")),
             Map.entry(A + ".sink", Set.of("logging")),
             Map.entry(A + ".http", Set.of("logging", "sampling", "sink", "unwind")),
-            Map.entry(A + ".latency", Set.of("logging", "regression", "sampling")),
+            Map.entry(A + ".latency", Set.of("labels", "logging", "regression", "sampling")),
             Map.entry(A + ".ship", Set.of("files", "labels", "logging", "relabel", "sink")),
             Map.entry(A + ".ship.kafka", Set.of("logging", "ship")),
             Map.entry(A + ".relay", Set.of("logging", "ship", "ship.kafka")),

@@ -286,8 +286,8 @@ public final class LatencyProbes implements AutoCloseable {
     }
 
     /**
-     * Per attached probe id: its cumulative fine histogram since attach, {@link #FINE_BUCKETS} counts (detached
-     * probes are left out). The kernel keeps one array per probe for all CPUs: a read while calls return is
+     * Per attached probe id: its cumulative fine histogram since attach, {@link #FINE_BUCKETS} counts; probes
+     * detached since the last {@link #readHistograms()} with their final counts (read this one first). The kernel keeps one array per probe for all CPUs: a read while calls return is
      * not a snapshot of one instant, but no count it returns ever decreases until the id is attached again.
      */
     public synchronized Map<Integer, long[]> readFineHistograms() throws BpfException {
@@ -297,7 +297,9 @@ public final class LatencyProbes implements AutoCloseable {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment key = a.allocate(JAVA_INT);
             MemorySegment v = a.allocate(fineHistograms.valueSlotSize(), 8);
-            for (int id : attached.keySet()) {
+            Set<Integer> ids = new LinkedHashSet<>(attached.keySet());
+            ids.addAll(detachedUnread); // final counts until readHistograms() forgets them
+            for (int id : ids) {
                 key.set(JAVA_INT, 0, id);
                 long[] buckets = new long[LatencyAbi.FINE_BUCKETS];
                 if (fineHistograms.lookup(key, v)) {

@@ -74,6 +74,11 @@ public record ProbeSpec(int id, Path binary, int pid, long entryOffset, Kind kin
         return new ProbeSpec(id, binary, pid, entryOffset, Kind.NATIVE, List.of(), 0, null, false);
     }
 
+    /** This probe under another id (ids are the agent's to hand out and reuse). */
+    public ProbeSpec withId(int newId) {
+        return new ProbeSpec(newId, binary, pid, entryOffset, kind, retOffsets, goidOffset, gSource, stacks);
+    }
+
     /** This probe with caller stacks at entry on or off. */
     public ProbeSpec withStacks(boolean on) {
         return new ProbeSpec(id, binary, pid, entryOffset, kind, retOffsets, goidOffset, gSource, on);

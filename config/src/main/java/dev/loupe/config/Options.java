@@ -168,13 +168,14 @@ public final class Options {
     public static final Option<List<ProbeConfig>> PROBES = Option.custom("probes", "--probe", "BINARY:FUNCTION",
                     (source, node, key) -> ProbeConfigParser.fromYaml(source, node),
                     (values, current) -> ProbeConfigParser.merge(values.stream().map(ProbeConfigParser::fromFlag).toList()))
-            .byDefault("[]")
+            .byDefault("[]").reloadable()
             .help("measure each call's latency into /metrics histograms and a latency profile per interval, e.g. "
                     + "[{binary: /usr/bin/app, functions: [\"main.*\"]}, {pid: 123, functions: [main.work], stacks: true}] "
                     + "(flag: BINARY:FUNCTION or pid=PID:FUNCTION, FUNCTION may be a glob; repeatable; flags replace the file's list)");
 
     public static final Option<Optional<Boolean>> PROBE_STACKS = Option.value(null, "--probe-stacks", "BOOL",
                     t -> Optional.of(Values.bool(t)))
+            .reloadable()
             .help("true: latency profiles carry each call's caller stack, for every probe (the flags' and the file's; "
                     + "YAML: stacks: true per entry)");
 
@@ -190,18 +191,18 @@ public final class Options {
 
     public static final Option<Duration> LATENCY_REGRESSION_WINDOW = Option.value("latency-regression.window",
                     "--latency-regression-window", "DURATION", Options::regressionWindow)
-            .byDefault("10m")
+            .byDefault("10m").reloadable()
             .help("each probed function's last DURATION of calls is compared with its baselines (the previous build's, "
                     + "and the current build's trailing 24h without this window) (10s..24h)");
 
     public static final Option<Long> LATENCY_REGRESSION_MIN_CALLS = Option.value("latency-regression.min-calls",
                     "--latency-regression-min-calls", "N", Options::regressionMinCalls)
-            .byDefault("200").commands(Command.RUN, Command.LATENCY_DIFF)
+            .byDefault("200").reloadable().commands(Command.RUN, Command.LATENCY_DIFF)
             .help("no verdict unless the window and the baseline each hold at least N calls (2..1000000000)");
 
     public static final Option<Double> LATENCY_REGRESSION_THRESHOLD = Option.value("latency-regression.threshold",
                     "--latency-regression-threshold", "RATIO", Options::regressionThreshold)
-            .byDefault("1.2").commands(Command.RUN, Command.LATENCY_DIFF)
+            .byDefault("1.2").reloadable().commands(Command.RUN, Command.LATENCY_DIFF)
             .help("slower means significantly slower by a rank test and p50 or p90 at least RATIO times the "
                     + "baseline's (1.0..100)");
 

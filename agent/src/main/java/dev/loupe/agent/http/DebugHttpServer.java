@@ -27,6 +27,8 @@ import java.util.concurrent.Semaphore;
  *   <li>{@code /debug/pprof/profile?seconds=N}: a CPU profile of the next N seconds (default 30), the
  *       convention {@code go tool pprof URL} understands;</li>
  *   <li>{@code /healthz}: 200 while the sampling loop is polling, 503 otherwise;</li>
+ *   <li>{@code /debug/pprof/latency?baseline=previous_build|trailing} and {@code ?window=current}: the latency
+ *       profiles the regression baselines keep ({@link SideProfileSource#stored}), 404 while there is none.</li>
  *   <li>{@code /debug/pprof/latency?seconds=N} (with probes; any {@link SideProfileSource}): that profile
  *       over the next N seconds;</li>
  *   <li>{@code /metrics}: sampler and agent counters in Prometheus text format, and the side sources'
@@ -115,6 +117,27 @@ public final class DebugHttpServer implements AutoCloseable {
                 respond(ex, 405, "text/plain", "use GET\n");
                 return;
             }
+            java.util.Optional<String[]> storedName = storedName(ex.getRequestURI());
+            if (storedName.isPresent()) {
+                String[] kv = storedName.get();
+                java.util.Optional<Profile> stored;
+                try {
+                    stored = side.stored(kv[0], kv[1]);
+                } catch (IllegalArgumentException e) {
+                    respond(ex, 400, "text/plain", e.getMessage() + "\n");
+                    return;
+                }
+                if (stored.isEmpty()) {
+                    respond(ex, 404, "text/plain", "no " + kv[0] + "=" + kv[1] + " " + side.profileType()
+                            + " profile yet\n");
+                    return;
+                }
+                ex.getResponseHeaders().add("Content-Disposition", "attachment; filename=\"" + side.profileType() + "-"
+                        + kv[1].replaceAll("[^A-Za-z0-9_]", "_") + ".pb.gz\"");
+                ex.getResponseHeaders().add("X-Content-Type-Options", "nosniff");
+                respond(ex, 200, "application/octet-stream", PprofFiles.gzip(stored.get()));
+                return;
+            }
             int seconds;
             try {
                 seconds = parseSeconds(ex.getRequestURI());
@@ -140,6 +163,23 @@ public final class DebugHttpServer implements AutoCloseable {
             ex.getResponseHeaders().add("X-Content-Type-Options", "nosniff");
             respond(ex, 200, "application/octet-stream", PprofFiles.gzip(p));
         }
+    }
+
+    /** {@code baseline=NAME} or {@code window=NAME}: a profile the source keeps (the first such parameter). */
+    static java.util.Optional<String[]> storedName(URI uri) {
+        String q = uri.getRawQuery();
+        if (q == null) {
+            return java.util.Optional.empty();
+        }
+        for (String kv : q.split("&")) {
+            for (String key : new String[] {"baseline", "window"}) {
+                if (kv.startsWith(key + "=")) {
+                    return java.util.Optional.of(new String[] {key,
+                            java.net.URLDecoder.decode(kv.substring(key.length() + 1), java.nio.charset.StandardCharsets.UTF_8)});
+                }
+            }
+        }
+        return java.util.Optional.empty();
     }
 
     /** Go's convention: {@code seconds} defaults to 30. */

@@ -1,5 +1,7 @@
 package dev.loupe.agent.latency;
 
+import dev.loupe.agent.labels.CgroupLabels;
+
 import dev.loupe.unwinder.symbolize.Frame;
 
 import java.util.Collection;
@@ -25,6 +27,7 @@ final class LatencyGroups {
         long calls;
         long nanos;
         String comm;
+        CgroupLabels cgroup = CgroupLabels.NONE;
     }
 
     private final Map<Key, Sums> groups = new HashMap<>();
@@ -37,6 +40,11 @@ final class LatencyGroups {
 
     /** Adds calls to a group; false (and counted) if the group is new and there is no room. */
     boolean add(Key key, String comm, long calls, long nanos) {
+        return add(key, comm, CgroupLabels.NONE, calls, nanos);
+    }
+
+    /** As {@link #add(Key, String, long, long)}, with the process's unit and container (kept from the first add). */
+    boolean add(Key key, String comm, CgroupLabels cgroup, long calls, long nanos) {
         Sums s = groups.get(key);
         if (s == null) {
             if (groups.size() >= maxGroups) {
@@ -45,6 +53,7 @@ final class LatencyGroups {
             }
             s = new Sums();
             s.comm = comm;
+            s.cgroup = cgroup;
             groups.put(key, s);
         }
         s.calls += calls;

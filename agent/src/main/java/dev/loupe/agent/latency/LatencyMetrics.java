@@ -1,5 +1,7 @@
 package dev.loupe.agent.latency;
 
+import dev.loupe.agent.regression.FunctionKey;
+
 import dev.loupe.bpf.LatencyHistogram;
 import dev.loupe.bpf.LatencyStats;
 import io.prometheus.metrics.model.registry.MultiCollector;
@@ -37,12 +39,12 @@ final class LatencyMetrics implements MultiCollector {
     /**
      * What one scrape shows.
      *
-     * @param functions  every function probed since start (detached ones keep their last counts)
-     * @param cumulative counts per probe id; a function without an entry is shown at 0
-     * @param stats      the kernel side's counters, null before the programs were loaded
+     * @param totals per function ever probed, in first-attach order: its counts since then, over every build and
+     *               probe it had (detached ones keep their final counts)
+     * @param stats  the kernel side's counters, null before the programs were loaded
      */
-    record Snapshot(Collection<ProbedFunction> functions, Map<Integer, LatencyHistogram> cumulative, LatencyStats stats,
-                    int attached, long problems, long profileGroupsDropped) {}
+    record Snapshot(Map<FunctionKey, LatencyHistogram> totals, LatencyStats stats, int attached, long problems,
+                    long profileGroupsDropped) {}
 
     private final Supplier<Snapshot> source;
 
@@ -60,13 +62,12 @@ final class LatencyMetrics implements MultiCollector {
         List<MetricSnapshot> out = new ArrayList<>();
         HistogramSnapshot.Builder h = HistogramSnapshot.builder().name(HISTOGRAM)
                 .help("Duration of calls of probed functions (entry to return), measured in the kernel.");
-        for (ProbedFunction f : s.functions()) {
-            LatencyHistogram hist = s.cumulative().get(f.id());
-            long[] counts = hist == null ? new long[LatencyHistogram.BUCKETS] : hist.buckets();
+        for (var e : s.totals().entrySet()) {
+            LatencyHistogram hist = e.getValue();
             h.dataPoint(HistogramSnapshot.HistogramDataPointSnapshot.builder()
-                    .labels(Labels.of("binary", f.binary(), "function", f.function()))
-                    .classicHistogramBuckets(ClassicHistogramBuckets.of(BOUNDS, counts))
-                    .sum(hist == null ? 0 : hist.sumNanos() / 1e9)
+                    .labels(Labels.of("binary", e.getKey().binary(), "function", e.getKey().function()))
+                    .classicHistogramBuckets(ClassicHistogramBuckets.of(BOUNDS, hist.buckets()))
+                    .sum(hist.sumNanos() / 1e9)
                     .build());
         }
         out.add(h.build());

@@ -22,7 +22,9 @@ import java.util.Map;
  * binary, at its link-time entry address); with {@code stacks: true} its callers follow, symbolized like the
  * CPU profile's frames ({@code [stack unavailable]} when the kernel's stack table was full). Labels:
  * {@code function}, {@code binary}, {@code pid} (numeric; {@code pid_namespace=outside} instead for processes
- * outside the agent's PID namespace), {@code comm}, {@code goid} (numeric, Go only),
+ * outside the agent's PID namespace), {@code comm}, {@code goid} (numeric, Go only), {@code build_id} (the
+ * binary's GNU or Go build id, where it has one), {@code systemd_unit}, {@code systemd_user_unit} and
+ * {@code container_id} (from the process's cgroup, where it says them),
  * {@code le_us}: the bucket's upper bound in microseconds (2^k), {@value #INF_LE_US} ({@code Long.MAX_VALUE})
  * for the +Inf bucket — numeric so that {@code -tagfocus=le_us=1024:} selects calls slower than 512 µs — and
  * {@code le_ns}: the fine bucket's upper bound in nanoseconds, exclusive (the sample's calls took less), as
@@ -80,6 +82,10 @@ final class LatencyProfile {
             labels.add(Label.str("binary", f.binary()));
             labels.add(k.pid() != 0 ? Label.num("pid", k.pid()) : PID_OUTSIDE); // 0: outside the agent's PID namespace
             labels.add(Label.str("comm", s.comm)); // left out when empty (not encodable)
+            labels.add(Label.str("build_id", f.buildId())); // left out when empty
+            for (var c : s.cgroup.asMap().entrySet()) {
+                labels.add(Label.str(c.getKey(), c.getValue())); // systemd_unit, systemd_user_unit, container_id where known
+            }
             if (f.spec().kind() == dev.loupe.bpf.ProbeSpec.Kind.GO) {
                 labels.add(Label.num("goid", k.goid())); // left out when 0 (not encodable)
             }

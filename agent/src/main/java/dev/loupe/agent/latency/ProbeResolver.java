@@ -55,6 +55,7 @@ final class ProbeResolver {
         List<String> problems = new ArrayList<>();
         List<ProbeConfig> missing = new ArrayList<>();
         Map<Path, Optional<GoRuntimeOffsets>> goOffsets = new HashMap<>();
+        Map<Path, FileBuild> builds = new HashMap<>();
         for (ProbeConfig c : configs) {
             Path file;
             String label;
@@ -78,6 +79,7 @@ final class ProbeResolver {
                     continue;
                 }
             }
+            FileBuild fileBuild = builds.computeIfAbsent(file, ProbeResolver::fileBuild);
             for (String pattern : c.functions()) {
                 FunctionResolver.Resolution r;
                 try {
@@ -144,7 +146,7 @@ final class ProbeResolver {
                     } else {
                         spec = ProbeSpec.nativeFunction(nextId++, file, pid, t.entryFileOffset()).withStacks(c.stacks());
                     }
-                    out.add(new ProbedFunction(label, t.name(), t.entryAddress(), spec));
+                    out.add(new ProbedFunction(label, t.name(), t.entryAddress(), spec, fileBuild.buildId(), fileBuild.file()));
                     planned++;
                     plannedTotal++;
                 }
@@ -164,6 +166,20 @@ final class ProbeResolver {
             }
         }
         return new Plan(out, notes, problems, missing);
+    }
+
+    /** Which file a probe goes on and its build, read before its functions are resolved (a deploy may race). */
+    private record FileBuild(FileKey file, String buildId) {}
+
+    private static FileBuild fileBuild(Path file) {
+        FileKey key = FileKey.of(file).orElse(FileKey.NONE);
+        String id;
+        try {
+            id = dev.loupe.unwinder.elf.ElfFile.buildIdOf(file).orElse("");
+        } catch (IOException | RuntimeException | dev.loupe.unwinder.elf.ElfException e) {
+            id = ""; // resolving its functions reports what is wrong with the file
+        }
+        return new FileBuild(key, id);
     }
 
     private static String names(List<String> names) {

@@ -1,5 +1,6 @@
 package dev.loupe.agent.latency;
 
+import dev.loupe.agent.regression.FunctionKey;
 import dev.loupe.bpf.ProbeSpec;
 
 /**
@@ -9,9 +10,30 @@ import dev.loupe.bpf.ProbeSpec;
  * @param function     the symbol name (the {@code function} label)
  * @param entryAddress link-time address of the entry (the pprof location's address)
  * @param spec         what is attached; {@code spec.id()} keys its histogram
+ * @param buildId      the binary's GNU build id, else its Go build id, else "" (the {@code build_id} label)
+ * @param file         the file the probe is on, as it was when resolved (a new file at the path is a new build)
  */
-record ProbedFunction(String binary, String function, long entryAddress, ProbeSpec spec) {
+record ProbedFunction(String binary, String function, long entryAddress, ProbeSpec spec, String buildId, FileKey file) {
+    ProbedFunction(String binary, String function, long entryAddress, ProbeSpec spec) {
+        this(binary, function, entryAddress, spec, "", FileKey.NONE);
+    }
+
     int id() {
         return spec.id();
     }
+
+    FunctionKey key() {
+        return new FunctionKey(binary, function);
+    }
+
+    /** What makes two plans' functions the same probe: everything but the id. */
+    Identity identity() {
+        return new Identity(binary, function, spec.pid(), spec.stacks(), file);
+    }
+
+    ProbedFunction withId(int id) {
+        return new ProbedFunction(binary, function, entryAddress, spec.withId(id), buildId, file);
+    }
+
+    record Identity(String binary, String function, int pid, boolean stacks, FileKey file) {}
 }

@@ -27,6 +27,15 @@ public interface SideProfileSource {
     /** A profile of the next {@code duration}, independent of the intervals (the HTTP endpoint). */
     Profile capture(Duration duration) throws InterruptedException;
 
+    /**
+     * A profile the source keeps rather than captures, named by one query parameter of its HTTP path (latency:
+     * {@code baseline=previous_build}, {@code baseline=trailing}, {@code window=current}). Empty when it has none
+     * of that name yet; IllegalArgumentException (with the message for the user) when the name means nothing.
+     */
+    default Optional<Profile> stored(String parameter, String value) {
+        throw new IllegalArgumentException("no stored " + profileType() + " profiles");
+    }
+
     /** Registers this source's metrics (served on {@code /metrics}); called once, before the first scrape. */
     void registerMetrics(PrometheusRegistry registry);
 

@@ -53,7 +53,7 @@ class LatencyOutputTest {
      */
     @Test
     void bucketBoundsArePowersOfTwoMicrosecondsInTheLibrarysFloatForm() throws Exception {
-        String text = text(new LatencyMetrics.Snapshot(List.of(WORK), Map.of(), null, 1, 0, 0));
+        String text = text(new LatencyMetrics.Snapshot(totals(List.of(WORK), Map.of()), null, 1, 0, 0));
         List<String> le = text.lines().filter(l -> l.startsWith("loupe_function_duration_seconds_bucket{"))
                 .map(l -> l.replaceAll(".*,le=\"([^\"]+)\"}.*", "$1")).toList();
         assertEquals(List.of("1.0E-6", "2.0E-6", "4.0E-6", "8.0E-6", "1.6E-5", "3.2E-5", "6.4E-5", "1.28E-4", "2.56E-4",
@@ -68,7 +68,7 @@ class LatencyOutputTest {
 
     @Test
     void metricsAreCumulativeHistogramsAndPassPromtool(@TempDir Path dir) throws Exception {
-        String text = text(new LatencyMetrics.Snapshot(List.of(WORK, IDLE), Map.of(0, hist(0, 3_000_000_000L, 12, 2, 15, 1, 31, 1)),
+        String text = text(new LatencyMetrics.Snapshot(totals(List.of(WORK, IDLE), Map.of(0, hist(0, 3_000_000_000L, 12, 2, 15, 1, 31, 1))),
                 new LatencyStats(5, 4, 3, 2, 1, 0, 0, 0, 0, 2, 1, 7), 2, 1, 3));
         String w = "binary=\"/usr/bin/app \\\"x\\\"\",function=\"main.work\"";
         assertTrue(text.contains("loupe_function_duration_seconds_bucket{" + w + ",le=\"0.002048\"} 0\n"), text);
@@ -172,6 +172,16 @@ class LatencyOutputTest {
         Process proc = new ProcessBuilder(cmd).redirectErrorStream(true).start();
         String out = new String(proc.getInputStream().readAllBytes());
         assertEquals(0, proc.waitFor(), out);
+        return out;
+    }
+
+    /** What ProbeSet.totals gives: per function in order, its histogram by probe id, zeros when it has none. */
+    private static Map<dev.loupe.agent.regression.FunctionKey, LatencyHistogram> totals(List<ProbedFunction> functions,
+                                                                                         Map<Integer, LatencyHistogram> byId) {
+        Map<dev.loupe.agent.regression.FunctionKey, LatencyHistogram> out = new java.util.LinkedHashMap<>();
+        for (ProbedFunction f : functions) {
+            out.put(f.key(), byId.getOrDefault(f.id(), new LatencyHistogram(f.id(), new long[LatencyHistogram.BUCKETS], 0, 0)));
+        }
         return out;
     }
 }

@@ -29,6 +29,7 @@ public final class ElfFile {
     /** Default bound on the heap a symbol table may take ({@link #open(Path, long)}). */
     /** Note type of the Go toolchain's build id ({@code ELF_NOTE_GOBUILDID_TAG} in cmd/link). */
     static final int GO_BUILD_ID_NOTE = 4;
+    private static final long NO_SYMBOLS = -1; // buildIdOf: headers and notes only
     public static final long DEFAULT_MAX_SYMBOL_BYTES = 512L << 20;
 
     private static final int PF_X = 1;
@@ -74,7 +75,7 @@ public final class ElfFile {
             loadExec[i] = (l.flags() & PF_X) != 0;
         }
         // The budget also keeps the builder's name array far below its 2 GiB limit.
-        symbols = readSymbols(Math.min(maxSymbolBytes, 1L << 30));
+        symbols = maxSymbolBytes == NO_SYMBOLS ? SymbolTable.EMPTY : readSymbols(Math.min(maxSymbolBytes, 1L << 30));
         buildId = readBuildId();
     }
 
@@ -91,6 +92,16 @@ public final class ElfFile {
     public static ElfFile open(Path path, long maxSymbolBytes) throws ElfException, IOException {
         try (ElfSource src = ElfSource.open(path)) {
             return new ElfFile(src, maxSymbolBytes);
+        }
+    }
+
+    /**
+     * The build id naming this build of the file at {@code path} (GNU, else Go; see {@link #anyBuildId()}), read
+     * from its headers and notes only: no symbol table is loaded.
+     */
+    public static Optional<String> buildIdOf(Path path) throws ElfException, IOException {
+        try (ElfSource src = ElfSource.open(path)) {
+            return new ElfFile(src, NO_SYMBOLS).anyBuildId();
         }
     }
 

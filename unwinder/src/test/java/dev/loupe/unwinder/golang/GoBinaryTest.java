@@ -138,12 +138,14 @@ class GoBinaryTest {
             dev.loupe.unwinder.elf.ElfFile elf = dev.loupe.unwinder.elf.ElfFile.open(b);
             assertEquals(expected, elf.goBuildId().orElseThrow(), b.toString());
             assertEquals(elf.buildId().orElse(expected), elf.anyBuildId().orElseThrow(), b.toString());
+            assertEquals(elf.anyBuildId(), dev.loupe.unwinder.elf.ElfFile.buildIdOf(b), b.toString());
             ids.add(expected);
         }
         assertEquals(bins.size(), ids.size(), "each build has its own id: " + ids);
         dev.loupe.unwinder.elf.ElfFile libc = dev.loupe.unwinder.elf.ElfFile.open(TestPrograms.LIBC.toRealPath());
         assertTrue(libc.goBuildId().isEmpty(), "libc has no Go build id");
         assertEquals(libc.buildId().orElseThrow(), libc.anyBuildId().orElseThrow());
+        assertEquals(libc.buildId(), dev.loupe.unwinder.elf.ElfFile.buildIdOf(TestPrograms.LIBC.toRealPath()));
     }
 
     @Test
