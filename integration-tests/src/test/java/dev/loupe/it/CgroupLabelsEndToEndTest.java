@@ -77,13 +77,17 @@ class CgroupLabelsEndToEndTest {
             List<Profiles.Stack> mine = Profiles.stacksOfDir(out).stream().filter(s -> s.pid() == pid).toList();
             assertTrue(Profiles.total(mine) > 100, "samples of the contained process: " + Profiles.total(mine));
             Set<Map<String, String>> cgroupLabels = new java.util.HashSet<>();
+            Set<String> nodes = new TreeSet<>();
             for (Profiles.Stack s : mine) {
+                nodes.add(String.valueOf(s.labels().get("node")));
                 Map<String, String> l = new TreeMap<>(s.labels());
                 l.keySet().retainAll(Set.of("systemd_unit", "systemd_user_unit", "container_id"));
                 cgroupLabels.add(l);
             }
             assertEquals(Set.of(Map.of("systemd_unit", unit, "container_id", id)), cgroupLabels,
                     "every sample of the process, in the local files");
+            assertEquals(Set.of(Files.readString(Path.of("/proc/sys/kernel/hostname")).trim()), nodes,
+                    "local files name the host on every sample");
 
             Set<Map<String, String>> shipped = new java.util.HashSet<>();
             TreeSet<String> otherPids = new TreeSet<>();

@@ -9,6 +9,7 @@ import dev.loupe.agent.sink.SinkRunner;
 import dev.loupe.agent.sink.SinkStats;
 import dev.loupe.agent.unwind.UnwindTableUploader;
 import dev.loupe.pprof.PprofFiles;
+import dev.loupe.pprof.SampleLabels;
 import dev.loupe.pprof.proto.Profile;
 import dev.loupe.unwinder.symbolize.Symbolizer;
 
@@ -272,12 +273,16 @@ public final class Agent {
         return next;
     }
 
-    /** Encodes once for every sink. One host-wide series for now. */
+    /**
+     * Encodes once for every sink. One host-wide series for now. The gzipped bytes (local files) carry the series
+     * labels (node) on every sample, so a file says which host it is from; remote sinks send them as series labels.
+     */
     private ProfileBatch encode(Profile profile) {
         Map<String, String> labels = new TreeMap<>(options.seriesLabels());
         labels.put("__name__", CPU_SERIES_NAME);
         EncodedProfile p = new EncodedProfile(CPU_TYPE, new TreeMap<>(labels), profile.getTimeNanos(),
-                profile.getDurationNanos(), PprofFiles.gzip(profile), profile.getSampleCount(), profile);
+                profile.getDurationNanos(), PprofFiles.gzip(SampleLabels.withEverySample(profile, options.seriesLabels())),
+                profile.getSampleCount(), profile);
         List<EncodedProfile> all = new ArrayList<>(List.of(p));
         for (SideProfileSource side : sideProfiles) {
             try {
@@ -285,7 +290,8 @@ public final class Agent {
                     Map<String, String> sideLabels = new TreeMap<>(options.seriesLabels());
                     sideLabels.put("__name__", side.seriesName());
                     all.add(new EncodedProfile(side.profileType(), new TreeMap<>(sideLabels), sp.getTimeNanos(),
-                            sp.getDurationNanos(), PprofFiles.gzip(sp), sp.getSampleCount(), sp));
+                            sp.getDurationNanos(), PprofFiles.gzip(SampleLabels.withEverySample(sp, options.seriesLabels())),
+                            sp.getSampleCount(), sp));
                 });
             } catch (RuntimeException e) {
                 pollErrorLog.log(side.profileType() + " profile failed: " + e.getMessage());
