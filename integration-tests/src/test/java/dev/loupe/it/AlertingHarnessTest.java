@@ -96,7 +96,7 @@ class AlertingHarnessTest {
         Path target = GoBuild.regressionTarget(dir.resolve("build"), dir.resolve("gocache"), 2000, "selftest");
         Path rules = ShortenedRules.write(ShortenedRules.LOUPE_RULES, "5s", dir.resolve("loupe-rules.yml"));
         Path selfTest = Files.writeString(dir.resolve("self-test.yml"), SELF_TEST_RULES);
-        int port = ServerProcess.freePort();
+        int port = FreePort.next();
         String instance = "127.0.0.1:" + port;
         try (AlertmanagerServer alertmanager = AlertmanagerServer.start(dir);
              PrometheusServer prometheus = PrometheusServer.start(dir, new PrometheusServer.Config(List.of(instance),

@@ -52,7 +52,7 @@ public final class AlertmanagerServer implements AutoCloseable {
         ServerProcess.requireInstalled(BINARY, "prometheus-alertmanager");
         Path dir = Files.createTempDirectory(parent, "alertmanager");
         Path config = Files.writeString(dir.resolve("alertmanager.yml"), CONFIG);
-        String address = "127.0.0.1:" + ServerProcess.freePort();
+        String address = "127.0.0.1:" + FreePort.next();
         List<String> cmd = List.of(BINARY.toString(), "--config.file=" + config, "--storage.path=" + dir.resolve("data"),
                 "--web.listen-address=" + address, "--cluster.listen-address=", "--log.level=info");
         return new AlertmanagerServer(ServerProcess.start("alertmanager", dir, cmd, "http://" + address, Duration.ofSeconds(60)),

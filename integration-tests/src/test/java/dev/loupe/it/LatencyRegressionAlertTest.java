@@ -102,8 +102,8 @@ class LatencyRegressionAlertTest {
         String slowId = GoBuild.buildId(slow);
         assertEquals(3, Set.of(fast1Id, fast2Id, slowId).size(), "three builds, three build ids");
 
-        String instance = "127.0.0.1:" + ServerProcess.freePort();
-        String restartedInstance = "127.0.0.1:" + ServerProcess.freePort();
+        String instance = "127.0.0.1:" + FreePort.next();
+        String restartedInstance = "127.0.0.1:" + FreePort.next();
         Path rules = ShortenedRules.write(ShortenedRules.LOUPE_RULES, FOR.toSeconds() + "s", dir.resolve("loupe-rules.yml"));
         alertmanager = keep(AlertmanagerServer.start(dir));
         prometheus = keep(PrometheusServer.start(dir, new PrometheusServer.Config(List.of(instance, restartedInstance),

@@ -73,7 +73,7 @@ public final class PrometheusServer implements AutoCloseable {
         ServerProcess.requireInstalled(BINARY, "prometheus");
         Path dir = Files.createTempDirectory(parent, "prometheus");
         Path file = Files.writeString(dir.resolve("prometheus.yml"), config.yaml());
-        String address = "127.0.0.1:" + ServerProcess.freePort();
+        String address = "127.0.0.1:" + FreePort.next();
         List<String> cmd = List.of(BINARY.toString(), "--config.file=" + file, "--storage.tsdb.path=" + dir.resolve("tsdb"),
                 "--web.listen-address=" + address, "--storage.tsdb.retention.time=1d", "--log.level=info",
                 // A firing alert is sent again each evaluation, not each minute: an alert that fires before the

@@ -1,9 +1,7 @@
 package dev.loupe.it;
 
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.net.ConnectException;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -40,15 +38,6 @@ final class ServerProcess implements AutoCloseable {
         if (!Files.isExecutable(binary)) {
             throw new IllegalStateException(binary + " is not installed: apt-get install " + debianPackage
                     + " (./loupe test installs it)");
-        }
-    }
-
-    /** A port on 127.0.0.1 free a moment ago (the server that gets it binds it soon after). */
-    static int freePort() {
-        try (ServerSocket s = new ServerSocket(0)) {
-            return s.getLocalPort();
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
         }
     }
 
