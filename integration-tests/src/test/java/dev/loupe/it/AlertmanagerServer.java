@@ -7,7 +7,6 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -32,8 +31,8 @@ public final class AlertmanagerServer implements AutoCloseable {
               - name: discard
             """;
 
-    /** One alert of {@code /api/v2/alerts}: its labels, annotations, {@code status.state} and {@code startsAt}. */
-    public record Alert(Map<String, String> labels, Map<String, String> annotations, String state, Instant startsAt) {
+    /** One alert of {@code /api/v2/alerts}: its labels, annotations and {@code status.state}. */
+    public record Alert(Map<String, String> labels, Map<String, String> annotations, String state) {
         public String label(String name) {
             return labels.get(name);
         }
@@ -70,7 +69,7 @@ public final class AlertmanagerServer implements AutoCloseable {
         List<Alert> alerts = new ArrayList<>();
         for (JsonNode a : array) {
             alerts.add(new Alert(strings(a.get("labels")), strings(a.get("annotations")),
-                    a.path("status").path("state").asText(), Instant.parse(a.get("startsAt").asText())));
+                    a.path("status").path("state").asText()));
         }
         return alerts;
     }

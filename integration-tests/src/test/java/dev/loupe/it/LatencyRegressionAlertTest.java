@@ -202,23 +202,37 @@ class LatencyRegressionAlertTest {
         assertEquals(List.of(), alertmanager.alerts(ALERT, Map.of("binary", binary)));
     }
 
-    /** Polls Alertmanager for the case's alert against the previous build until it is active. */
+    /**
+     * Polls Alertmanager for the case's alert against the previous build until it is active, then returns it as it
+     * is once the window holds only the new build's calls: the alert may fire while the window still has old calls in
+     * it, and its annotations (the ratios) follow each evaluation.
+     */
     static AlertmanagerServer.Alert awaitAlert(Case c) throws Exception {
-        Map<String, String> labels = Map.of("binary", c.binary(), "baseline", "previous_build");
         Instant deadline = c.from().plus(ALERT_WITHIN);
         while (Instant.now().isBefore(deadline)) {
-            for (AlertmanagerServer.Alert a : alertmanager.alerts(ALERT, labels)) {
-                if (a.state().equals("active")) {
-                    System.out.printf("%s: alert active in Alertmanager %.1f s after %s (startsAt %s)%n", c.binary(),
-                            Duration.between(c.from(), Instant.now()).toMillis() / 1000.0,
-                            c == slowerAcrossRestart ? "the agent was back" : "the first slow call", a.startsAt());
-                    return a;
+            if (activeAlert(c) != null) {
+                System.out.printf("%s: alert active in Alertmanager %.1f s after %s%n", c.binary(),
+                        Duration.between(c.from(), Instant.now()).toMillis() / 1000.0,
+                        c == slowerAcrossRestart ? "the agent was back" : "the first slow call");
+                Duration untilFull = Duration.between(Instant.now(), c.from().plus(WINDOW).plus(SCRAPE.multipliedBy(3)));
+                if (!untilFull.isNegative()) {
+                    Thread.sleep(untilFull.toMillis());
                 }
+                AlertmanagerServer.Alert alert = activeAlert(c);
+                assertTrue(alert != null, "still active a window after the deploy\n" + diagnostics(c));
+                return alert;
             }
             Thread.sleep(500);
         }
         throw new AssertionError(ALERT + " for " + c.binary() + " not active in Alertmanager within " + ALERT_WITHIN
                 + " of " + c.from() + "\n" + diagnostics(c));
+    }
+
+    /** The case's alert against the previous build if Alertmanager holds it active, else null. */
+    static AlertmanagerServer.Alert activeAlert(Case c) throws Exception {
+        List<AlertmanagerServer.Alert> alerts = alertmanager.alerts(ALERT, Map.of("binary", c.binary(), "baseline", "previous_build"));
+        assertTrue(alerts.size() <= 1, "one alert per binary, function and baseline: " + alerts);
+        return alerts.isEmpty() || !alerts.get(0).state().equals("active") ? null : alerts.get(0);
     }
 
     static void assertRegressionAlert(Case c, AlertmanagerServer.Alert alert) throws Exception {
