@@ -9,10 +9,8 @@ import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Stream;
 
 /**
  * A server binary run by a test (Prometheus, Alertmanager): its process, its log and its own directory, all gone
@@ -104,10 +102,8 @@ final class ServerProcess implements AutoCloseable {
             process.destroyForcibly();
             process.waitFor(10, TimeUnit.SECONDS);
         }
-        try (Stream<Path> files = Files.walk(dir)) {
-            for (Path f : files.sorted(Comparator.reverseOrder()).toList()) {
-                Files.deleteIfExists(f);
-            }
+        try {
+            Directories.delete(dir);
         } catch (IOException e) {
             System.err.println("could not remove " + dir + ": " + e.getMessage());
         }

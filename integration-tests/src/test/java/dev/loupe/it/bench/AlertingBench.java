@@ -2,6 +2,7 @@ package dev.loupe.it.bench;
 
 import dev.loupe.it.AlertmanagerServer;
 import dev.loupe.it.Deployment;
+import dev.loupe.it.Directories;
 import dev.loupe.it.FreePort;
 import dev.loupe.it.GoBuild;
 import dev.loupe.it.PrometheusServer;
@@ -67,14 +68,18 @@ public final class AlertingBench {
             throw new IllegalArgumentException("--part all, cost or alert: " + part);
         }
         Path tmp = Files.createTempDirectory("loupe-alerting-bench");
-        if (!part.equals("alert")) {
-            System.out.println("== the agent's CPU and RSS with " + functions + " probed functions");
-            BaselineCostBench.run(tmp, functions, warmup, costSeconds, costWindow, baselineJar);
-        }
-        if (!part.equals("cost")) {
-            System.out.printf("== time to alert (default window, the rules' for:) and false positives over %d steady minutes%n",
-                    steadyMinutes);
-            alertAndSteadyRun(tmp, functions, beforeMinutes, steadyMinutes, scrapeSeconds);
+        try {
+            if (!part.equals("alert")) {
+                System.out.println("== the agent's CPU and RSS with " + functions + " probed functions");
+                BaselineCostBench.run(tmp, functions, warmup, costSeconds, costWindow, baselineJar);
+            }
+            if (!part.equals("cost")) {
+                System.out.printf("== time to alert (default window, the rules' for:) and false positives over %d steady minutes%n",
+                        steadyMinutes);
+                alertAndSteadyRun(tmp, functions, beforeMinutes, steadyMinutes, scrapeSeconds);
+            }
+        } finally {
+            Directories.delete(tmp);
         }
     }
 
