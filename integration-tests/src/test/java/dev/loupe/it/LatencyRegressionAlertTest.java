@@ -262,7 +262,16 @@ class LatencyRegressionAlertTest {
         assertTrue(p99Now > 4.096 && p99Now <= 8.192, description);
         assertTrue(description.contains("before ≈ now ÷ ratio"), description);
         assertTrue(alert.annotations().get("pprof").contains("-diff_base 'http://" + c.instance()
-                + "/debug/pprof/latency?baseline=previous_build'"), alert.annotations().get("pprof"));
+                + "/debug/pprof/latency?baseline=previous_build' 'http://" + c.instance() + "/debug/pprof/latency?window=current'"),
+                alert.annotations().get("pprof"));
+        // The annotation's command, as a person would run it: the agent serves both profiles and pprof diffs them
+        // (with one probed function and no caller stacks, the normalized difference itself is about zero).
+        String top = PprofTool.run("-normalize", "-top", "-sample_index=latency",
+                "-diff_base", "http://" + c.instance() + "/debug/pprof/latency?baseline=previous_build",
+                "http://" + c.instance() + "/debug/pprof/latency?window=current");
+        String workLine = top.lines().filter(l -> l.endsWith(" " + FUNCTION)).findFirst()
+                .orElseThrow(() -> new AssertionError(FUNCTION + " not in\n" + top));
+        assertTrue(top.contains("Type: latency"), top);
 
         long beforeDeploy = Duration.between(runStart, c.from()).toSeconds();
         assertEquals(List.of(), prometheus.query("count_over_time(ALERTS{binary=\"" + c.binary() + "\"}[" + beforeDeploy + "s])",
