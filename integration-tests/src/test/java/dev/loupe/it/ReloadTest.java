@@ -66,6 +66,47 @@ class ReloadTest {
         }
     }
 
+    /**
+     * Probes are reloaded live: a function removed from the list is detached (its series keeps its count), one
+     * added is attached, the regression settings change, all in one reload and without a restart.
+     */
+    @Test
+    void reloadChangesProbesWithoutARestart() throws Exception {
+        Path target = Targets.build("latency_target.c", dir, "c-target", "-pthread");
+        int port = FreePort.next();
+        Path config = dir.resolve("loupe.yaml");
+        String common = "output: " + dir.resolve("profiles") + "\ninterval: 1s\nhttp:\n  address: 127.0.0.1:" + port
+                + "\nstate-dir: " + dir.resolve("state") + "\n";
+        Files.writeString(config, common + "probes: [{binary: " + target + ", functions: [work]}]\n");
+        java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient();
+        String metricsUrl = "http://127.0.0.1:" + port + "/metrics";
+        try (AgentProcess agent = AgentProcess.start(dir, "--config", config.toString(), "--frequency", "19")) {
+            agent.awaitSampling(Duration.ofSeconds(60));
+            Commands.run(List.of(target.toString(), "flat", "1", "20"), 60).check();
+            await("20 calls of work", () -> LatencyProbeEndToEndTest.get(http, metricsUrl)
+                    .contains(LatencyProbeEndToEndTest.series("count", target, "work") + " 20"), agent);
+            long pid = agent.pid();
+
+            Files.writeString(config, common + "probes: [{binary: " + target + ", functions: [rec]}]\n"
+                    + "latency-regression:\n  threshold: 1.5\n");
+            hup(agent);
+            await("the reload's probe line", () -> agent.log().contains("reload: probes: 1 attached, 1 detached, 1 now"), agent);
+            assertTrue(agent.log().contains("reload: applied: probes, latency-regression.threshold"), agent.log());
+            String out = Commands.run(List.of(target.toString(), "rec", "3"), 60).check().output();
+            long recCalls = Long.parseLong(out.replaceAll("(?s).*calls (\\d+).*", "$1"));
+            Commands.run(List.of(target.toString(), "flat", "1", "5"), 60).check(); // work is no longer probed
+            await("rec's calls", () -> LatencyProbeEndToEndTest.get(http, metricsUrl)
+                    .contains(LatencyProbeEndToEndTest.series("count", target, "rec") + " " + recCalls), agent);
+            String m = LatencyProbeEndToEndTest.get(http, metricsUrl);
+            assertEquals(20, LatencyProbeEndToEndTest.value(m, LatencyProbeEndToEndTest.series("count", target, "work")),
+                    "work detached: its count stays");
+            assertEquals(1, LatencyProbeEndToEndTest.value(m, "loupe_probe_functions_attached"));
+            assertEquals(pid, agent.pid(), "the same process");
+            agent.terminate();
+            agent.awaitExit(Duration.ofSeconds(60));
+        }
+    }
+
     private static LocalDateTime start(Path file) {
         String n = file.getFileName().toString();
         return LocalDateTime.parse(n.substring("cpu-".length(), n.length() - ".pb.gz".length()), NAME);
