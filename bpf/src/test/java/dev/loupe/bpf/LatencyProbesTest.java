@@ -290,8 +290,9 @@ class LatencyProbesTest {
         } finally {
             probes.detach(10);
         }
-        assertFalse(probes.readFineHistograms().containsKey(10), "detached probes are left out");
+        assertArrayEquals(fine, probes.readFineHistograms().get(10), "a detached probe's final fine counts, until readHistograms");
         LatencyHistogram h = probes.readHistograms().get(10);
+        assertFalse(probes.readFineHistograms().containsKey(10), "forgotten once readHistograms gave its final counts");
         LatencyStats s = delta(before, probes.stats());
         String report = "C flat: loupe count " + h.count() + " mean " + h.meanNanos() + " buckets " + Arrays.toString(h.buckets())
                 + "; target " + truth + "; " + s;
