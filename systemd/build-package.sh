@@ -35,6 +35,10 @@ cp "$agent/loupe-agent.jar" "$lib/"
 cp "$agent"/lib/*.jar "$lib/lib/"
 cp "$root/agent/src/main/jvm/run.jvmopts" "$root/agent/src/main/jvm/relay.jvmopts" \
   "$root/agent/src/main/jvm/latency-diff.jvmopts" "$lib/"
+# libbpf 1.1 bundled: Ubuntu 22.04 has only libbpf0 (0.5), which lacks functions the agent binds. It needs
+# GLIBC_2.28 and ELFUTILS_1.6 at most, which every supported host has (libelf1, zlib1g, libc6 below).
+libbpf_so=$(readlink -f /usr/lib/x86_64-linux-gnu/libbpf.so.1)
+install -D -m 0644 "$libbpf_so" "$lib/native/libbpf.so.1"
 install -D -m 0755 "$root/systemd/loupe-launcher.sh" "$stage/usr/bin/loupe"
 install -D -m 0644 "$root/systemd/loupe.service" "$stage/lib/systemd/system/loupe.service"
 
@@ -71,11 +75,11 @@ COPYRIGHT
 shlib_tmp=$(mktemp -d)
 mkdir -p "$shlib_tmp/debian"
 printf 'Source: loupe\n\nPackage: loupe\nArchitecture: amd64\n' > "$shlib_tmp/debian/control"
-mapfile -t elves < <(find "$lib/runtime" -type f \( -name '*.so' -o -path '*/bin/*' \) -exec sh -c 'head -c4 "$1" | grep -q ELF' _ {} \; -print)
+mapfile -t elves < <(find "$lib/runtime" "$lib/native" -type f \( -name '*.so' -o -name '*.so.1' -o -path '*/bin/*' \) -exec sh -c 'head -c4 "$1" | grep -q ELF' _ {} \; -print)
 shlibs=$(cd "$shlib_tmp" && dpkg-shlibdeps -O --ignore-missing-info -l"$lib/runtime/lib" -l"$lib/runtime/lib/server" "${elves[@]}" 2>/dev/null \
   | sed -n 's/^shlibs:Depends=//p')
 rm -rf "$shlib_tmp"
-depends="${shlibs:+$shlibs, }libbpf1 (>= 1:1.1), adduser"
+depends="${shlibs:+$shlibs, }adduser"
 
 installed_kb=$(du -sk --exclude=DEBIAN "$stage" | cut -f1)
 cat > "$stage/DEBIAN/control" <<CONTROL

@@ -5,6 +5,8 @@ set -euo pipefail
 lib=/usr/lib/loupe
 java="$lib/runtime/bin/java"
 jar="$lib/loupe-agent.jar"
+# The bundled libbpf (hosts such as Ubuntu 22.04 have none of version 1).
+libbpf=(-Dloupe.libbpf="$lib/native/libbpf.so.1")
 # MALLOC_ARENA_MAX: the agent's native allocations are few (libbpf, FFM); two arenas save ~10 MB of RSS.
 export MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}"
 usage() {
@@ -25,7 +27,7 @@ case "$cmd" in
     # The JVM's AOT cache made at install; the JVM ignores a cache that does not match (never fatal).
     aot="${LOUPE_AOT_CACHE:-$lib/loupe-agent.aot}"
     if [ "${LOUPE_AOT:-on}" != off ] && [ -r "$aot" ]; then opts+=("-XX:AOTCache=$aot"); fi
-    exec "$java" "${opts[@]}" -jar "$jar" run "$@"
+    exec "$java" "${opts[@]}" "${libbpf[@]}" -jar "$jar" run "$@"
     ;;
   relay)
     shift

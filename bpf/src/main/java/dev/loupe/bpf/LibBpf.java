@@ -30,10 +30,14 @@ final class LibBpf {
     static {
         SymbolLookup lib = null;
         String error = null;
+        // -Dloupe.libbpf=PATH: the package's own copy; otherwise the system's, by its soname.
+        String path = System.getProperty("loupe.libbpf");
         try {
-            lib = SymbolLookup.libraryLookup("libbpf.so.1", Arena.global());
+            lib = path != null ? SymbolLookup.libraryLookup(java.nio.file.Path.of(path), Arena.global())
+                    : SymbolLookup.libraryLookup("libbpf.so.1", Arena.global());
         } catch (IllegalArgumentException e) {
-            error = "libbpf missing: libbpf.so.1 could not be loaded (install libbpf1)";
+            error = path != null ? "libbpf missing: " + path + " could not be loaded (loupe.libbpf)"
+                    : "libbpf missing: libbpf.so.1 could not be loaded (install libbpf1)";
         }
         LIB = lib;
         LOAD_ERROR = error;

@@ -44,7 +44,7 @@ class SystemdServiceTest {
     void packageHoldsARuntimeAndDependsOnNoToolchain(@TempDir Path dir) throws Exception {
         String contents = Commands.run(List.of("dpkg-deb", "-c", deb.toString()), 60).check().output();
         for (String f : List.of("./usr/bin/loupe", "./usr/lib/loupe/runtime/bin/java", "./usr/lib/loupe/loupe-agent.jar",
-                "./usr/lib/loupe/run.jvmopts", "./usr/lib/loupe/relay.jvmopts", "./usr/lib/loupe/latency-diff.jvmopts",
+                "./usr/lib/loupe/run.jvmopts", "./usr/lib/loupe/relay.jvmopts", "./usr/lib/loupe/native/libbpf.so.1", "./usr/lib/loupe/latency-diff.jvmopts",
                 "./lib/systemd/system/loupe.service",
                 "./etc/loupe/loupe.yaml", "./usr/share/doc/loupe/README.md", "./usr/share/doc/loupe/configuration.md",
                 "./usr/share/loupe/prometheus/loupe-rules.yml")) {
@@ -55,7 +55,7 @@ class SystemdServiceTest {
         String depends = Commands.run(List.of("dpkg-deb", "-f", deb.toString(), "Depends"), 60).check().output().strip();
         Set<String> names = Arrays.stream(depends.split(",")).map(d -> d.strip().split("[ (]")[0])
                 .collect(Collectors.toCollection(TreeSet::new));
-        assertEquals(new TreeSet<>(Set.of("adduser", "libbpf1", "libc6")), names, depends);
+        assertEquals(new TreeSet<>(Set.of("adduser", "libc6", "libelf1", "zlib1g")), names, depends);
 
         Path x = dir.resolve("x");
         Commands.run(List.of("dpkg-deb", "-x", deb.toString(), x.toString()), 120).check();
@@ -106,6 +106,9 @@ class SystemdServiceTest {
                 assertEquals(CAPABILITIES, Long.parseLong(field(status, cap), 16), cap + " in\n" + status);
             }
             assertTrue(m.check(30, "cat", "/proc/" + pid + "/cmdline").output().contains("/usr/lib/loupe/runtime/bin/java"));
+            String maps = m.check(30, "cat", "/proc/" + pid + "/maps").output();
+            assertTrue(maps.contains("/usr/lib/loupe/native/libbpf.so.1\n"), "the bundled libbpf is loaded");
+            assertFalse(maps.contains("/usr/lib/x86_64-linux-gnu/libbpf.so"), "not the system's (the rootfs has libbpf1 too)");
 
             // Profiles appear where the service keeps its state.
             m.await("a CPU profile", Duration.ofSeconds(40), () -> profiles(m) > 0);
