@@ -202,7 +202,8 @@ class AgentTest {
         Profile p = profileOf(new RawSample(9, 9, 9, 9, 0, "proc9", "thr9", 0, 0, RawSample.FP_FALLBACK, new long[0], new long[] {0x1100}));
         assertEquals(1, p.getSampleCount());
         List<String> keys = p.getSample(0).getLabelList().stream().map(l -> p.getStringTable((int) l.getKey())).toList();
-        assertEquals(List.of("pid", "tid", "comm", "thread_comm"), keys, "no unwind=frame_pointers when tables are off");
+        assertEquals(List.of("pid", "tid", "comm", "thread_comm", "node"), keys,
+                "no unwind=frame_pointers when tables are off (node: the local file's series label on every sample)");
     }
 
     @Test

@@ -90,20 +90,21 @@ class SampleCgroupLabelsTest {
             }
             byLabels.merge(labels, s.getValue(0), Long::sum);
         }
+        // The local file's samples also carry the series label node (the agent's seriesLabels, "n" here).
         Map<Map<String, String>, Long> expected = new java.util.HashMap<>();
-        expected.put(Map.of("pid", "77", "tid", "77", "comm", "p77", "thread_comm", "t77",
+        expected.put(Map.of("node", "n", "pid", "77", "tid", "77", "comm", "p77", "thread_comm", "t77",
                 "systemd_unit", "docker-" + ID + ".scope", "container_id", ID), 3L);
-        expected.put(Map.of("pid", "77", "tid", "91", "comm", "p77", "thread_comm", "t91",
+        expected.put(Map.of("node", "n", "pid", "77", "tid", "91", "comm", "p77", "thread_comm", "t91",
                 "systemd_unit", "docker-" + ID + ".scope", "container_id", ID), 1L);
-        expected.put(Map.of("pid", "77", "tid", "77", "comm", "p77", "thread_comm", "t77",
+        expected.put(Map.of("node", "n", "pid", "77", "tid", "77", "comm", "p77", "thread_comm", "t77",
                 "systemd_unit", "other.service"), 1L);
-        expected.put(Map.of("pid", "78", "tid", "78", "comm", "p78", "thread_comm", "t78",
+        expected.put(Map.of("node", "n", "pid", "78", "tid", "78", "comm", "p78", "thread_comm", "t78",
                 "systemd_unit", "user@1000.service", "systemd_user_unit", "editor.service"), 1L);
-        expected.put(Map.of("pid", "78", "tid", "78", "comm", "p78", "thread_comm", "t78",
+        expected.put(Map.of("node", "n", "pid", "78", "tid", "78", "comm", "p78", "thread_comm", "t78",
                 "systemd_unit", "cron.service"), 1L);
-        expected.put(Map.of("pid", "79", "tid", "79", "comm", "p79", "thread_comm", "t79",
+        expected.put(Map.of("node", "n", "pid", "79", "tid", "79", "comm", "p79", "thread_comm", "t79",
                 "systemd_unit", "init.scope"), 1L);
-        expected.put(Map.of("pid", "80", "tid", "80", "comm", "p80", "thread_comm", "t80"), 2L);
+        expected.put(Map.of("node", "n", "pid", "80", "tid", "80", "comm", "p80", "thread_comm", "t80"), 2L);
         assertEquals(expected, byLabels);
     }
 
