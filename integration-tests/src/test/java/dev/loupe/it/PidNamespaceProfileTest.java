@@ -84,7 +84,11 @@ class PidNamespaceProfileTest {
 
         assertTrue(Profiles.total(outsideStacks) > 60, "the outside process is in the profile: " + Profiles.total(outsideStacks));
         for (Profiles.Stack s : outsideStacks) {
-            assertEquals(Map.of("comm", "outside_hot", "pid_namespace", "outside"), s.labels(), "labels of " + s);
+            Map<String, String> labels = new java.util.TreeMap<>(s.labels());
+            String node = labels.remove("node"); // the agent's host name (its UTS namespace's), on every local sample
+            assertEquals(Map.of("comm", "outside_hot", "pid_namespace", "outside"), labels, "labels of " + s);
+            assertEquals(insideStacks.get(0).labels().get("node"), node, "the same node label as the inside process's");
+            assertTrue(node != null && !node.isEmpty(), "node: " + s);
             assertEquals("[outside the agent's PID namespace]", s.functions().get(s.functions().size() - 1), "root of " + s);
             assertTrue(s.functions().stream().noneMatch(HOT_STACK::contains), "no user function: " + s);
             assertTrue(s.files().stream().allMatch(f -> f.isEmpty() || f.equals("[kernel.kallsyms]")), "no user mapping: " + s);
