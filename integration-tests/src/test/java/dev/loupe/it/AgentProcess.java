@@ -26,6 +26,10 @@ public final class AgentProcess implements AutoCloseable {
 
     static AgentProcess start(Path workDir, String... args) throws IOException {
         List<String> cmd = command(args);
+        if (!List.of(args).contains("--state-dir")) {
+            // The test's own state (latency baselines, spool), never the host's /var/lib/loupe.
+            cmd.addAll(List.of("--state-dir", workDir.resolve("loupe-state").toString()));
+        }
         Path log = Files.createTempFile(workDir, "agent", ".log");
         Process p = new ProcessBuilder(cmd).directory(workDir.toFile()).redirectErrorStream(true)
                 .redirectOutput(log.toFile()).start();

@@ -266,12 +266,19 @@ class LatencyRegressionAlertTest {
                 alert.annotations().get("pprof"));
         // The annotation's command, as a person would run it: the agent serves both profiles and pprof diffs them
         // (with one probed function and no caller stacks, the normalized difference itself is about zero).
-        String top = PprofTool.run("-normalize", "-top", "-sample_index=latency",
-                "-diff_base", "http://" + c.instance() + "/debug/pprof/latency?baseline=previous_build",
-                "http://" + c.instance() + "/debug/pprof/latency?window=current");
-        String workLine = top.lines().filter(l -> l.endsWith(" " + FUNCTION)).findFirst()
-                .orElseThrow(() -> new AssertionError(FUNCTION + " not in\n" + top));
-        assertTrue(top.contains("Type: latency"), top);
+        Path pprofTmp = Files.createTempDirectory("loupe-pprof"); // where pprof saves what it fetched, not $HOME
+        try {
+            Commands.Result r = Commands.run(List.of("env", "PPROF_TMPDIR=" + pprofTmp, PprofTool.GO.toString(), "tool", "pprof",
+                    "-normalize", "-top", "-sample_index=latency",
+                    "-diff_base", "http://" + c.instance() + "/debug/pprof/latency?baseline=previous_build",
+                    "http://" + c.instance() + "/debug/pprof/latency?window=current"), 120);
+            assertEquals(0, r.exit(), r.output());
+            assertTrue(r.output().contains("Type: latency"), r.output());
+            assertTrue(r.output().contains("latency baseline previous_build: the previous build's calls"), r.output());
+            assertTrue(r.output().contains("latency current window: "), r.output());
+        } finally {
+            Directories.delete(pprofTmp);
+        }
 
         long beforeDeploy = Duration.between(runStart, c.from()).toSeconds();
         assertEquals(List.of(), prometheus.query("count_over_time(ALERTS{binary=\"" + c.binary() + "\"}[" + beforeDeploy + "s])",

@@ -418,7 +418,7 @@ public final class ProbeManager implements SideProfileSource {
     public void registerMetrics(PrometheusRegistry registry) {
         registry.register(new LatencyMetrics(this::metricsSnapshot));
         if (regressions != null) {
-            registry.register(regressions.metrics());
+            registry.register(regressions.metrics(this::probedNow));
         }
     }
 
@@ -437,6 +437,25 @@ public final class ProbeManager implements SideProfileSource {
             return new LatencyMetrics.Snapshot(lastTotals, lastStats, attachedNow, problems, profileGroupsDropped);
         }
     }
+
+    /** Whether a function is attached now (or its previous build still drains). */
+    private boolean probedNow(FunctionKey f) {
+        synchronized (this) {
+            if (set == null || closed.getCount() == 0) {
+                return false;
+            }
+            long now = monotonicNanos.getAsLong();
+            if (probedKeys == null || now - probedKeysAt > 1_000_000_000L) { // once per scrape, not per series
+                probedKeys = new java.util.HashSet<>();
+                set.known().forEach(p -> probedKeys.add(p.key()));
+                probedKeysAt = now;
+            }
+            return probedKeys.contains(f);
+        }
+    }
+
+    private java.util.Set<FunctionKey> probedKeys;
+    private long probedKeysAt;
 
     /** Functions attached now, as "binary function" strings (for logs and tests). */
     public List<String> attachedFunctions() {

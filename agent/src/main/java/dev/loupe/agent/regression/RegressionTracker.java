@@ -311,7 +311,16 @@ public final class RegressionTracker implements AutoCloseable {
 
     /** The {@code loupe_function_latency_*} series of {@link #evaluate()}, evaluated at each scrape. */
     public MultiCollector metrics() {
-        return new RegressionMetrics(this::evaluate, this::droppedProfileSamples);
+        return metrics(f -> true);
+    }
+
+    /**
+     * As {@link #metrics()}, for the functions {@code shown} accepts only: the agent shows the functions it probes
+     * now, not every function whose baselines are kept (a probe removed from the list, another agent's state).
+     */
+    public MultiCollector metrics(java.util.function.Predicate<FunctionKey> shown) {
+        return new RegressionMetrics(() -> evaluate().stream().filter(s -> shown.test(s.function())).toList(),
+                this::droppedProfileSamples);
     }
 
     /** Slots move and expire; functions idle for {@link #FORGET_AFTER} are forgotten. */
