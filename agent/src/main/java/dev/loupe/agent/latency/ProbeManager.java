@@ -55,20 +55,23 @@ public final class ProbeManager implements SideProfileSource {
      *                       and how often configured binaries are checked for a new build
      * @param maxProfileGroups groups one latency profile holds; calls beyond are counted, not shown
      * @param drainIdle      a previous build's probe is detached after this long without a call
+     * @param spareIds       probe ids beyond maxFunctions, for previous builds draining after a deploy
      */
     public record Options(int maxFunctions, int maxInFlight, Duration maxInFlightAge, int maxGroups, Duration drainEvery,
-                          int maxProfileGroups, Duration drainIdle) {
+                          int maxProfileGroups, Duration drainIdle, int spareIds) {
         public static Options defaults(int maxFunctions) {
             return new Options(maxFunctions, LatencyProbes.DEFAULT_MAX_IN_FLIGHT, Duration.ofMinutes(30),
-                    LatencyProbes.DEFAULT_MAX_GROUPS, Duration.ofSeconds(1), 65536, Duration.ofMinutes(1));
+                    LatencyProbes.DEFAULT_MAX_GROUPS, Duration.ofSeconds(1), 65536, Duration.ofMinutes(1),
+                    Math.min(maxFunctions, 256));
         }
 
         /**
          * Probe ids the kernel's maps hold: every function allowed plus room for previous builds draining after a
-         * deploy (beyond it, the oldest draining probe is detached early).
+         * deploy (beyond it, the oldest draining probes are detached early, and the rest of the new build is
+         * attached once their ids are free, at the interval's end).
          */
         int capacity() {
-            return maxFunctions + Math.min(maxFunctions, 256);
+            return maxFunctions + spareIds;
         }
     }
 
@@ -332,6 +335,12 @@ public final class ProbeManager implements SideProfileSource {
                 profile = LatencyProfile.build(set.known(), intervalGroups, timeNanos, durationNanos);
                 intervalGroups = new LatencyGroups(options.maxProfileGroups());
                 set.endInterval();
+                if (set.waitingForRoom() > 0) {
+                    // A deploy of more functions than the spare ids: the previous build's ids are free now.
+                    LOG.log(System.Logger.Level.INFO, "probes: " + set.waitingForRoom()
+                            + " functions of a new build waited for the previous build's probe ids; planning again");
+                    configureLocked(configs);
+                }
                 if (regressions != null) {
                     for (ProbeSet.FineDelta d : calls) {
                         regressions.record(d.function().key(), d.function().buildId(), d.calls());

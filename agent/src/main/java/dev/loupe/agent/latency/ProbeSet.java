@@ -48,6 +48,7 @@ final class ProbeSet {
     private final Map<Integer, ProbedFunction> active = new LinkedHashMap<>();
     /** Old builds' probes: id → monotonic time of their last call (or of the deploy). */
     private final Map<Integer, ProbedFunction> draining = new LinkedHashMap<>();
+    private int waitingForRoom;
     private final Map<Integer, Long> lastCallNanos = new HashMap<>();
     private final Map<Integer, long[]> lastFine = new HashMap<>();
     /** Detached probes' last calls, reported by the next {@link #fineDeltas}. */
@@ -105,6 +106,7 @@ final class ProbeSet {
         }
         List<ProbedFunction> attached = new ArrayList<>();
         List<String> problems = new ArrayList<>();
+        waitingForRoom = 0;
         for (ProbedFunction f : want.values()) {
             if (have.contains(f.identity())) {
                 continue;
@@ -113,6 +115,12 @@ final class ProbeSet {
             if (id >= capacity && !draining.isEmpty()) {
                 detachOldestDraining(); // room for the new build before the old one's stragglers
                 id = freeId();
+                if (id >= capacity) {
+                    // The detached id is free once this interval's groups are drained (they may still name it):
+                    // the new build waits for the interval's end (ProbeManager plans again then), not for a change.
+                    waitingForRoom++;
+                    continue;
+                }
             }
             if (id >= capacity) {
                 problems.add("probe " + f.binary() + ": " + f.function() + ": no room: " + capacity
@@ -133,6 +141,14 @@ final class ProbeSet {
             attached.add(withId);
         }
         return new Change(attached, detached, drainingNow, problems);
+    }
+
+    /**
+     * Functions the last {@link #reconcile} could not attach yet because the ids it freed by detaching previous
+     * builds' probes stay taken until {@link #endInterval}; after that, reconciling again attaches them.
+     */
+    int waitingForRoom() {
+        return waitingForRoom;
     }
 
     private void detachOldestDraining() throws BpfException {

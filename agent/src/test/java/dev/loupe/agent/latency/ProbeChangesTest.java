@@ -30,7 +30,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class ProbeChangesTest {
     private static ProbeManager.Options shortDrain() {
         return new ProbeManager.Options(1000, LatencyProbes.DEFAULT_MAX_IN_FLIGHT, Duration.ofMinutes(30),
-                LatencyProbes.DEFAULT_MAX_GROUPS, Duration.ofSeconds(1), 65536, Duration.ofMillis(300));
+                LatencyProbes.DEFAULT_MAX_GROUPS, Duration.ofSeconds(1), 65536, Duration.ofMillis(300), 256);
     }
 
     @Test
@@ -124,6 +124,57 @@ class ProbeChangesTest {
                 old.destroyForcibly();
             }
         }
+    }
+
+    /**
+     * A deploy of more functions than the spare probe ids (by default min(probes-max-functions, 256); 4 here):
+     * the previous build's probes make room, but their ids stay taken until the interval's groups are drained, so
+     * part of the new build waits; at the interval's end it is planned again and all of the new build is probed.
+     */
+    @Test
+    void aDeployOfMoreFunctionsThanTheSpareIdsIsProbedWhollyAfterOneInterval(@TempDir Path dir) throws Exception {
+        int functions = 6;
+        int spare = 4; // at the deploy 4 attach, 2 wait for the interval
+        Path v1 = TestBinaries.buildManyFunctions(dir, "many-v1", functions, 1);
+        Path v2 = TestBinaries.buildManyFunctions(dir, "many-v2", functions, 2);
+        String id1 = ElfFile.buildIdOf(v1).orElseThrow();
+        String id2 = ElfFile.buildIdOf(v2).orElseThrow();
+        assertNotEquals(id1, id2);
+        Path app = dir.resolve("app");
+        Files.copy(v1, app);
+        ProbeManager.Options options = new ProbeManager.Options(functions, LatencyProbes.DEFAULT_MAX_IN_FLIGHT,
+                Duration.ofMinutes(30), LatencyProbes.DEFAULT_MAX_GROUPS, Duration.ofSeconds(1), 65536, Duration.ofMinutes(1), spare);
+        ProbeManager m = ProbeManager.start(List.of(ProbeConfig.ofBinary(app, List.of("many_*"), false)), options).orElseThrow();
+        try {
+            TestBinaries.run(dir, List.of(app.toString(), "1"), List.of());
+            assertEquals(Map.of(id1, (long) functions), callsByBuild(m.interval(1, 1).orElseThrow()));
+
+            Path staged = dir.resolve("app.new");
+            Files.copy(v2, staged);
+            Files.move(staged, app, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+            // The manager checks the path each second; then the old build's 6 probes drain, 4 new ones attach and
+            // 2 old ones are detached early for the 2 that wait: 4 + 4.
+            awaitAttached(m, 2 * spare);
+            TestBinaries.run(dir, List.of(app.toString(), "1"), List.of());
+            assertEquals(Map.of(id2, (long) spare), callsByBuild(m.interval(2, 1).orElseThrow()),
+                    "at the deploy, as many as there are spare ids");
+
+            TestBinaries.run(dir, List.of(app.toString(), "1"), List.of());
+            assertEquals(Map.of(id2, (long) functions), callsByBuild(m.interval(3, 1).orElseThrow()),
+                    "after the interval that freed the previous build's ids: all of them");
+        } finally {
+            m.close();
+        }
+    }
+
+    /** Waits up to 10 s for {@code loupe_probe_functions_attached} (attached and draining) to reach {@code n}. */
+    private static void awaitAttached(ProbeManager m, int n) throws Exception {
+        long deadline = System.nanoTime() + 10_000_000_000L;
+        double now;
+        while ((now = value(metrics(m), "loupe_probe_functions_attached")) != n && System.nanoTime() < deadline) {
+            Thread.sleep(50);
+        }
+        assertEquals(n, now, "loupe_probe_functions_attached");
     }
 
     /** Calls per build_id label. */

@@ -169,6 +169,23 @@ final class TestBinaries {
         return out;
     }
 
+    /**
+     * A C program with {@code functions} probe-able functions {@code many_0} … (each called once per round; rounds
+     * from argv[1]), built as {@code name}; {@code build} goes into the code, so two builds have two build ids.
+     */
+    static Path buildManyFunctions(Path dir, String name, int functions, int build) throws Exception {
+        StringBuilder src = new StringBuilder("#include <stdlib.h>\nvolatile long sink;\n");
+        for (int i = 0; i < functions; i++) {
+            src.append("__attribute__((noinline)) void many_").append(i).append("(void) { sink += ").append(i * 1000 + build)
+                    .append("; __asm__ volatile(\"\"); }\n");
+        }
+        src.append("int main(int argc, char **argv) {\n  int rounds = argc > 1 ? atoi(argv[1]) : 1;\n  for (int r = 0; r < rounds; r++) {\n");
+        for (int i = 0; i < functions; i++) {
+            src.append("    many_").append(i).append("();\n");
+        }
+        return compileC(dir, src.append("  }\n  return 0;\n}\n").toString(), name);
+    }
+
     static Path buildCWithFramePointers(Path dir) throws Exception {
         return compileC(dir, C_SOURCE, "c-fp", "-fno-omit-frame-pointer");
     }
