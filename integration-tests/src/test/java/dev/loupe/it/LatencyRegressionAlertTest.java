@@ -245,22 +245,25 @@ class LatencyRegressionAlertTest {
                 + " against previous_build build " + c.fromId() + ")", alert.annotations().get("summary"));
 
         String description = alert.annotations().get("description");
-        Matcher ratios = Pattern.compile("p50 ×([0-9.]+),\\s+p90 ×([0-9.]+),\\s+p99 ×([0-9.]+)\\.").matcher(description);
-        assertTrue(ratios.find(), description);
-        double p50 = Double.parseDouble(ratios.group(1));
-        double p99 = Double.parseDouble(ratios.group(3));
-        // 6 ms against 2 ms calls: each sleep overshoots by ~0.2-0.4 ms, so about 6.4 / 2.2 = 2.9.
-        assertEquals(2.9, p50, 0.5, description);
-        assertTrue(p99 >= 1.5 && p99 <= 4.0, "p99 ratio " + p99 + ": " + description);
-        Matcher now = Pattern.compile("p50 ([0-9.]+)ms,\\s+p99 ([0-9.]+)ms;").matcher(description);
-        assertTrue(now.find(), "p50 and p99 of the last 5m in ms: " + description);
-        // From the /metrics 2^k µs buckets over both builds: 2.2 ms calls are in (2.048, 4.096] ms, 6.4 ms ones in
-        // (4.096, 8.192] ms; more than 1 % of the last 5 minutes' calls are slow, so the p99 is in the second.
-        double p50Now = Double.parseDouble(now.group(1));
-        double p99Now = Double.parseDouble(now.group(2));
-        assertTrue(p50Now > 2.048 && p50Now <= 8.192, description);
-        assertTrue(p99Now > 4.096 && p99Now <= 8.192, description);
-        assertTrue(description.contains("before ≈ now ÷ ratio"), description);
+        // Before → after and the ratio per quantile, from the agent's fine histograms (humanizeDuration: "2.2ms").
+        Matcher q = Pattern.compile("p50 ([0-9.]+)ms → ([0-9.]+)ms \\(×([0-9.]+)\\),\\s+p90 ([0-9.]+)ms → ([0-9.]+)ms \\(×([0-9.]+)\\),"
+                + "\\s+p99 ([0-9.]+)ms → ([0-9.]+)ms \\(×([0-9.]+)\\)").matcher(description);
+        assertTrue(q.find(), description);
+        assertTrue(description.startsWith("Latency of the previous_build baseline (build " + c.fromId()
+                + ") → the current window (build " + c.toId() + "):"), description);
+        double[] f = new double[9];
+        for (int i = 0; i < 9; i++) {
+            f[i] = Double.parseDouble(q.group(i + 1));
+        }
+        // 2 ms sleeps overshoot by ~0.2-0.4 ms, 6 ms ones too: p50 about 2.2 ms before and 6.4 ms after, ratio ~2.9.
+        assertTrue(f[0] > 2.0 && f[0] < 3.0, "p50 before " + f[0] + ": " + description);
+        assertTrue(f[1] > 6.0 && f[1] < 7.5, "p50 after " + f[1] + ": " + description);
+        assertEquals(2.9, f[2], 0.5, description);
+        assertTrue(f[7] > f[6], "p99 after > before: " + description);
+        for (int i = 0; i < 9; i += 3) {
+            // Each ratio is its quantiles' quotient (4 significant digits printed, the ratio to 2 decimals).
+            assertEquals(f[i + 1] / f[i], f[i + 2], 0.01 + f[i + 2] * 0.002, "quantile " + i / 3 + ": " + description);
+        }
         assertTrue(alert.annotations().get("pprof").contains("-diff_base 'http://" + c.instance()
                 + "/debug/pprof/latency?baseline=previous_build' 'http://" + c.instance() + "/debug/pprof/latency?window=current'"),
                 alert.annotations().get("pprof"));

@@ -207,12 +207,15 @@ public final class RegressionTracker implements AutoCloseable {
                 continue;
             }
             FineHistogram window = f.history().windowSum();
+            LatencyQuantiles current = LatencyQuantiles.of(window);
             if (f.previousBuild() != null) {
+                FineHistogram previous = f.previous().histogram();
                 out.add(new FunctionStatus(f.key, BaselineKind.PREVIOUS_BUILD, f.currentBuild(), f.previousBuild(),
-                        comparison.compare(f.previous().histogram(), window)));
+                        comparison.compare(previous, window), LatencyQuantiles.of(previous), current));
             }
+            FineHistogram trailing = f.history().trailingSum();
             out.add(new FunctionStatus(f.key, BaselineKind.TRAILING, f.currentBuild(), f.currentBuild(),
-                    comparison.compare(f.history().trailingSum(), window)));
+                    comparison.compare(trailing, window), LatencyQuantiles.of(trailing), current));
         }
         return out;
     }

@@ -70,7 +70,8 @@ class RegressionRulesTest {
                 n++;
             }
         }
-        assertEquals(3 * 5 * 2, n, "3 hosts × (3 ratios, regressed, info) × 2 baselines in " + exposition);
+        assertEquals(3 * (2 * 8 + 3), n,
+                "3 hosts × (2 baselines × (3 ratios, regressed, info, 3 baseline quantiles) + 3 window quantiles) in " + exposition);
         return out.toString();
     }
 
@@ -125,7 +126,8 @@ class RegressionRulesTest {
     void theRulesUnitTestsFeedSeriesWithTheAgentsNamesAndLabels() throws IOException {
         Map<String, Set<String>> agent = labelNames(agentExposition(3, 200));
         assertEquals(Set.of("loupe_function_latency_regression_ratio", "loupe_function_latency_regressed",
-                "loupe_function_latency_baseline_info"), agent.keySet());
+                "loupe_function_latency_baseline_info", "loupe_function_latency_baseline_quantile_seconds",
+                "loupe_function_latency_window_quantile_seconds"), agent.keySet());
         String tests = Files.readString(ALERTING.resolve("loupe-rules.test.yml"));
         Matcher m = Pattern.compile("series: '(loupe_function_latency_\\w+)\\{([^}]*)\\}'").matcher(tests);
         int checked = 0;
