@@ -245,6 +245,7 @@ class LatencyRegressionAlertTest {
                 + " against previous_build build " + c.fromId() + ")", alert.annotations().get("summary"));
 
         String description = alert.annotations().get("description");
+        System.out.println(c.binary() + ": the alert says: " + description);
         // Before → after and the ratio per quantile, from the agent's fine histograms (humanizeDuration: "2.2ms").
         Matcher q = Pattern.compile("p50 ([0-9.]+)ms → ([0-9.]+)ms \\(×([0-9.]+)\\),\\s+p90 ([0-9.]+)ms → ([0-9.]+)ms \\(×([0-9.]+)\\),"
                 + "\\s+p99 ([0-9.]+)ms → ([0-9.]+)ms \\(×([0-9.]+)\\)").matcher(description);
