@@ -75,6 +75,7 @@ enum stat {
 	STAT_TABLE_FRAMES,     /* frames unwound with an eh_frame table */
 	STAT_FP_FRAMES,        /* frames unwound with frame pointers */
 	STAT_PID_OUTSIDE,      /* samples of tasks outside Java's PID namespace (no pid, no user stack) */
+	STAT_FP_NO_FDE_FRAMES, /* frames in a table's code without unwind info stepped by checked frame pointers */
 	STAT_MAX
 };
 
@@ -140,6 +141,15 @@ enum stop_reason {
 	STOP_ZERO_RA        = 37,
 };
 
+/*
+ * Code a binary's table has no unwind info for (no FDE: V8's builtins, hand-written assembly) is stepped by
+ * its frame pointer when the frame passes the checks of no_fde_step; the frame must lie at most this far
+ * above the stack pointer (ReferenceUnwinder.NO_FDE_MAX_FRAME_BYTES).
+ */
+enum no_fde_limit {
+	NO_FDE_MAX_FRAME_BYTES = 8 << 20,
+};
+
 /* How a process's executable mapping is unwound. */
 enum mapping_kind {
 	MAPPING_FP    = 0, /* frame pointers: JIT/anonymous code, Go */
@@ -188,6 +198,7 @@ struct abi_constants {
 	enum stop_reason stop_reason;
 	enum mapping_kind mapping_kind;
 	enum proc_clock proc_clock;
+	enum no_fde_limit no_fde_limit;
 	enum pid_ns_mode pid_ns_mode;
 };
 

@@ -162,7 +162,7 @@ struct unwind_state {
 	__u32 proc_first; /* the process's slice of mappings */
 	__u32 proc_count;
 	__u32 table_frames;
-	__u32 pad;
+	__u32 no_fde_frames; /* frames stepped by no_fde_step */
 	/*
 	 * The last mapping found and its table's header, copied here (most frames of a stack are in one
 	 * binary): a frame whose pc is in [m_start, m_end) skips the mapping search and the table lookup.
@@ -348,7 +348,60 @@ static __always_inline __u64 table_rule(struct unwind_state *st, __u64 vaddr)
 	return rule ? *rule : RULE_NOT_COVERED;
 }
 
-/* One table step: caller's pc/sp/bp from the rule at pc. Returns 1 to stop. */
+/*
+ * A PC its binary's table has no unwind info for (no FDE: V8's builtins, hand-written assembly). Such code
+ * often keeps a frame pointer, so take one frame-pointer step, but only if the frame looks like a real one,
+ * since nothing describes this code:
+ *  - bp is known and the frame {saved rbp, return address} at bp lies at or above sp, less than
+ *    NO_FDE_MAX_FRAME_BYTES above it, and is readable;
+ *  - the saved rbp is 0 (outermost frame) or above bp (the stack grows down);
+ *  - the return address is in one of the process's executable mappings (found by load_mapping, which
+ *    leaves it cached for the next step);
+ *  - if that mapping has a table and the return address follows a direct `call rel32`, the call's target is
+ *    not a function the table describes (CFA rule or signal frame): a caller that called a function with an
+ *    FDE did not call this code directly, so bp is not this code's frame but an ancestor's (code that keeps
+ *    no frame pointer leaves its caller's bp in place).
+ * Otherwise the walk stops with STOP_NO_UNWIND_INFO, as without the step. Returns 1 to stop.
+ */
+static __always_inline long no_fde_step(struct unwind_state *st, struct sample *s)
+{
+	__u64 bp = st->w.bp;
+	__u64 frame[2] = {}; /* saved rbp, return address */
+	if (!st->w.bp_known || bp == 0 || bp < st->w.sp || bp - st->w.sp >= NO_FDE_MAX_FRAME_BYTES ||
+	    bpf_probe_read_user(frame, sizeof(frame), (void *)bp))
+		goto stop;
+	if (frame[0] != 0 && frame[0] <= bp)
+		goto stop;
+	__u64 ra = frame[1];
+	if (ra == 0 || !load_mapping(st, ra - 1))
+		goto stop;
+	if (st->m_kind == MAPPING_TABLE) {
+		__u64 code = 0; /* the 8 bytes before ra: a direct call is e8 and its rel32 in the last 5 */
+		if (bpf_probe_read_user(&code, sizeof(code), (void *)(ra - 8)))
+			goto stop;
+		if (((code >> 24) & 0xff) == 0xe8) {
+			__u64 target = ra + (__s64)(__s32)(code >> 32);
+			if (target - st->m_start < st->m_end - st->m_start) {
+				__u32 kind = table_rule(st, target - st->m_bias) & 0xff;
+				if (kind == RULE_CFA_RSP || kind == RULE_CFA_RBP || kind == RULE_SIGNAL)
+					goto stop;
+			}
+		}
+	}
+	st->w.sp = bp + 16;
+	st->w.pc = ra;
+	st->w.bp = frame[0];
+	st->w.bp_known = 1;
+	st->w.exact_pc = 0;
+	st->no_fde_frames++;
+	return 0;
+stop:
+	st->table_frames++; /* a stop row's frame, counted as before this step existed */
+	return unwind_stop(&st->w, s, STOP_NO_UNWIND_INFO);
+}
+
+/* One table step: caller's pc/sp/bp from the rule at pc (no_fde_step where it has no unwind info). Returns 1
+ * to stop. */
 static __always_inline long table_step(struct unwind_state *st, struct sample *s, __u64 lookup_pc)
 {
 	__u64 rule = table_rule(st, lookup_pc - st->m_bias);
@@ -359,6 +412,8 @@ static __always_inline long table_step(struct unwind_state *st, struct sample *s
 	__s16 rbp_off = (__s16)(rule >> 16);
 	__s32 cfa_off = (__s32)(rule >> 32);
 	__u64 cfa;
+	if (kind == RULE_STOP && aux == STOP_NO_UNWIND_INFO)
+		return no_fde_step(st, s);
 	st->table_frames++;
 	switch (kind) {
 	case RULE_CFA_RSP:
@@ -558,6 +613,7 @@ static __always_inline int sample(struct perf_event_ctx *ctx, const int tables)
 		bpf_loop(MAX_USER_FRAMES + 1, unwind_step, 0, 0);
 		w = st->w;
 		add(STAT_TABLE_FRAMES, st->table_frames);
+		add(STAT_FP_NO_FDE_FRAMES, st->no_fde_frames);
 	} else if (w.pc) {
 		bpf_loop(MAX_USER_FRAMES + 1, fp_only_step, &w, 0);
 	}

@@ -25,7 +25,7 @@ import static java.lang.foreign.ValueLayout.JAVA_SHORT;
  * the load with a message naming the struct and the field, instead of decoding garbage. The constants are
  * checked the same way: every enumerator of the header's shared enums against Java's value, by name. Those
  * whose Java definition lives in the unwinder (rule kinds, RBP rules, signal frame offsets, stop reasons,
- * the /proc clock tick: {@link #UNWINDER_ENUMS}) cannot be named here, since bpf does not import the
+ * the /proc clock tick, the frame-pointer step's limit in code without FDEs: {@link #UNWINDER_ENUMS}) cannot be named here, since bpf does not import the
  * unwinder: the composition root passes their values to {@link PerfEventSampler#open(int, java.util.Set,
  * UnwindMaps.Capacity, Map)}.
  */
@@ -73,7 +73,7 @@ public final class KernelAbi {
     /** enum stat, in order; the last is the count. */
     static final List<String> STATS = List.of("STAT_SAMPLES", "STAT_IDLE", "STAT_FILTERED", "STAT_RINGBUF_DROPS",
             "STAT_USER_READ_ERRORS", "STAT_USER_TRUNCATED", "STAT_KERNEL_ERRORS", "STAT_FP_FALLBACK", "STAT_UNWIND_STOPPED",
-            "STAT_TABLE_FRAMES", "STAT_FP_FRAMES", "STAT_PID_OUTSIDE", "STAT_MAX");
+            "STAT_TABLE_FRAMES", "STAT_FP_FRAMES", "STAT_PID_OUTSIDE", "STAT_FP_NO_FDE_FRAMES", "STAT_MAX");
 
     /** struct unwind_table: where a table's pages, rows and rules start in the shared arrays. */
     static final StructLayout UNWIND_TABLE = MemoryLayout.structLayout(
@@ -113,7 +113,7 @@ public final class KernelAbi {
 
     /** The C enums of loupe_abi.h whose Java values the caller supplies (the unwinder's), checked complete. */
     public static final List<String> UNWINDER_ENUMS = List.of("rule_kind", "rbp_rule", "signal_frame_offset", "stop_reason",
-            "proc_clock");
+            "proc_clock", "no_fde_limit");
 
     /** The C enums of loupe_abi.h defined in Java here, by enum name: enumerator to Java's value. */
     static final Map<String, Map<String, Long>> PROFILER_ENUMS = Map.of(

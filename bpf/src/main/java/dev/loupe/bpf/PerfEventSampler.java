@@ -295,7 +295,7 @@ public final class PerfEventSampler implements AutoCloseable {
             }
         }
         return new SamplerStats(v[0], v[1], v[2], v[3], v[4], v[5], v[6], delivered.get(), decodeErrors.get(),
-                consumerErrors.get(), v[7], v[8], v[9], v[10], v[11]);
+                consumerErrors.get(), v[7], v[8], v[9], v[10], v[11], v[12]);
     }
 
     /**

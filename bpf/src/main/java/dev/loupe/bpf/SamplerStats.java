@@ -19,12 +19,14 @@ package dev.loupe.bpf;
  * @param tableFrames      user frames unwound with eh_frame tables
  * @param fpFrames         user frames unwound with frame pointers
  * @param pidOutside       samples of processes outside this process's PID namespace (no pid, no user stack)
+ * @param fpNoFdeFrames    user frames in code a binary's table has no unwind info for (no FDE), stepped by
+ *                         frame pointers after the checks passed (not counted in tableFrames or fpFrames)
  */
 public record SamplerStats(long samples, long idle, long filtered, long ringBufferDrops, long userReadErrors,
                            long userTruncated, long kernelErrors, long delivered, long decodeErrors,
                            long consumerErrors, long fpFallback, long unwindStopped, long tableFrames, long fpFrames,
-                           long pidOutside) {
-    public static final SamplerStats EMPTY = new SamplerStats(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+                           long pidOutside, long fpNoFdeFrames) {
+    public static final SamplerStats EMPTY = new SamplerStats(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
 
     /** Samples lost for any reason. */
     public long dropped() {

@@ -65,7 +65,8 @@ class KernelAbiTest {
             for (String e : KernelAbi.UNWINDER_ENUMS) {
                 theObjects.putAll(btf.enumeration(e).orElseThrow());
             }
-            assertEquals(20, theObjects.size(), "5 rule kinds, 3 RBP rules, 3 signal offsets, 8 stop reasons, the tick");
+            assertEquals(21, theObjects.size(),
+                    "5 rule kinds, 3 RBP rules, 3 signal offsets, 8 stop reasons, the tick, the no-FDE frame limit");
             KernelAbi.checkProfiler(btf, Optional.of(theObjects));
 
             Map<String, Long> drifted = new HashMap<>(theObjects);
@@ -79,7 +80,7 @@ class KernelAbiTest {
                     + "enum stop_reason: STOP_ZERO_RA is missing in Java; "
                     + "enum proc_clock: NSEC_PER_TICK is 10000000 in C, 1000000 in Java; "
                     + "STOP_SOMETHING_NEW is missing in C (in none of enum rule_kind, rbp_rule, signal_frame_offset, "
-                    + "stop_reason, proc_clock)", e.getMessage());
+                    + "stop_reason, proc_clock, no_fde_limit)", e.getMessage());
         }
     }
 

@@ -62,6 +62,9 @@ final class AgentMetrics {
         sampler(r, agent, "loupe_unwind_table_frames_total", "User frames unwound with eh_frame tables in the kernel.",
                 SamplerStats::tableFrames);
         sampler(r, agent, "loupe_unwind_fp_frames_total", "User frames unwound with frame pointers.", SamplerStats::fpFrames);
+        sampler(r, agent, "loupe_unwind_fp_no_fde_frames_total",
+                "User frames in a binary's code without unwind info (no FDE: V8 builtins, hand-written assembly) unwound "
+                        + "with frame pointers after checking the frame.", SamplerStats::fpNoFdeFrames);
         GaugeWithCallback.builder().name("loupe_up").help("Whether the sampling loop is polling.")
                 .callback(cb -> cb.call(agent.status().healthy() ? 1 : 0))
                 .register(r);

@@ -1,5 +1,6 @@
 package dev.loupe.agent.unwind;
 
+import dev.loupe.unwinder.ehframe.ReferenceUnwinder;
 import dev.loupe.unwinder.ehframe.StopReason;
 import dev.loupe.unwinder.ehframe.UnwindRule;
 import dev.loupe.unwinder.proc.ProcessRegistry;
@@ -38,6 +39,7 @@ public final class UnwinderAbi {
                 Map.entry("STOP_RBP_UNKNOWN", (long) StopReason.RBP_UNKNOWN.code()),
                 Map.entry("STOP_NO_PROGRESS", (long) StopReason.NO_PROGRESS.code()),
                 Map.entry("STOP_ZERO_RA", (long) StopReason.ZERO_RETURN_ADDRESS.code()),
-                Map.entry("NSEC_PER_TICK", ProcessRegistry.NANOS_PER_TICK));
+                Map.entry("NSEC_PER_TICK", ProcessRegistry.NANOS_PER_TICK),
+                Map.entry("NO_FDE_MAX_FRAME_BYTES", ReferenceUnwinder.NO_FDE_MAX_FRAME_BYTES));
     }
 }

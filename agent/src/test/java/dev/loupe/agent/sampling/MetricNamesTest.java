@@ -82,7 +82,7 @@ public class MetricNamesTest {
                 "loupe_samples_processed_total", "loupe_profiles_written_total", "loupe_sink_errors_total",
                 "loupe_poll_errors_total",
                 "loupe_unwind_fp_fallback_samples_total", "loupe_unwind_stopped_stacks_total",
-                "loupe_unwind_table_frames_total", "loupe_unwind_fp_frames_total")) {
+                "loupe_unwind_table_frames_total", "loupe_unwind_fp_frames_total", "loupe_unwind_fp_no_fde_frames_total")) {
             expected.put(c, "counter");
         }
         expected.put("loupe_samples_dropped_total", "counter reason");

@@ -20,8 +20,18 @@ import java.util.OptionalLong;
  * </pre>
  * PCs, SPs and BPs are the process's runtime values; {@code bias} is what the mapping adds to the file's
  * virtual addresses (0 for a non-PIE executable).
+ * <p>
+ * Where the table has no unwind info ({@code STOP(NO_UNWIND_INFO)}: code without an FDE in a binary that has
+ * them, such as V8's builtins or hand-written assembly), the walk tries one frame-pointer step and takes it
+ * only if the frame passes {@link #noFdeStep}'s checks; otherwise it stops with {@code NO_UNWIND_INFO}.
  */
 public final class ReferenceUnwinder {
+    /**
+     * How far above the stack pointer the frame of code without unwind info may lie for its frame-pointer
+     * step (loupe_abi.h's {@code NO_FDE_MAX_FRAME_BYTES}).
+     */
+    public static final long NO_FDE_MAX_FRAME_BYTES = 8L << 20;
+
     private ReferenceUnwinder() {}
 
     /** The target's memory. */
@@ -36,6 +46,11 @@ public final class ReferenceUnwinder {
     public interface Tables {
         /** The table for the mapping containing {@code pc}, or null. */
         Mapped find(long pc);
+
+        /** Whether {@code pc} is in one of the process's executable mappings (by default: one with a table). */
+        default boolean executable(long pc) {
+            return find(pc) != null;
+        }
     }
 
     /** A table and the bias its mapping adds to the file's addresses. */
@@ -62,7 +77,72 @@ public final class ReferenceUnwinder {
     /** A walked stack: the frames from the leaf outwards and why the walk ended. */
     public record Walk(List<Frame> frames, StopReason end) {}
 
-    /** One step from {@code f}, using {@code table} whose addresses are shifted by {@code bias}. */
+    /**
+     * The step the walk takes from {@code f} in mapping {@code m}: the table's rule, or, where the table has no
+     * unwind info, {@link #noFdeStep}.
+     */
+    public static Step step(Mapped m, Frame f, Tables tables, Memory mem) {
+        Step s = step(m.table(), m.bias(), f, mem);
+        return s.stop() == StopReason.NO_UNWIND_INFO ? noFdeStep(f, tables, mem) : s;
+    }
+
+    /**
+     * One frame-pointer step from code its table has no unwind info for, taken only if the frame looks real:
+     * <ul>
+     *   <li>bp is known, and the frame {saved rbp, return address} at bp lies at or above sp, less than
+     *       {@link #NO_FDE_MAX_FRAME_BYTES} above it, and is readable;</li>
+     *   <li>the saved rbp is 0 or above bp;</li>
+     *   <li>the return address is in an executable mapping ({@code ra - 1}, where the caller's call is);</li>
+     *   <li>if that mapping has a table and the 5 bytes before the return address are a direct
+     *       {@code call rel32} whose target is in the same mapping, the target is not a function the table
+     *       describes (a CFA rule or a signal frame): its caller called a function with an FDE, not this code,
+     *       so bp is an ancestor's frame that code without a frame pointer left in place. The 8 bytes before
+     *       the return address must be readable.</li>
+     * </ul>
+     * Then the caller is {pc: [bp+8], sp: bp+16, bp: [bp]}; otherwise the walk stops with {@code NO_UNWIND_INFO}.
+     */
+    public static Step noFdeStep(Frame f, Tables tables, Memory mem) {
+        Step no = Step.stop(StopReason.NO_UNWIND_INFO);
+        long bp = f.bp();
+        if (!f.bpKnown() || bp == 0 || Long.compareUnsigned(bp, f.sp()) < 0
+                || Long.compareUnsigned(bp - f.sp(), NO_FDE_MAX_FRAME_BYTES) >= 0) {
+            return no;
+        }
+        OptionalLong saved = mem.read64(bp);
+        OptionalLong ra = mem.read64(bp + 8);
+        if (saved.isEmpty() || ra.isEmpty()) {
+            return no;
+        }
+        if (saved.getAsLong() != 0 && Long.compareUnsigned(saved.getAsLong(), bp) <= 0) {
+            return no;
+        }
+        long ret = ra.getAsLong();
+        if (ret == 0 || !tables.executable(ret - 1)) {
+            return no;
+        }
+        Mapped m = tables.find(ret - 1);
+        if (m != null) {
+            OptionalLong code = mem.read64(ret - 8);
+            if (code.isEmpty()) {
+                return no;
+            }
+            if (((code.getAsLong() >>> 24) & 0xff) == 0xe8) {
+                long target = ret + (int) (code.getAsLong() >>> 32);
+                if (m.equals(tables.find(target))) {
+                    int kind = UnwindRule.kind(m.table().lookup(target - m.bias()));
+                    if (kind == UnwindRule.KIND_CFA_RSP || kind == UnwindRule.KIND_CFA_RBP || kind == UnwindRule.KIND_SIGNAL) {
+                        return no;
+                    }
+                }
+            }
+        }
+        return new Step(new Frame(ret, bp + 16, saved.getAsLong(), true, false), null);
+    }
+
+    /**
+     * One step from {@code f} by the rule alone, using {@code table} whose addresses are shifted by {@code bias}
+     * (no frame-pointer step where it has no unwind info: that is {@link #step(Mapped, Frame, Tables, Memory)}).
+     */
     public static Step step(UnwindTable table, long bias, Frame f, Memory mem) {
         long lookup = (f.exactPc() ? f.pc() : f.pc() - 1) - bias;
         long rule = table.lookup(lookup);
@@ -139,7 +219,7 @@ public final class ReferenceUnwinder {
             if (m == null) {
                 return new Walk(frames, StopReason.NO_TABLE);
             }
-            Step s = step(m.table(), m.bias(), f, mem);
+            Step s = step(m, f, tables, mem);
             if (s.caller() == null) {
                 return new Walk(frames, s.stop());
             }

@@ -151,6 +151,111 @@ class UnwindTableTest {
         assertNull(step(UnwindRule.cfa(UnwindRule.KIND_CFA_RSP, 24, 0, 0), leaf, m).stop());
     }
 
+    /** The 8 bytes before a return address that follows {@code call rel32} to {@code target}. */
+    static long directCall(long ret, long target) {
+        return ((target - ret) & 0xffff_ffffL) << 32 | 0xe8L << 24 | 0x90_90_90L;
+    }
+
+    @Test
+    void codeWithoutUnwindInfoTakesACheckedFramePointerStep() throws Exception {
+        // a [0x1000, 0x1100) has an FDE, asm [0x1100, 0x1200) none, c [0x1200, 0x1300) an FDE; then a gap
+        TreeMap<Long, Long> rows = new TreeMap<>(Map.of(
+                0x1000L, UnwindRule.cfa(UnwindRule.KIND_CFA_RSP, 16, 0, 0),
+                0x1100L, NO_INFO,
+                0x1200L, UnwindRule.cfa(UnwindRule.KIND_CFA_RBP, 16, UnwindRule.RBP_SAVED, -16),
+                0x1300L, NO_INFO));
+        UnwindTable t = table(rows);
+        ReferenceUnwinder.Mapped mapped = new ReferenceUnwinder.Mapped(t, 0);
+        ReferenceUnwinder.Tables tables = pc -> pc >= 0x1000 && pc < 0x2000 ? mapped : null;
+        long sp = 0x7000_0000L;
+        long ret = 0x1050; // in a, after its call of asm
+        Map<Long, Long> m = new HashMap<>(Map.of(sp, sp + 0x40, sp + 8, ret, ret - 8, directCall(ret, 0x1100)));
+        // asm's frame: push %rbp; mov %rsp,%rbp; call c: at c's return address, bp == sp
+        ReferenceUnwinder.Frame inAsm = new ReferenceUnwinder.Frame(0x1110, sp, sp, true, false);
+        ReferenceUnwinder.Frame caller = new ReferenceUnwinder.Frame(ret, sp + 16, sp + 0x40, true, false);
+        assertEquals(StopReason.NO_UNWIND_INFO, ReferenceUnwinder.step(t, 0, inAsm, memory(m)).stop(), "the rule alone");
+        assertEquals(caller, ReferenceUnwinder.step(mapped, inAsm, tables, memory(m)).caller());
+        // a frame further up than sp (locals), an indirect call, a saved rbp of 0: still taken
+        ReferenceUnwinder.Frame deeper = new ReferenceUnwinder.Frame(0x1110, sp - 0x100, sp, true, false);
+        assertEquals(caller, ReferenceUnwinder.step(mapped, deeper, tables, memory(m)).caller());
+        Map<Long, Long> indirect = new HashMap<>(m);
+        indirect.put(ret - 8, 0xd0ff_0000_0000_0000L); // call *%rax
+        assertEquals(caller, ReferenceUnwinder.noFdeStep(inAsm, tables, memory(indirect)).caller());
+        Map<Long, Long> outermost = new HashMap<>(m);
+        outermost.put(sp, 0L);
+        assertEquals(new ReferenceUnwinder.Frame(ret, sp + 16, 0, true, false),
+                ReferenceUnwinder.noFdeStep(inAsm, tables, memory(outermost)).caller());
+
+        // and refused, stopping as the rule says, when the frame does not look real
+        Map<String, ReferenceUnwinder.Frame> badFrames = Map.of(
+                "bp unknown", new ReferenceUnwinder.Frame(0x1110, sp, sp, false, false),
+                "bp 0", new ReferenceUnwinder.Frame(0x1110, sp, 0, true, false),
+                "bp below sp", new ReferenceUnwinder.Frame(0x1110, sp + 8, sp, true, false),
+                "bp too far above sp", new ReferenceUnwinder.Frame(0x1110, sp - ReferenceUnwinder.NO_FDE_MAX_FRAME_BYTES, sp, true, false),
+                "frame unreadable", new ReferenceUnwinder.Frame(0x1110, sp - 64, sp - 32, true, false));
+        badFrames.forEach((why, f) -> assertEquals(StopReason.NO_UNWIND_INFO,
+                ReferenceUnwinder.step(mapped, f, tables, memory(m)).stop(), why));
+        Map<String, Map<Long, Long>> badMemory = new TreeMap<>();
+        badMemory.put("saved rbp below bp", with(m, sp, sp - 16));
+        badMemory.put("saved rbp equals bp", with(m, sp, sp));
+        badMemory.put("return address 0", with(m, sp + 8, 0L));
+        badMemory.put("return address in no executable mapping", with(m, sp + 8, 0x9_0000L));
+        badMemory.put("caller's code unreadable", without(m, ret - 8));
+        // bp is a's frame: a called c (an FDE) directly, so this code kept no frame pointer and bp is not its
+        badMemory.put("caller's direct call targets a function with an FDE", with(m, ret - 8, directCall(ret, 0x1200)));
+        badMemory.forEach((why, words) -> assertEquals(StopReason.NO_UNWIND_INFO,
+                ReferenceUnwinder.step(mapped, inAsm, tables, memory(words)).stop(), why));
+        // a direct call into the gap after c, or out of the mapping, is no evidence either way
+        assertEquals(caller, ReferenceUnwinder.noFdeStep(inAsm, tables, memory(with(m, ret - 8, directCall(ret, 0x1380)))).caller());
+        assertEquals(caller, ReferenceUnwinder.noFdeStep(inAsm, tables, memory(with(m, ret - 8, directCall(ret, 0x5000)))).caller());
+        // other stops are not retried
+        assertEquals(StopReason.END_OF_STACK, ReferenceUnwinder.step(new ReferenceUnwinder.Mapped(
+                table(new TreeMap<>(Map.of(0x1100L, UnwindRule.stop(StopReason.END_OF_STACK), 0x1200L, NO_INFO))), 0),
+                inAsm, tables, memory(m)).stop());
+    }
+
+    @Test
+    void aWalkContinuesThroughCodeWithoutUnwindInfo() throws Exception {
+        // main [0x1000, 0x1100) -> a [0x1100, 0x1200) (frameless, CFA = rsp + 32) -> asm [0x1200, 0x1300) (no FDE,
+        // keeps rbp) -> c [0x1300, 0x1400) (CFA = rbp + 16), the leaf; main's return address is 0
+        TreeMap<Long, Long> rows = new TreeMap<>(Map.of(
+                0x1000L, UnwindRule.cfa(UnwindRule.KIND_CFA_RBP, 16, UnwindRule.RBP_SAVED, -16),
+                0x1100L, UnwindRule.cfa(UnwindRule.KIND_CFA_RSP, 32, UnwindRule.RBP_UNCHANGED, 0),
+                0x1200L, NO_INFO,
+                0x1300L, UnwindRule.cfa(UnwindRule.KIND_CFA_RBP, 16, UnwindRule.RBP_SAVED, -16),
+                0x1400L, NO_INFO));
+        ReferenceUnwinder.Mapped mapped = new ReferenceUnwinder.Mapped(table(rows), 0);
+        long s = 0x7000_1000L; // main's frame: rbp = s, [s] = 0, [s+8] = 0
+        Map<Long, Long> m = new HashMap<>();
+        m.put(s, 0L);
+        m.put(s + 8, 0L);
+        long aSp = s - 8 - 24; // main called a (return address at s-8... a's CFA is aSp + 32)
+        m.put(aSp + 24, 0x1050L); // a's return address into main
+        long asmBp = aSp - 16; // a called asm: ra at aSp-8, asm pushed rbp (main's, s) at aSp-16
+        m.put(asmBp + 8, 0x1150L);
+        m.put(asmBp, s);
+        m.put(0x1150L - 8, directCall(0x1150, 0x1200));
+        long cBp = asmBp - 16; // asm called c: ra at asmBp-8, c pushed asm's rbp
+        m.put(cBp + 8, 0x1210L);
+        m.put(cBp, asmBp);
+        ReferenceUnwinder.Walk w = ReferenceUnwinder.walk(ReferenceUnwinder.Frame.leaf(0x1320, cBp - 48, cBp),
+                pc -> pc >= 0x1000 && pc < 0x1400 ? mapped : null, memory(m), 10);
+        assertEquals(List.of(0x1320L, 0x1210L, 0x1150L, 0x1050L), w.frames().stream().map(ReferenceUnwinder.Frame::pc).toList());
+        assertEquals(StopReason.ZERO_RETURN_ADDRESS, w.end());
+    }
+
+    static Map<Long, Long> with(Map<Long, Long> m, long address, long value) {
+        Map<Long, Long> out = new HashMap<>(m);
+        out.put(address, value);
+        return out;
+    }
+
+    static Map<Long, Long> without(Map<Long, Long> m, long address) {
+        Map<Long, Long> out = new HashMap<>(m);
+        out.remove(address);
+        return out;
+    }
+
     @Test
     void returnAddressesAreLookedUpOneByteEarlier() throws Exception {
         // f ends with a call to a noreturn function: its return address is the first byte of g
