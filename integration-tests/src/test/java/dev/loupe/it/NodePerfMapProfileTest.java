@@ -54,6 +54,7 @@ class NodePerfMapProfileTest {
         // still interpreted a trampoline of their own, named in the map (as Node's docs advise for perf).
         Process node = new ProcessBuilder("node", "--perf-basic-prof", "--interpreted-frames-native-stack",
                 "--no-turbo-inlining", js.toString())
+                .directory(dir.toFile()) // V8 writes an isolate-*-v8.log there
                 .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
         Path perfMap = Path.of("/tmp/perf-" + node.pid() + ".map");
         Path out;
