@@ -4,14 +4,17 @@ import dev.loupe.unwinder.proc.MapEntry;
 import dev.loupe.unwinder.proc.ProcessRegistry;
 import dev.loupe.unwinder.proc.Vdso;
 
+import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongSupplier;
 
 /**
  * Symbolizes from /proc, composing one part per job: {@link ProcessTable} (each process's executable
  * mappings and when to re-read them), {@link BinaryCache} (symbol tables of mapped files, by file identity,
- * with {@link DebugSymbolFiles}), {@link VdsoSymbols} and {@link KernelSymbols.Loader} (kallsyms). This
- * class walks the addresses and makes the frames.
+ * with {@link DebugSymbolFiles}), {@link VdsoSymbols}, {@link KernelSymbols.Loader} (kallsyms) and, per
+ * process, {@link ProcessPerfMap} (JIT code named by {@code /tmp/perf-PID.map}). This class walks the
+ * addresses and makes the frames.
  *
  * <p>Threading: symbolize* run on one thread (the poll thread); the counters and caches that
  * {@link #stats()} reads are safe to read from any thread.
@@ -27,11 +30,27 @@ final class ProcSymbolizer implements Symbolizer {
     private final BinaryCache binaries;
     private final VdsoSymbols vdso;
     private final KernelSymbols.Loader kernel;
+    private final Path procRoot;
+    private final LongSupplier nanoTime;
+    private final PerfMapFile.Limits perfMapLimits;
+    private final long perfMapTotalBytes;
+    private final ProcessPerfMap.Counters perfMapCounters = new ProcessPerfMap.Counters();
     private final AtomicLong frames = new AtomicLong();
     private final AtomicLong unresolved = new AtomicLong();
     private boolean internalErrorLogged;
 
+    /** All processes' perf maps together hold at most this much heap (each also within {@link PerfMapFile.Limits#DEFAULT}). */
+    static final long PERF_MAP_TOTAL_BYTES = 32L << 20;
+
     ProcSymbolizer(Options o, ProcessRegistry registry) {
+        this(o, registry, PerfMapFile.Limits.DEFAULT, PERF_MAP_TOTAL_BYTES);
+    }
+
+    ProcSymbolizer(Options o, ProcessRegistry registry, PerfMapFile.Limits perfMapLimits, long perfMapTotalBytes) {
+        this.procRoot = o.procRoot();
+        this.nanoTime = o.nanoTime();
+        this.perfMapLimits = perfMapLimits;
+        this.perfMapTotalBytes = perfMapTotalBytes;
         this.processes = new ProcessTable(registry, o.nanoTime());
         this.debugFiles = new DebugSymbolFiles(o.procRoot(), o.maxCacheBytes());
         this.binaries = new BinaryCache(o.procRoot(), o.maxCacheBytes(), o.nanoTime(), debugFiles);
@@ -94,8 +113,29 @@ final class ProcSymbolizer implements Symbolizer {
             if (vaddr != -1) {
                 fn = l.symbols().lookup(vaddr);
             }
+        } else if (bin == Binary.ANONYMOUS && ProcessPerfMap.jitCandidate(m)) {
+            fn = jit(pid, proc, idx, m, addr);
         }
         return new Frame(addr, proc.ref(idx), fn, false);
+    }
+
+    /**
+     * JIT code: named by the process's perf map, if it writes one; then its mappings are named for the
+     * runtime ({@code [jit] node}) rather than left without a name.
+     */
+    private String jit(int pid, ProcessState proc, int idx, MapEntry m, long addr) {
+        ProcessPerfMap map = proc.perfMap();
+        if (map == null) {
+            map = new ProcessPerfMap(pid, procRoot, perfMapLimits, perfMapCounters);
+            proc.perfMap(map);
+        }
+        ProcessPerfMap pm = map;
+        String fn = pm.lookup(addr, nanoTime.getAsLong(),
+                () -> perfMapTotalBytes - (processes.perfMapBytes() - pm.heapBytes())); // what the others leave
+        if (pm.found() && !pm.jitPath().equals(proc.ref(idx).path())) {
+            proc.resolved(idx, Binary.ANONYMOUS, new MappingRef(m.start(), m.end(), m.offset(), pm.jitPath(), null, true));
+        }
+        return fn;
     }
 
     private Binary binary(int pid, MapEntry m) {
@@ -136,7 +176,8 @@ final class ProcSymbolizer implements Symbolizer {
         return new Stats(processes.size(), binaries.size(), binaries.failures() + vdso.failures(), unresolved.get(),
                 processes.mapsReads(), processes.mapsReadFailures(), k == null ? 0 : k.table.size(), frames.get(),
                 binaries.weight(), binaries.unreadable(), processes.malformedMapsLines(), processes.pidReuses(),
-                debugFiles.used());
+                debugFiles.used(), perfMapCounters.entries.get(), perfMapCounters.linesSkipped.get(),
+                perfMapCounters.bytesOverCap.get());
     }
 
     @Override

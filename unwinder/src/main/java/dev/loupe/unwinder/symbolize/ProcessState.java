@@ -61,6 +61,8 @@ final class ProcessState {
     /** When a re-read last found another start time than a sample's (0: never). */
     private long mismatchAtNanos;
     private boolean failureLogged;
+    /** The process's perf map, made on its first JIT frame; carried over refreshes of the same process. */
+    private ProcessPerfMap perfMap;
     /** Last lookup (racy writes from several threads are fine: any recent time keeps it alive). */
     volatile long accessedAtNanos;
 
@@ -88,6 +90,7 @@ final class ProcessState {
         Arrays.sort(mappings, (a, b) -> Long.compareUnsigned(a.start(), b.start()));
         ProcessState p = new ProcessState(startTicks, mappings, settled ? Phase.SETTLED : Phase.READ, now);
         if (previous != null && previous.readable() && previous.startTicks == startTicks) {
+            p.perfMap = previous.perfMap;
             for (int i = 0; i < mappings.length; i++) {
                 int j = previous.find(p.starts[i]);
                 if (j >= 0 && previous.mappings[j].equals(mappings[i]) && previous.binaries[j] != null
@@ -180,6 +183,20 @@ final class ProcessState {
             }
         }
         return hi >= 0 && Long.compareUnsigned(addr, mappings[hi].end()) < 0 ? hi : -1;
+    }
+
+    /** The perf map, or null if none was made yet. */
+    ProcessPerfMap perfMap() {
+        return perfMap;
+    }
+
+    void perfMap(ProcessPerfMap m) {
+        perfMap = m;
+    }
+
+    /** Heap held by this process's perf map. */
+    long perfMapBytes() {
+        return perfMap == null ? 0 : perfMap.heapBytes();
     }
 
     MapEntry mapping(int i) {

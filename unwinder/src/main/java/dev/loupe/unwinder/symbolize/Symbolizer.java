@@ -81,8 +81,12 @@ public interface Symbolizer extends AutoCloseable {
      * @param malformedMapsLines lines of /proc/PID/maps that could not be parsed
      * @param pidReuses          pids found to belong to a new process
      * @param debugFiles         separate debug files (/usr/lib/debug/.build-id) used for stripped binaries
+     * @param perfMapEntries     lines of JIT perf maps (/tmp/perf-PID.map) read into symbol tables
+     * @param perfMapLinesSkipped malformed perf-map lines skipped
+     * @param perfMapBytesOverCap perf-map bytes left unread because a map reached its size limits
      */
     record Stats(long processes, long binaries, long binaryFailures, long unresolvedFrames, long mapsReads,
                  long mapsReadFailures, long kernelSymbols, long frames, long cachedSymbolBytes,
-                 long unreadableBinaries, long malformedMapsLines, long pidReuses, long debugFiles) {}
+                 long unreadableBinaries, long malformedMapsLines, long pidReuses, long debugFiles,
+                 long perfMapEntries, long perfMapLinesSkipped, long perfMapBytesOverCap) {}
 }

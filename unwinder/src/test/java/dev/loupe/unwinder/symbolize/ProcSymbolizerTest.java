@@ -390,7 +390,7 @@ class ProcSymbolizerTest {
         }
     }
 
-    private static void fakeProcess(Path proc, int pid, long startTime, String... mapsLines) throws Exception {
+    static void fakeProcess(Path proc, int pid, long startTime, String... mapsLines) throws Exception {
         Path d = Files.createDirectories(proc.resolve(Integer.toString(pid)));
         Files.writeString(d.resolve("stat"), pid + " (odd) name) S 1 1 1 0 -1 4194304 100 0 0 0 5 1 0 0 20 0 1 0 "
                 + startTime + " 1000000 100 18446744073709551615\n");
