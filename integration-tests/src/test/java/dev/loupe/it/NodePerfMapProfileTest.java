@@ -15,7 +15,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * Node's JIT code named from its perf map (issue 17): {@code node --perf-basic-prof} writes
  * {@code /tmp/perf-PID.map}; a JS chain main → mid → leaf spins; the packaged agent profiles it. Of the
  * samples whose leaf frame is JIT code ({@code [jit] node}), ≥ 95 % name {@code leaf} and have {@code mid}
- * as its caller. (Reaching {@code main} needs the walk through V8's builtins, which is another change.)
+ * as its caller, and the JS main after it, on through V8's builtins (no FDEs: the walker's checked frame-pointer
+ * step) to libc's {@code __libc_start_main}.
  */
 class NodePerfMapProfileTest {
     /** V8's perf-map names: {@code JS:*leaf /path/file.js:1:14}, {@code LazyCompile:~leaf ...}: tier mark, then the function. */
@@ -72,7 +73,12 @@ class NodePerfMapProfileTest {
         long jitLeaf = 0;
         long named = 0;
         long withMid = 0;
-        long withMain = 0; // not asserted: reaching main is not this change's (V8's builtins have no FDEs)
+        long withMain = 0;
+        // leaf <- mid <- main and on through V8's builtins (no FDEs: the checked frame-pointer step) to libc, of the
+        // samples walked with node's tables: until they are loaded (node's table takes a while to build when the
+        // agent starts), samples take the frame-pointer walk, are labelled unwind=frame_pointers, and stop at the builtins.
+        long tableWalked = 0;
+        long toRoot = 0;
         Profiles.Stack example = null;
         for (Profiles.Stack s : stacks) {
             if (s.pid() != node.pid()) {
@@ -96,19 +102,29 @@ class NodePerfMapProfileTest {
                 withMid += s.count();
                 if (leafAt + 2 < s.functions().size() && "main".equals(jsFunction(s.functions().get(leafAt + 2)))) {
                     withMain += s.count();
+                    if (!"frame_pointers".equals(s.labels().get("unwind"))) {
+                        tableWalked += s.count();
+                        if (s.functions().contains("__libc_start_main") || s.functions().contains("__libc_start_call_main")) {
+                            toRoot += s.count();
+                        }
+                    }
                 }
             }
         }
         double namedShare = jitLeaf == 0 ? 0 : 100.0 * named / jitLeaf;
         double midShare = jitLeaf == 0 ? 0 : 100.0 * withMid / jitLeaf;
         System.out.printf("node --perf-basic-prof: %d samples, %d with a JIT leaf (%.1f %%); of those %.1f %% name leaf, "
-                + "%.1f %% leaf <- mid, %.1f %% leaf <- mid <- main%n", total, jitLeaf, total == 0 ? 0 : 100.0 * jitLeaf / total,
-                namedShare, midShare, jitLeaf == 0 ? 0 : 100.0 * withMain / jitLeaf);
+                + "%.1f %% leaf <- mid, %.1f %% leaf <- mid <- main; of these %d walked with tables, %.1f %% on to __libc_start_main%n",
+                total, jitLeaf, total == 0 ? 0 : 100.0 * jitLeaf / total, namedShare, midShare,
+                jitLeaf == 0 ? 0 : 100.0 * withMain / jitLeaf, tableWalked, tableWalked == 0 ? 0 : 100.0 * toRoot / tableWalked);
         stacks.stream().filter(s -> s.pid() == node.pid()).max((a, b) -> Long.compare(a.count(), b.count()))
                 .ifPresent(s -> System.out.println("commonest stack (" + s.count() + "): " + s.functions() + " in " + s.files()));
         assertTrue(total > 500, "samples of node: " + total);
         assertTrue(jitLeaf > 0.5 * total, "most samples are in JIT code: " + jitLeaf + " of " + total);
         assertTrue(namedShare >= 95, "leaf named in " + namedShare + " % of JIT-leaf samples; e.g. " + example);
+        assertTrue(tableWalked >= 0.8 * withMain, "walked with tables: " + tableWalked + " of " + withMain);
+        double rootShare = 100.0 * toRoot / tableWalked;
+        assertTrue(rootShare >= 95, "leaf <- mid <- main reaching __libc_start_main in " + rootShare + " % of those walked with tables");
         assertTrue(midShare >= 95, "mid follows leaf in " + midShare + " % of JIT-leaf samples; the commonest stacks:\n"
                 + String.join("\n", stacks.stream().filter(s -> s.pid() == node.pid())
                         .sorted((a, b) -> Long.compare(b.count(), a.count())).limit(5)
