@@ -152,12 +152,26 @@ class SystemdServiceTest {
             assertTrue(m.run(30, "journalctl", "-b", "--no-pager", "-u", "loupe").output().contains("Watchdog timeout"),
                     m.journal("loupe.service"));
 
+            // An upgrade (the same .deb again: postinst configure with the installed version) of an enabled, running
+            // service: still enabled, and restarted by the new package (a new main process).
+            String beforeUpgrade = m.property("loupe.service", "MainPID");
+            m.check(600, "dpkg", "-i", "/root/loupe.deb");
+            assertEquals("enabled", m.run(30, "systemctl", "is-enabled", "loupe").output().strip());
+            assertEquals("active", m.property("loupe.service", "ActiveState"));
+            assertFalse(m.property("loupe.service", "MainPID").equals(beforeUpgrade), "a running service is restarted on upgrade");
+
             // Stop: the partial interval is flushed and the exit is clean.
             int filesBefore = profiles(m);
             m.check(90, "systemctl", "stop", "loupe");
             assertEquals("inactive", m.property("loupe.service", "ActiveState"));
             assertEquals("success", m.property("loupe.service", "Result"));
             assertEquals(filesBefore + 1, profiles(m), "the partial interval written at stop");
+
+            // An upgrade keeps the admin's choice: a disabled, stopped service is neither enabled nor started again.
+            m.check(30, "systemctl", "disable", "loupe");
+            m.check(600, "dpkg", "-i", "/root/loupe.deb");
+            assertEquals("disabled", m.run(30, "systemctl", "is-enabled", "loupe").output().strip());
+            assertEquals("inactive", m.property("loupe.service", "ActiveState"));
 
             // Exposure as systemd rates the unit in place.
             String security = m.run(60, "systemd-analyze", "security", "loupe.service").output();
@@ -167,9 +181,15 @@ class SystemdServiceTest {
             System.out.println("systemd-analyze security loupe.service: " + exposure);
             assertTrue(exposure <= 3.0, security);
 
-            // Remove keeps the state; purge deletes it.
+            // Remove keeps the state; a reinstall before purge brings the service back as it was when removed
+            // (enabled here, so started); purge deletes the state.
+            m.check(30, "systemctl", "enable", "loupe");
             m.check(300, "apt-get", "remove", "-y", "loupe");
             assertTrue(Files.isDirectory(m.root().resolve("var/lib/loupe/profiles")), "remove keeps /var/lib/loupe");
+            assertEquals("inactive", m.property("loupe.service", "ActiveState"));
+            m.check(600, "apt-get", "install", "-y", "/root/loupe.deb");
+            assertEquals("enabled", m.run(30, "systemctl", "is-enabled", "loupe").output().strip());
+            assertEquals("active", m.property("loupe.service", "ActiveState"));
             m.check(300, "apt-get", "purge", "-y", "loupe");
             assertFalse(Files.exists(m.root().resolve("var/lib/loupe")), "purge deletes /var/lib/loupe");
             assertFalse(Files.exists(m.root().resolve("etc/loupe/loupe.yaml")), "purge deletes the conffile");
