@@ -83,8 +83,10 @@ class SystemdServiceTest {
         try (NspawnMachine m = NspawnMachine.boot(REPO, work, "loupe-it-" + ProcessHandle.current().pid())) {
             Files.copy(deb, m.root().resolve("root/loupe.deb"));
             long t0 = System.nanoTime();
-            m.check(600, "apt-get", "install", "-y", "/root/loupe.deb");
+            Commands.Result install = m.check(600, "apt-get", "install", "-y", "/root/loupe.deb");
             System.out.printf("package install (with the AOT training run) took %.1f s%n", (System.nanoTime() - t0) / 1e9);
+            Path aot = m.root().resolve("usr/lib/loupe/loupe-agent.aot");
+            assertTrue(Files.isRegularFile(aot) && !install.output().contains("no AOT cache made"), install.output());
 
             // Installed, enabled and started; active only after READY (systemd logs "Started" on READY=1).
             assertEquals("enabled", m.run(30, "systemctl", "is-enabled", "loupe").output().strip());
@@ -153,12 +155,18 @@ class SystemdServiceTest {
                     m.journal("loupe.service"));
 
             // An upgrade (the same .deb again: postinst configure with the installed version) of an enabled, running
-            // service: still enabled, and restarted by the new package (a new main process).
+            // service: still enabled, and restarted by the new package (a new main process). The system's libbpf is
+            // hidden meanwhile, as on a host without libbpf1: the AOT training run (through /usr/bin/loupe) and the
+            // restarted service load the bundled one.
             String beforeUpgrade = m.property("loupe.service", "MainPID");
-            m.check(600, "dpkg", "-i", "/root/loupe.deb");
+            m.check(30, "sh", "-c", "mkdir /root/no-libbpf && mv /usr/lib/x86_64-linux-gnu/libbpf.so.1* /root/no-libbpf/");
+            Commands.Result upgrade = m.check(600, "dpkg", "-i", "/root/loupe.deb");
+            assertTrue(Files.isRegularFile(aot) && !upgrade.output().contains("no AOT cache made"),
+                    "the training run made the AOT cache without a system libbpf:\n" + upgrade.output());
             assertEquals("enabled", m.run(30, "systemctl", "is-enabled", "loupe").output().strip());
             assertEquals("active", m.property("loupe.service", "ActiveState"));
             assertFalse(m.property("loupe.service", "MainPID").equals(beforeUpgrade), "a running service is restarted on upgrade");
+            m.check(30, "sh", "-c", "mv /root/no-libbpf/* /usr/lib/x86_64-linux-gnu/");
 
             // Stop: the partial interval is flushed and the exit is clean.
             int filesBefore = profiles(m);
