@@ -27,6 +27,10 @@ class SystemdServiceTest {
     /** CAP_DAC_READ_SEARCH(2), CAP_SYS_PTRACE(19), CAP_SYSLOG(34), CAP_PERFMON(38), CAP_BPF(39), CAP_CHECKPOINT_RESTORE(40). */
     private static final long CAPABILITIES = (1L << 2) | (1L << 19) | (1L << 34) | (1L << 38) | (1L << 39) | (1L << 40);
     private static final Path REPO = Path.of(System.getProperty("loupe.repo", "..")).toAbsolutePath().normalize();
+    /** The project's version (the agent jar's Implementation-Version), from the build. */
+    private static final String VERSION = System.getProperty("loupe.version", "");
+    /** What an admin's shell has: no JAVA_HOME, no JDK on PATH. */
+    private static final String[] CLEAN_ENV = {"env", "-i", "PATH=/usr/sbin:/usr/bin:/sbin:/bin"};
     private static Path deb;
 
     @BeforeAll
@@ -87,6 +91,18 @@ class SystemdServiceTest {
             System.out.printf("package install (with the AOT training run) took %.1f s%n", (System.nanoTime() - t0) / 1e9);
             Path aot = m.root().resolve("usr/lib/loupe/loupe-agent.aot");
             assertTrue(Files.isRegularFile(aot) && !install.output().contains("no AOT cache made"), install.output());
+
+            // /usr/bin/loupe, the packaged launcher, as an admin runs it.
+            Commands.Result version = m.run(60, cmd("loupe", "--version"));
+            assertFalse(VERSION.isEmpty(), "-Dloupe.version (integration-tests/pom.xml)");
+            assertEquals(0, version.exit(), version.output());
+            assertTrue(version.output().matches("loupe " + Pattern.quote(VERSION) + " \\(Java 25[^\\s,]*, /usr/lib/loupe/runtime\\)\n"),
+                    "one line, 'loupe VERSION (Java 25..., /usr/lib/loupe/runtime)':\n" + version.output());
+            Commands.Result relayHelp = m.run(60, cmd("loupe", "relay", "--help"));
+            assertEquals(0, relayHelp.exit(), relayHelp.output());
+            assertTrue(relayHelp.output().startsWith("Usage: loupe relay --kafka-bootstrap-servers"), relayHelp.output());
+            assertTrue(relayHelp.output().contains("--kafka-group-id"), "relay's own option:\n" + relayHelp.output());
+            assertFalse(relayHelp.output().contains("--frequency"), "not run's options:\n" + relayHelp.output());
 
             // Installed, enabled and started; active only after READY (systemd logs "Started" on READY=1).
             assertEquals("enabled", m.run(30, "systemctl", "is-enabled", "loupe").output().strip());
@@ -202,6 +218,12 @@ class SystemdServiceTest {
             assertFalse(Files.exists(m.root().resolve("var/lib/loupe")), "purge deletes /var/lib/loupe");
             assertFalse(Files.exists(m.root().resolve("etc/loupe/loupe.yaml")), "purge deletes the conffile");
         }
+    }
+
+    private static String[] cmd(String... command) {
+        String[] all = Arrays.copyOf(CLEAN_ENV, CLEAN_ENV.length + command.length);
+        System.arraycopy(command, 0, all, CLEAN_ENV.length, command.length);
+        return all;
     }
 
     private static int profiles(NspawnMachine m) throws Exception {
