@@ -112,6 +112,8 @@ class SystemdServiceTest {
             int readyAt = journal.indexOf("ready: the sampler is attached and the first sample was read");
             int startedAt = journal.indexOf("Started loupe.service");
             assertTrue(readyAt >= 0 && startedAt > readyAt, "READY before systemd called it started:\n" + journal);
+            // Under systemd ($JOURNAL_STREAM set) the agent's lines carry no time of their own: the journal stamps them.
+            assertAgentLinesUnstamped(journal, "ready: the sampler is attached and the first sample was read");
             m.await("a status line with samples and processes", Duration.ofSeconds(20), () -> m.property("loupe.service", "StatusText")
                     .matches("[1-9][0-9.]* samples/s from [1-9][0-9]* processes; sinks: file ok"));
 
@@ -140,6 +142,7 @@ class SystemdServiceTest {
             assertTrue(m.journal("loupe.service").contains(
                     "reload: applied: external-labels; needs a restart (the running value stays): interval"), m.journal("loupe.service"));
             assertEquals(pid, m.property("loupe.service", "MainPID"), "reload keeps the process");
+            assertAgentLinesUnstamped(m.journal("loupe.service"), "reload: applied: external-labels");
             assertEquals("active", m.property("loupe.service", "ActiveState"));
 
             // A broken file on reload: refused with its line, the old configuration keeps running.
@@ -217,6 +220,24 @@ class SystemdServiceTest {
             m.check(300, "apt-get", "purge", "-y", "loupe");
             assertFalse(Files.exists(m.root().resolve("var/lib/loupe")), "purge deletes /var/lib/loupe");
             assertFalse(Files.exists(m.root().resolve("etc/loupe/loupe.yaml")), "purge deletes the conffile");
+        }
+    }
+
+    /** A date or a time at the start of a line: ISO 8601 (the agent's own format off systemd), syslog's, or a bare time. */
+    private static final Pattern STAMPED = Pattern.compile("^\\s*(\\d{4}-\\d{2}-\\d{2}|[A-Z][a-z]{2} [ \\d]\\d \\d{2}:|\\d{2}:\\d{2}:\\d{2})");
+
+    /**
+     * {@code journal} ({@code journalctl -o cat}: the messages as the unit wrote them) has the agent's line containing
+     * {@code message} in the journal form, "LEVEL logger: message", and no line that starts with a date or time.
+     */
+    private static void assertAgentLinesUnstamped(String journal, String message) {
+        List<String> lines = journal.lines().toList();
+        String line = lines.stream().filter(l -> l.contains(message)).findFirst()
+                .orElseThrow(() -> new AssertionError("no line with '" + message + "' in\n" + journal));
+        assertTrue(line.matches("[A-Z]+ dev\\.loupe\\.[\\w.$]+: " + Pattern.quote(message) + ".*"),
+                "'LEVEL logger: message', nothing before the level: " + line);
+        for (String l : lines) {
+            assertFalse(STAMPED.matcher(l).find(), "a line with a time of its own: " + l + "\nin\n" + journal);
         }
     }
 
