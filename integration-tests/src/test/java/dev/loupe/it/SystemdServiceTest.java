@@ -1,5 +1,7 @@
 package dev.loupe.it;
 
+import dev.loupe.pprof.PprofFiles;
+import dev.loupe.pprof.proto.Profile;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -9,7 +11,10 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -132,6 +137,8 @@ class SystemdServiceTest {
 
             // Profiles appear where the service keeps its state.
             m.await("a CPU profile", Duration.ofSeconds(40), () -> profiles(m) > 0);
+            m.await("a CPU profile with samples", Duration.ofSeconds(40), () -> withSamples(cpuFiles(m)).isPresent());
+            Path beforeReload = withSamples(cpuFiles(m).reversed()).orElseThrow();
 
             // Reload: a new label is applied live by the same process; the interval waits for a restart.
             Path conf = m.root().resolve("etc/loupe/loupe.yaml");
@@ -139,11 +146,29 @@ class SystemdServiceTest {
             Files.writeString(conf, original + "external-labels: {team: profiling}\ninterval: 20s\n");
             m.check(60, "systemctl", "reload", "loupe");
             m.await("the reload's log line", Duration.ofSeconds(30), () -> m.journal("loupe.service").contains("reload: applied:"));
+            // The line comes after the old sinks wrote what they held: a file not there now was written after the reload.
+            Set<Path> atReload = Set.copyOf(cpuFiles(m));
             assertTrue(m.journal("loupe.service").contains(
                     "reload: applied: external-labels; needs a restart (the running value stays): interval"), m.journal("loupe.service"));
             assertEquals(pid, m.property("loupe.service", "MainPID"), "reload keeps the process");
             assertAgentLinesUnstamped(m.journal("loupe.service"), "reload: applied: external-labels");
             assertEquals("active", m.property("loupe.service", "ActiveState"));
+            // Local files carry the external labels on every sample, as they carry node, from the first interval
+            // after the reload on; remote sinks (none here) keep them as series labels.
+            m.await("a profile with samples written after the reload", Duration.ofSeconds(40),
+                    () -> withSamples(cpuFiles(m).stream().filter(f -> !atReload.contains(f)).toList()).isPresent());
+            Path afterReload = withSamples(cpuFiles(m).stream().filter(f -> !atReload.contains(f)).toList()).orElseThrow();
+            assertEquals(pid, m.property("loupe.service", "MainPID"), "both files from the same process");
+            Profile unlabelled = PprofFiles.parse(Files.readAllBytes(beforeReload));
+            Profile labelled = PprofFiles.parse(Files.readAllBytes(afterReload));
+            for (int i = 0; i < unlabelled.getSampleCount(); i++) {
+                Map<String, String> l = strLabels(unlabelled, i);
+                assertTrue(l.containsKey("node") && !l.containsKey("team"), beforeReload.getFileName() + " sample " + i + ": " + l);
+            }
+            for (int i = 0; i < labelled.getSampleCount(); i++) {
+                Map<String, String> l = strLabels(labelled, i);
+                assertTrue(l.containsKey("node") && "profiling".equals(l.get("team")), afterReload.getFileName() + " sample " + i + ": " + l);
+            }
 
             // A broken file on reload: refused with its line, the old configuration keeps running.
             Files.writeString(conf, original + "frequency: [\n");
@@ -248,13 +273,39 @@ class SystemdServiceTest {
     }
 
     private static int profiles(NspawnMachine m) throws Exception {
+        return cpuFiles(m).size();
+    }
+
+    /** The service's CPU profiles, oldest first (names sort by time). */
+    private static List<Path> cpuFiles(NspawnMachine m) throws Exception {
         Path d = m.root().resolve("var/lib/loupe/profiles");
         if (!Files.isDirectory(d)) {
-            return 0;
+            return List.of();
         }
         try (var s = Files.list(d)) {
-            return (int) s.filter(p -> p.getFileName().toString().startsWith("cpu-")).count();
+            return s.filter(p -> p.getFileName().toString().startsWith("cpu-")).sorted().toList();
         }
+    }
+
+    /** The first of {@code files} that has samples. */
+    private static Optional<Path> withSamples(List<Path> files) throws Exception {
+        for (Path f : files) {
+            if (PprofFiles.parse(Files.readAllBytes(f)).getSampleCount() > 0) {
+                return Optional.of(f);
+            }
+        }
+        return Optional.empty();
+    }
+
+    /** A sample's string labels. */
+    private static Map<String, String> strLabels(Profile p, int sample) {
+        Map<String, String> m = new TreeMap<>();
+        for (var l : p.getSample(sample).getLabelList()) {
+            if (l.getStr() != 0) {
+                m.put(p.getStringTable((int) l.getKey()), p.getStringTable((int) l.getStr()));
+            }
+        }
+        return m;
     }
 
     private static String field(String status, String name) {
