@@ -25,8 +25,14 @@ case "$cmd" in
     shift
     opts=("@$lib/run.jvmopts")
     # The JVM's AOT cache made at install; the JVM ignores a cache that does not match (never fatal).
+    # LOUPE_AOT=train writes the cache instead: postinst's training run goes through this script, so it starts
+    # the JVM with the options the service gets (the same @argfile and the bundled libbpf).
     aot="${LOUPE_AOT_CACHE:-$lib/loupe-agent.aot}"
-    if [ "${LOUPE_AOT:-on}" != off ] && [ -r "$aot" ]; then opts+=("-XX:AOTCache=$aot"); fi
+    case "${LOUPE_AOT:-on}" in
+      off) ;;
+      train) opts+=("-XX:AOTCacheOutput=$aot") ;;
+      *) if [ -r "$aot" ]; then opts+=("-XX:AOTCache=$aot"); fi ;;
+    esac
     exec "$java" "${opts[@]}" "${libbpf[@]}" -jar "$jar" run "$@"
     ;;
   relay)

@@ -18,8 +18,9 @@ import java.util.concurrent.TimeoutException;
 
 /**
  * {@code systemctl reload} (SIGHUP): reads the configuration again (the same file and flags as at start),
- * applies what may change live (sinks and their credentials, external labels, output and its retention,
- * log level, probes and the regression settings), and logs one line naming what it applied and what waits for a restart. A file with an error is
+ * applies what may change live (sinks and their credentials, external labels: series labels of the remote sinks
+ * and sample labels of local files, output and its retention, log level, probes and the regression settings),
+ * and logs one line naming what it applied and what waits for a restart. A file with an error is
  * refused with its file and line, and everything keeps running as it was. The interval, the spool and the BPF
  * program are never touched.
  */
@@ -89,7 +90,8 @@ final class ConfigReloader {
             }
             if (change.live().stream().anyMatch(o -> !NOT_SINKS.contains(o))) {
                 try {
-                    List<String> sinks = agent.replaceSinks(() -> Sinks.open(next), () -> Sinks.open(before))
+                    // External labels are live and swap the sinks: local files get them with the new sinks.
+                    List<String> sinks = agent.replaceSinks(() -> open(next), () -> open(before))
                             .get(SWAP_TIMEOUT_SECONDS, TimeUnit.SECONDS);
                     LOG.log(System.Logger.Level.INFO, "reload: sinks now " + sinks);
                 } catch (ExecutionException e) {
@@ -120,6 +122,16 @@ final class ConfigReloader {
         } finally {
             supervisor.reloaded();
         }
+    }
+
+    /**
+     * A configuration's sinks, and its external labels for local files' samples; run by the agent's loop between
+     * two intervals, so the interval after the swap is the first with both.
+     */
+    private List<dev.loupe.agent.sink.ProfileSink> open(LoupeConfig config) throws Sinks.StartFailure {
+        List<dev.loupe.agent.sink.ProfileSink> sinks = Sinks.open(config);
+        agent.externalLabels(config.externalLabels());
+        return sinks;
     }
 
     void close() {

@@ -168,6 +168,7 @@ public final class Main {
         Agent agent = new Agent(config.frequencyHz(), config.interval(), new KernelSampleSource(sampler),
                 Symbolizer.create(Symbolizer.Options.defaults(), processes), sinks, Clocks.system(),
                 Agent.Options.defaults(Map.of("node", HostName.get())));
+        agent.externalLabels(config.externalLabels()); // on every sample of local files, as node is
         try {
             if (config.unwindTables()) {
                 // Only with tables: the uploader listens to the process registry and queues every new process.

@@ -168,7 +168,7 @@ public final class LoupeConfig {
         return get(Options.SPOOL_MAX_BYTES);
     }
 
-    /** Labels added to every series sent to Parca or Kafka. */
+    /** Labels added to every series sent to Parca or Kafka and to every sample of local files. */
     public Map<String, String> externalLabels() {
         return get(Options.EXTERNAL_LABELS);
     }

@@ -155,7 +155,7 @@ public final class Options {
     public static final Option<Map<String, String>> EXTERNAL_LABELS = Option.map("external-labels", "--external-label",
                     "NAME=VALUE", Values::labelName, t -> t)
             .byDefault("{}").reloadable()
-            .help("added to every series sent to Parca or Kafka, e.g. {region: eu-west-1} (flag: repeatable)");
+            .help("added to every series sent to Parca or Kafka and to every sample of local files, e.g. {region: eu-west-1} (flag: repeatable)");
 
     /** Prometheus relabel_config rules as plain values; the agent validates and applies them. */
     public static final Option<List<Map<String, Object>>> RELABEL = Option.custom("relabel", null, null,

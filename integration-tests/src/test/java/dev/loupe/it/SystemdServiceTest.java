@@ -1,5 +1,7 @@
 package dev.loupe.it;
 
+import dev.loupe.pprof.PprofFiles;
+import dev.loupe.pprof.proto.Profile;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -9,7 +11,10 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -27,6 +32,10 @@ class SystemdServiceTest {
     /** CAP_DAC_READ_SEARCH(2), CAP_SYS_PTRACE(19), CAP_SYSLOG(34), CAP_PERFMON(38), CAP_BPF(39), CAP_CHECKPOINT_RESTORE(40). */
     private static final long CAPABILITIES = (1L << 2) | (1L << 19) | (1L << 34) | (1L << 38) | (1L << 39) | (1L << 40);
     private static final Path REPO = Path.of(System.getProperty("loupe.repo", "..")).toAbsolutePath().normalize();
+    /** The project's version (the agent jar's Implementation-Version), from the build. */
+    private static final String VERSION = System.getProperty("loupe.version", "");
+    /** What an admin's shell has: no JAVA_HOME, no JDK on PATH. */
+    private static final String[] CLEAN_ENV = {"env", "-i", "PATH=/usr/sbin:/usr/bin:/sbin:/bin"};
     private static Path deb;
 
     @BeforeAll
@@ -83,8 +92,22 @@ class SystemdServiceTest {
         try (NspawnMachine m = NspawnMachine.boot(REPO, work, "loupe-it-" + ProcessHandle.current().pid())) {
             Files.copy(deb, m.root().resolve("root/loupe.deb"));
             long t0 = System.nanoTime();
-            m.check(600, "apt-get", "install", "-y", "/root/loupe.deb");
+            Commands.Result install = m.check(600, "apt-get", "install", "-y", "/root/loupe.deb");
             System.out.printf("package install (with the AOT training run) took %.1f s%n", (System.nanoTime() - t0) / 1e9);
+            Path aot = m.root().resolve("usr/lib/loupe/loupe-agent.aot");
+            assertTrue(Files.isRegularFile(aot) && !install.output().contains("no AOT cache made"), install.output());
+
+            // /usr/bin/loupe, the packaged launcher, as an admin runs it.
+            Commands.Result version = m.run(60, cmd("loupe", "--version"));
+            assertFalse(VERSION.isEmpty(), "-Dloupe.version (integration-tests/pom.xml)");
+            assertEquals(0, version.exit(), version.output());
+            assertTrue(version.output().matches("loupe " + Pattern.quote(VERSION) + " \\(Java 25[^\\s,]*, /usr/lib/loupe/runtime\\)\n"),
+                    "one line, 'loupe VERSION (Java 25..., /usr/lib/loupe/runtime)':\n" + version.output());
+            Commands.Result relayHelp = m.run(60, cmd("loupe", "relay", "--help"));
+            assertEquals(0, relayHelp.exit(), relayHelp.output());
+            assertTrue(relayHelp.output().startsWith("Usage: loupe relay --kafka-bootstrap-servers"), relayHelp.output());
+            assertTrue(relayHelp.output().contains("--kafka-group-id"), "relay's own option:\n" + relayHelp.output());
+            assertFalse(relayHelp.output().contains("--frequency"), "not run's options:\n" + relayHelp.output());
 
             // Installed, enabled and started; active only after READY (systemd logs "Started" on READY=1).
             assertEquals("enabled", m.run(30, "systemctl", "is-enabled", "loupe").output().strip());
@@ -94,6 +117,8 @@ class SystemdServiceTest {
             int readyAt = journal.indexOf("ready: the sampler is attached and the first sample was read");
             int startedAt = journal.indexOf("Started loupe.service");
             assertTrue(readyAt >= 0 && startedAt > readyAt, "READY before systemd called it started:\n" + journal);
+            // Under systemd ($JOURNAL_STREAM set) the agent's lines carry no time of their own: the journal stamps them.
+            assertAgentLinesUnstamped(journal, "ready: the sampler is attached and the first sample was read");
             m.await("a status line with samples and processes", Duration.ofSeconds(20), () -> m.property("loupe.service", "StatusText")
                     .matches("[1-9][0-9.]* samples/s from [1-9][0-9]* processes; sinks: file ok"));
 
@@ -112,6 +137,8 @@ class SystemdServiceTest {
 
             // Profiles appear where the service keeps its state.
             m.await("a CPU profile", Duration.ofSeconds(40), () -> profiles(m) > 0);
+            m.await("a CPU profile with samples", Duration.ofSeconds(40), () -> withSamples(cpuFiles(m)).isPresent());
+            Path beforeReload = withSamples(cpuFiles(m).reversed()).orElseThrow();
 
             // Reload: a new label is applied live by the same process; the interval waits for a restart.
             Path conf = m.root().resolve("etc/loupe/loupe.yaml");
@@ -119,10 +146,29 @@ class SystemdServiceTest {
             Files.writeString(conf, original + "external-labels: {team: profiling}\ninterval: 20s\n");
             m.check(60, "systemctl", "reload", "loupe");
             m.await("the reload's log line", Duration.ofSeconds(30), () -> m.journal("loupe.service").contains("reload: applied:"));
+            // The line comes after the old sinks wrote what they held: a file not there now was written after the reload.
+            Set<Path> atReload = Set.copyOf(cpuFiles(m));
             assertTrue(m.journal("loupe.service").contains(
                     "reload: applied: external-labels; needs a restart (the running value stays): interval"), m.journal("loupe.service"));
             assertEquals(pid, m.property("loupe.service", "MainPID"), "reload keeps the process");
+            assertAgentLinesUnstamped(m.journal("loupe.service"), "reload: applied: external-labels");
             assertEquals("active", m.property("loupe.service", "ActiveState"));
+            // Local files carry the external labels on every sample, as they carry node, from the first interval
+            // after the reload on; remote sinks (none here) keep them as series labels.
+            m.await("a profile with samples written after the reload", Duration.ofSeconds(40),
+                    () -> withSamples(cpuFiles(m).stream().filter(f -> !atReload.contains(f)).toList()).isPresent());
+            Path afterReload = withSamples(cpuFiles(m).stream().filter(f -> !atReload.contains(f)).toList()).orElseThrow();
+            assertEquals(pid, m.property("loupe.service", "MainPID"), "both files from the same process");
+            Profile unlabelled = PprofFiles.parse(Files.readAllBytes(beforeReload));
+            Profile labelled = PprofFiles.parse(Files.readAllBytes(afterReload));
+            for (int i = 0; i < unlabelled.getSampleCount(); i++) {
+                Map<String, String> l = strLabels(unlabelled, i);
+                assertTrue(l.containsKey("node") && !l.containsKey("team"), beforeReload.getFileName() + " sample " + i + ": " + l);
+            }
+            for (int i = 0; i < labelled.getSampleCount(); i++) {
+                Map<String, String> l = strLabels(labelled, i);
+                assertTrue(l.containsKey("node") && "profiling".equals(l.get("team")), afterReload.getFileName() + " sample " + i + ": " + l);
+            }
 
             // A broken file on reload: refused with its line, the old configuration keeps running.
             Files.writeString(conf, original + "frequency: [\n");
@@ -152,12 +198,32 @@ class SystemdServiceTest {
             assertTrue(m.run(30, "journalctl", "-b", "--no-pager", "-u", "loupe").output().contains("Watchdog timeout"),
                     m.journal("loupe.service"));
 
+            // An upgrade (the same .deb again: postinst configure with the installed version) of an enabled, running
+            // service: still enabled, and restarted by the new package (a new main process). The system's libbpf is
+            // hidden meanwhile, as on a host without libbpf1: the AOT training run (through /usr/bin/loupe) and the
+            // restarted service load the bundled one.
+            String beforeUpgrade = m.property("loupe.service", "MainPID");
+            m.check(30, "sh", "-c", "mkdir /root/no-libbpf && mv /usr/lib/x86_64-linux-gnu/libbpf.so.1* /root/no-libbpf/");
+            Commands.Result upgrade = m.check(600, "dpkg", "-i", "/root/loupe.deb");
+            assertTrue(Files.isRegularFile(aot) && !upgrade.output().contains("no AOT cache made"),
+                    "the training run made the AOT cache without a system libbpf:\n" + upgrade.output());
+            assertEquals("enabled", m.run(30, "systemctl", "is-enabled", "loupe").output().strip());
+            assertEquals("active", m.property("loupe.service", "ActiveState"));
+            assertFalse(m.property("loupe.service", "MainPID").equals(beforeUpgrade), "a running service is restarted on upgrade");
+            m.check(30, "sh", "-c", "mv /root/no-libbpf/* /usr/lib/x86_64-linux-gnu/");
+
             // Stop: the partial interval is flushed and the exit is clean.
             int filesBefore = profiles(m);
             m.check(90, "systemctl", "stop", "loupe");
             assertEquals("inactive", m.property("loupe.service", "ActiveState"));
             assertEquals("success", m.property("loupe.service", "Result"));
             assertEquals(filesBefore + 1, profiles(m), "the partial interval written at stop");
+
+            // An upgrade keeps the admin's choice: a disabled, stopped service is neither enabled nor started again.
+            m.check(30, "systemctl", "disable", "loupe");
+            m.check(600, "dpkg", "-i", "/root/loupe.deb");
+            assertEquals("disabled", m.run(30, "systemctl", "is-enabled", "loupe").output().strip());
+            assertEquals("inactive", m.property("loupe.service", "ActiveState"));
 
             // Exposure as systemd rates the unit in place.
             String security = m.run(60, "systemd-analyze", "security", "loupe.service").output();
@@ -167,23 +233,79 @@ class SystemdServiceTest {
             System.out.println("systemd-analyze security loupe.service: " + exposure);
             assertTrue(exposure <= 3.0, security);
 
-            // Remove keeps the state; purge deletes it.
+            // Remove keeps the state; a reinstall before purge brings the service back as it was when removed
+            // (enabled here, so started); purge deletes the state.
+            m.check(30, "systemctl", "enable", "loupe");
             m.check(300, "apt-get", "remove", "-y", "loupe");
             assertTrue(Files.isDirectory(m.root().resolve("var/lib/loupe/profiles")), "remove keeps /var/lib/loupe");
+            assertEquals("inactive", m.property("loupe.service", "ActiveState"));
+            m.check(600, "apt-get", "install", "-y", "/root/loupe.deb");
+            assertEquals("enabled", m.run(30, "systemctl", "is-enabled", "loupe").output().strip());
+            assertEquals("active", m.property("loupe.service", "ActiveState"));
             m.check(300, "apt-get", "purge", "-y", "loupe");
             assertFalse(Files.exists(m.root().resolve("var/lib/loupe")), "purge deletes /var/lib/loupe");
             assertFalse(Files.exists(m.root().resolve("etc/loupe/loupe.yaml")), "purge deletes the conffile");
         }
     }
 
+    /** A date or a time at the start of a line: ISO 8601 (the agent's own format off systemd), syslog's, or a bare time. */
+    private static final Pattern STAMPED = Pattern.compile("^\\s*(\\d{4}-\\d{2}-\\d{2}|[A-Z][a-z]{2} [ \\d]\\d \\d{2}:|\\d{2}:\\d{2}:\\d{2})");
+
+    /**
+     * {@code journal} ({@code journalctl -o cat}: the messages as the unit wrote them) has the agent's line containing
+     * {@code message} in the journal form, "LEVEL logger: message", and no line that starts with a date or time.
+     */
+    private static void assertAgentLinesUnstamped(String journal, String message) {
+        List<String> lines = journal.lines().toList();
+        String line = lines.stream().filter(l -> l.contains(message)).findFirst()
+                .orElseThrow(() -> new AssertionError("no line with '" + message + "' in\n" + journal));
+        assertTrue(line.matches("[A-Z]+ dev\\.loupe\\.[\\w.$]+: " + Pattern.quote(message) + ".*"),
+                "'LEVEL logger: message', nothing before the level: " + line);
+        for (String l : lines) {
+            assertFalse(STAMPED.matcher(l).find(), "a line with a time of its own: " + l + "\nin\n" + journal);
+        }
+    }
+
+    private static String[] cmd(String... command) {
+        String[] all = Arrays.copyOf(CLEAN_ENV, CLEAN_ENV.length + command.length);
+        System.arraycopy(command, 0, all, CLEAN_ENV.length, command.length);
+        return all;
+    }
+
     private static int profiles(NspawnMachine m) throws Exception {
+        return cpuFiles(m).size();
+    }
+
+    /** The service's CPU profiles, oldest first (names sort by time). */
+    private static List<Path> cpuFiles(NspawnMachine m) throws Exception {
         Path d = m.root().resolve("var/lib/loupe/profiles");
         if (!Files.isDirectory(d)) {
-            return 0;
+            return List.of();
         }
         try (var s = Files.list(d)) {
-            return (int) s.filter(p -> p.getFileName().toString().startsWith("cpu-")).count();
+            return s.filter(p -> p.getFileName().toString().startsWith("cpu-")).sorted().toList();
         }
+    }
+
+    /** The first of {@code files} that has samples. */
+    private static Optional<Path> withSamples(List<Path> files) throws Exception {
+        for (Path f : files) {
+            if (PprofFiles.parse(Files.readAllBytes(f)).getSampleCount() > 0) {
+                return Optional.of(f);
+            }
+        }
+        return Optional.empty();
+    }
+
+    /** A sample's string labels. */
+    private static Map<String, String> strLabels(Profile p, int sample) {
+        Map<String, String> m = new TreeMap<>();
+        for (var l : p.getSample(sample).getLabelList()) {
+            if (l.getStr() != 0) {
+                m.put(p.getStringTable((int) l.getKey()), p.getStringTable((int) l.getStr()));
+            }
+        }
+        return m;
     }
 
     private static String field(String status, String name) {

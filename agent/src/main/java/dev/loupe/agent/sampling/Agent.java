@@ -68,6 +68,8 @@ public final class Agent {
     private final java.util.concurrent.atomic.AtomicReference<SinkSwap> pendingSwap = new java.util.concurrent.atomic.AtomicReference<>();
     private final Clocks clocks;
     private final Options options;
+    /** Labels on every sample of the gzipped bytes (local files): the series labels and the external labels. */
+    private volatile Map<String, String> fileLabels;
     private final long periodNanos;
     private final long intervalNanos;
     private final SampleProcessor processor;
@@ -88,6 +90,7 @@ public final class Agent {
         this.symbolizer = symbolizer;
         this.clocks = clocks;
         this.options = options;
+        this.fileLabels = java.util.Collections.unmodifiableMap(new TreeMap<>(options.seriesLabels()));
         this.periodNanos = 1_000_000_000L / frequencyHz;
         this.intervalNanos = interval.toNanos();
         this.processor = new SampleProcessor(symbolizer, options.cgroupReader(), clocks.monotonicNanos());
@@ -157,6 +160,19 @@ public final class Agent {
             }
             swap.done().completeExceptionally(e);
         }
+    }
+
+    /**
+     * The user's external labels for local files: from the next interval encoded, every sample of the gzipped bytes
+     * carries them besides the series labels (node), which win over an external label of the same name (config
+     * forbids such names anyway); a sample's own label of that name wins over both. Series labels, and so the
+     * remote sinks, do not get them: Parca and Kafka sinks add external labels to their series themselves. A reload
+     * sets them from its sink opener, on the loop thread, so they change together with the sinks.
+     */
+    public void externalLabels(Map<String, String> external) {
+        Map<String, String> labels = new TreeMap<>(external);
+        labels.putAll(options.seriesLabels());
+        fileLabels = java.util.Collections.unmodifiableMap(labels);
     }
 
     /** Samples turned into profile samples so far (cheap: a counter; {@link #status()} reads the kernel's maps). */
@@ -275,13 +291,15 @@ public final class Agent {
 
     /**
      * Encodes once for every sink. One host-wide series for now. The gzipped bytes (local files) carry the series
-     * labels (node) on every sample, so a file says which host it is from; remote sinks send them as series labels.
+     * labels (node) and the external labels on every sample, so a file says which host it is from; remote sinks
+     * send the series labels and their own external labels as series labels.
      */
     private ProfileBatch encode(Profile profile) {
+        Map<String, String> inFiles = fileLabels;
         Map<String, String> labels = new TreeMap<>(options.seriesLabels());
         labels.put("__name__", CPU_SERIES_NAME);
         EncodedProfile p = new EncodedProfile(CPU_TYPE, new TreeMap<>(labels), profile.getTimeNanos(),
-                profile.getDurationNanos(), PprofFiles.gzip(SampleLabels.withEverySample(profile, options.seriesLabels())),
+                profile.getDurationNanos(), PprofFiles.gzip(SampleLabels.withEverySample(profile, inFiles)),
                 profile.getSampleCount(), profile);
         List<EncodedProfile> all = new ArrayList<>(List.of(p));
         for (SideProfileSource side : sideProfiles) {
@@ -290,7 +308,7 @@ public final class Agent {
                     Map<String, String> sideLabels = new TreeMap<>(options.seriesLabels());
                     sideLabels.put("__name__", side.seriesName());
                     all.add(new EncodedProfile(side.profileType(), new TreeMap<>(sideLabels), sp.getTimeNanos(),
-                            sp.getDurationNanos(), PprofFiles.gzip(SampleLabels.withEverySample(sp, options.seriesLabels())),
+                            sp.getDurationNanos(), PprofFiles.gzip(SampleLabels.withEverySample(sp, inFiles)),
                             sp.getSampleCount(), sp));
                 });
             } catch (RuntimeException e) {

@@ -13,7 +13,8 @@ import java.util.TreeMap;
  * @param labels         series labels, sorted by name; always contains {@code __name__}
  * @param timeNanos      start, wall clock, ns since the epoch (the profile's time_nanos)
  * @param durationNanos  length of the window (monotonic)
- * @param gzippedPprof   the serialized profile.proto, gzipped
+ * @param gzippedPprof   the serialized profile.proto, gzipped, with the series labels (but {@code __name__}) and the
+ *                       external labels on every sample: what local files hold
  * @param samples        number of samples in it (0: an empty interval)
  * @param profile        the same profile decoded (immutable), for sinks that re-shape it (one series per process)
  */

@@ -257,6 +257,58 @@ class AgentTest {
         assertEquals(List.of(1L, 2L), sink.batches.stream().map(ProfileBatch::sequence).toList());
     }
 
+    /**
+     * External labels go on every sample of the gzipped bytes (local files) from the next interval on, as node does;
+     * node wins over an external label of its name; series labels (remote sinks) stay node only.
+     */
+    @Test
+    void externalLabelsGoOnEverySampleOfLocalFilesFromTheNextIntervalNotIntoSeriesLabels() throws Exception {
+        ManualClock clock = new ManualClock();
+        FakeSource source = new FakeSource();
+        MemorySink sink = new MemorySink();
+        Agent agent = agent(19, Duration.ofSeconds(10), source, List.of(sink), clock);
+        agent.start();
+        source.queue.add(sample(7, new long[0], 0x1100));
+        awaitTrue(() -> source.queue.isEmpty());
+        Thread.sleep(50);
+        clock.advance(Duration.ofSeconds(10));
+        awaitTrue(() -> sink.profiles.size() == 1);
+
+        agent.externalLabels(Map.of("team", "profiling", "node", "not-ours"));
+        source.queue.add(sample(8, new long[0], 0x1200));
+        source.queue.add(sample(9, new long[0], 0x1300));
+        awaitTrue(() -> source.queue.isEmpty());
+        Thread.sleep(50);
+        clock.advance(Duration.ofSeconds(10));
+        awaitTrue(() -> sink.profiles.size() == 2);
+        agent.stop();
+
+        Profile before = sink.profiles.get(0);
+        assertEquals(1, before.getSampleCount());
+        assertEquals(Map.of("comm", "proc7", "thread_comm", "thr7", "node", "test-node"), strLabels(before, 0));
+        Profile after = sink.profiles.get(1);
+        assertEquals(2, after.getSampleCount());
+        for (int i = 0; i < after.getSampleCount(); i++) {
+            Map<String, String> l = strLabels(after, i);
+            assertEquals("profiling", l.get("team"), l.toString());
+            assertEquals("test-node", l.get("node"), "node is ours: " + l);
+        }
+        for (ProfileBatch b : sink.batches) {
+            assertEquals(Map.of("__name__", "parca_agent_cpu", "node", "test-node"), b.profiles().get(0).labels(),
+                    "remote sinks add external labels to their series themselves");
+        }
+    }
+
+    private static Map<String, String> strLabels(Profile p, int sample) {
+        Map<String, String> m = new java.util.TreeMap<>();
+        for (var l : p.getSample(sample).getLabelList()) {
+            if (l.getStr() != 0) {
+                m.put(p.getStringTable((int) l.getKey()), p.getStringTable((int) l.getStr()));
+            }
+        }
+        return m;
+    }
+
     @Test
     void captureCollectsOnlyItsOwnWindow() throws Exception {
         ManualClock clock = new ManualClock();
