@@ -106,21 +106,22 @@ final class ProbeSet {
         }
         List<ProbedFunction> attached = new ArrayList<>();
         List<String> problems = new ArrayList<>();
+        // Room for the new build before the old one's stragglers: the oldest draining probes, in one detach (each
+        // detach reads every probe's fine histogram). Their ids are free once this interval's groups are drained
+        // (they may still name them), so what does not fit now waits for the interval's end, when ProbeManager
+        // plans again.
+        long missing = want.keySet().stream().filter(i -> !have.contains(i)).count();
+        int room = capacity - used.cardinality() - recentlyDetached.size(); // ids neither used nor detached this interval
+        detachOldestDraining((int) Math.min(Math.max(0, missing - room), draining.size()));
         waitingForRoom = 0;
         for (ProbedFunction f : want.values()) {
             if (have.contains(f.identity())) {
                 continue;
             }
             int id = freeId();
-            if (id >= capacity && !draining.isEmpty()) {
-                detachOldestDraining(); // room for the new build before the old one's stragglers
-                id = freeId();
-                if (id >= capacity) {
-                    // The detached id is free once this interval's groups are drained (they may still name it):
-                    // the new build waits for the interval's end (ProbeManager plans again then), not for a change.
-                    waitingForRoom++;
-                    continue;
-                }
+            if (id >= capacity && !recentlyDetached.isEmpty()) {
+                waitingForRoom++;
+                continue;
             }
             if (id >= capacity) {
                 problems.add("probe " + f.binary() + ": " + f.function() + ": no room: " + capacity
@@ -151,17 +152,19 @@ final class ProbeSet {
         return waitingForRoom;
     }
 
-    private void detachOldestDraining() throws BpfException {
-        ProbedFunction oldest = null;
-        for (ProbedFunction f : draining.values()) {
-            if (oldest == null || lastCallNanos.get(f.id()) < lastCallNanos.get(oldest.id())) {
-                oldest = f;
-            }
+    /** Detaches the {@code n} draining probes called least recently, at once. */
+    private void detachOldestDraining(int n) throws BpfException {
+        if (n <= 0) {
+            return;
         }
-        draining.remove(oldest.id());
-        detach(List.of(oldest));
-        LOG.log(System.Logger.Level.INFO, "probes: " + oldest.binary() + " " + oldest.function()
-                + ": the previous build's probe detached early to make room");
+        List<ProbedFunction> oldest = draining.values().stream()
+                .sorted(java.util.Comparator.comparingLong(f -> lastCallNanos.get(f.id()))).limit(n).toList();
+        for (ProbedFunction f : oldest) {
+            draining.remove(f.id());
+        }
+        detach(oldest);
+        LOG.log(System.Logger.Level.INFO, "probes: " + n + " of the previous builds' probes detached early to make room"
+                + " (e.g. " + oldest.get(0).binary() + " " + oldest.get(0).function() + ")");
     }
 
     /**
