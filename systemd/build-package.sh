@@ -28,7 +28,7 @@ modules=$("$JAVA_HOME/bin/jdeps" --print-module-deps --ignore-missing-deps --mul
   --class-path "$agent/lib/*" "$agent/loupe-agent.jar" | tr ',' '\n' | grep -vx -e java.desktop -e java.compiler | paste -sd,)
 "$JAVA_HOME/bin/jlink" --add-modules "$modules" --strip-debug \
   --no-man-pages --no-header-files --compress=zip-6 --generate-cds-archive --output "$lib/runtime"
-# The class-data archive for heaps over 32 GB (no compressed oops) never serves the agent's 96 MB heap.
+# The class-data archive for heaps over 32 GB (no compressed oops) never serves the agent's heap (160 MB at most).
 rm -f "$lib/runtime/lib/server/classes_nocoops.jsa"
 
 cp "$agent/loupe-agent.jar" "$lib/"

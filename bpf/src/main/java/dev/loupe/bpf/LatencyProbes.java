@@ -56,6 +56,17 @@ public final class LatencyProbes implements AutoCloseable {
     private int gen;
     private final Map<Integer, Attached> attached = new TreeMap<>();
     private final Set<Integer> detachedUnread = new LinkedHashSet<>();
+    /**
+     * Ids whose links are still being destroyed. Destroying a uprobe link waits for the kernel (~0.1 s each, so
+     * a deploy of 1,000 functions took minutes); a detached probe is deactivated at once and its links are
+     * destroyed on {@link #linkCloser}, and its id is not attached again until they are gone.
+     */
+    private final Set<Integer> closing = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private final java.util.concurrent.ExecutorService linkCloser = java.util.concurrent.Executors.newSingleThreadExecutor(r -> {
+        Thread t = new Thread(r, "loupe-probe-detach");
+        t.setDaemon(true);
+        return t;
+    });
     private long agedOut;
     private boolean closed;
 
@@ -144,6 +155,7 @@ public final class LatencyProbes implements AutoCloseable {
         if (attached.containsKey(id)) {
             throw new IllegalArgumentException(spec + ": id " + id + " is already attached to " + attached.get(id).spec());
         }
+        awaitClosed(spec, id); // an id detached just before: its old links must be gone first
         long size = binarySize(spec);
         List<Long> offsets = new ArrayList<>(spec.retOffsets());
         offsets.add(spec.entryOffset());
@@ -232,14 +244,42 @@ public final class LatencyProbes implements AutoCloseable {
         if (a == null) {
             return false;
         }
-        // Entry first, so no new call starts while its exits are going away.
-        List<BpfLink> links = new ArrayList<>(a.links());
-        java.util.Collections.reverse(links);
-        closeAll(links);
+        // Inactive first: from now on its entries and exits count nothing (they are unconfigured hits) while the
+        // links go away in the background, entry first.
         deactivate(id);
         removeInFlight(k -> k.get(JAVA_INT, LatencyAbi.offset(LatencyAbi.KEY, "probe")) == id);
         detachedUnread.add(id);
+        List<BpfLink> links = new ArrayList<>(a.links());
+        java.util.Collections.reverse(links);
+        closing.add(id);
+        linkCloser.execute(() -> {
+            closeAll(links);
+            closing.remove(id);
+        });
         return true;
+    }
+
+    private void awaitClosed(ProbeSpec spec, int id) throws BpfException {
+        long deadline = System.nanoTime() + 60_000_000_000L;
+        while (closing.contains(id)) {
+            if (System.nanoTime() > deadline) {
+                throw new BpfException(spec + ": id " + id + "'s previous links are still being removed", 16);
+            }
+            try {
+                Thread.sleep(2);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new BpfException(spec + ": interrupted while id " + id + "'s previous links were removed", 4);
+            }
+        }
+    }
+
+    /**
+     * True while probe {@code id}'s links are still being destroyed after a {@link #detach}: attaching it now
+     * waits for them.
+     */
+    public boolean closing(int id) {
+        return closing.contains(id);
     }
 
     /** The ids attached now. */
@@ -491,12 +531,18 @@ public final class LatencyProbes implements AutoCloseable {
             return;
         }
         closed = true;
+        linkCloser.shutdown();
         for (Attached a : attached.values()) {
             List<BpfLink> links = new ArrayList<>(a.links());
             java.util.Collections.reverse(links);
             closeAll(links);
         }
         attached.clear();
+        try {
+            linkCloser.awaitTermination(60, java.util.concurrent.TimeUnit.SECONDS); // links of probes detached just before
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
         object.close();
     }
 }

@@ -111,7 +111,10 @@ final class ProbeSet {
         // (they may still name them), so what does not fit now waits for the interval's end, when ProbeManager
         // plans again.
         long missing = want.keySet().stream().filter(i -> !have.contains(i)).count();
-        int room = capacity - used.cardinality() - recentlyDetached.size(); // ids neither used nor detached this interval
+        int room = 0; // ids neither used, detached this interval nor still being detached
+        for (int id = used.nextClearBit(0); id < capacity; id = used.nextClearBit(id + 1)) {
+            room += recentlyDetached.containsKey(id) || probes.closing(id) ? 0 : 1;
+        }
         detachOldestDraining((int) Math.min(Math.max(0, missing - room), draining.size()));
         waitingForRoom = 0;
         for (ProbedFunction f : want.values()) {
@@ -119,7 +122,7 @@ final class ProbeSet {
                 continue;
             }
             int id = freeId();
-            if (id >= capacity && !recentlyDetached.isEmpty()) {
+            if (id >= capacity && (!recentlyDetached.isEmpty() || closingAny())) {
                 waitingForRoom++;
                 continue;
             }
@@ -144,9 +147,19 @@ final class ProbeSet {
         return new Change(attached, detached, drainingNow, problems);
     }
 
+    private boolean closingAny() {
+        for (int id = used.nextClearBit(0); id < capacity; id = used.nextClearBit(id + 1)) {
+            if (probes.closing(id)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     /**
      * Functions the last {@link #reconcile} could not attach yet because the ids it freed by detaching previous
-     * builds' probes stay taken until {@link #endInterval}; after that, reconciling again attaches them.
+     * builds' probes stay taken until {@link #endInterval} and until the kernel has removed their links; after
+     * that, reconciling again attaches them.
      */
     int waitingForRoom() {
         return waitingForRoom;
@@ -259,10 +272,10 @@ final class ProbeSet {
         recentlyDetached.clear();
     }
 
-    /** The lowest id neither attached, draining nor detached in this interval. */
+    /** The lowest id neither attached, draining, detached in this interval nor still being detached in the kernel. */
     private int freeId() {
         int id = used.nextClearBit(0);
-        while (recentlyDetached.containsKey(id)) {
+        while (recentlyDetached.containsKey(id) || probes.closing(id)) {
             id = used.nextClearBit(id + 1);
         }
         return id;
