@@ -48,7 +48,8 @@ class PackageDependenciesTest {
             Map.entry(A + ".regression", Set.of("files")),
             Map.entry(A + ".files", Set.of()),
             Map.entry(A + ".latencydiff", Set.of("regression")),
-            Map.entry(A + ".host", Set.of()));
+            Map.entry(A + ".host", Set.of()),
+            Map.entry(A + ".jvm", Set.of("host")));
 
     private static final Pattern EDGE = Pattern.compile("^\\s+(\\S+)\\s+->\\s+(\\S+)\\s", Pattern.MULTILINE);
 
