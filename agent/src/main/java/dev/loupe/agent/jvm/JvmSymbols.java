@@ -79,9 +79,13 @@ public final class JvmSymbols implements AutoCloseable {
     }
 
     static Jvms system(ProcessRegistry registry) throws IOException {
+        return jvms(registry, HotSpotAttacher.system(registry));
+    }
+
+    /** The real inspection with the agent's credentials, and {@code attacher}. */
+    static Jvms jvms(ProcessRegistry registry, HotSpotAttacher attacher) throws IOException {
         ProcStatus self = JvmInspector.self(registry.procRoot());
         JvmInspector inspector = new JvmInspector(registry, self.euid(), self.egid());
-        HotSpotAttacher attacher = HotSpotAttacher.system(registry);
         return new Jvms() {
             @Override
             public Inspection inspect(int pid, long startTicks) {
@@ -95,7 +99,7 @@ public final class JvmSymbols implements AutoCloseable {
         };
     }
 
-    private static ExecutorService backgroundThread() {
+    static ExecutorService backgroundThread() {
         return new ThreadPoolExecutor(1, 1, 0, TimeUnit.MILLISECONDS, new ArrayBlockingQueue<>(QUEUE), r -> {
             Thread t = new Thread(r, "loupe-jvm-symbols");
             t.setDaemon(true);
