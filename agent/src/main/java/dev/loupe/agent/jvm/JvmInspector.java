@@ -29,6 +29,7 @@ final class JvmInspector {
     private final ProcessRegistry registry;
     private final int selfUid;
     private final int selfGid;
+    private final long selfPid = ProcessHandle.current().pid();
 
     /** @param selfUid, selfGid the agent's effective ids (what HotSpot sees of a client: SO_PEERCRED) */
     JvmInspector(ProcessRegistry registry, int selfUid, int selfGid) {
@@ -74,6 +75,9 @@ final class JvmInspector {
         }
         JavaRuntime runtime = JavaRuntime.of(libjvm.get(), release);
         String who = "pid " + pid + " (" + runtime.describe() + ")";
+        if (pid == selfPid) {
+            return new Inspection.Skipped(who, "the agent itself (no attach listener in the agent)");
+        }
         if (runtime.feature() > 0 && runtime.feature() < MIN_FEATURE) {
             return new Inspection.Skipped(who, "Compiler.perfmap needs JDK " + MIN_FEATURE
                     + " or later; older JVMs are not supported yet");

@@ -19,7 +19,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -298,6 +297,14 @@ class RealJvmAttachTest {
     }
 
     @Test
+    void theAgentLeavesItselfAlone() throws Exception {
+        JvmSymbols.Outcome o = symbols().attachNow((int) ProcessHandle.current().pid());
+        assertEquals(JvmSymbols.Outcome.Kind.SKIPPED, o.kind());
+        assertTrue(o.message().endsWith("skipped: the agent itself (no attach listener in the agent)"), o.message());
+        assertEquals(List.of(), signalled);
+    }
+
+    @Test
     void aProcessThatIsNoJvmIsLeftAlone() throws Exception {
         Process sleep = new ProcessBuilder("sleep", "30").start();
         try {
@@ -307,6 +314,5 @@ class RealJvmAttachTest {
         } finally {
             sleep.destroyForcibly().waitFor();
         }
-        assertEquals(Map.of(), Map.of());
     }
 }
