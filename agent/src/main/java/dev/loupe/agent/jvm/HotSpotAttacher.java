@@ -273,8 +273,9 @@ final class HotSpotAttacher {
             ch.configureBlocking(false);
             SelectionKey key = ch.register(selector, 0);
             if (!ch.connect(UnixDomainSocketAddress.of(socket))) {
-                await(selector, key, SelectionKey.OP_CONNECT, deadline, "connecting to " + socket);
-                ch.finishConnect();
+                do { // only while the listener's backlog is full
+                    await(selector, key, SelectionKey.OP_CONNECT, deadline, "connecting to " + socket);
+                } while (!ch.finishConnect());
             }
             ByteBuffer out = ByteBuffer.wrap(request);
             while (out.hasRemaining()) {
