@@ -1,6 +1,7 @@
 package dev.loupe.agent;
 
 import dev.loupe.agent.http.DebugHttpServer;
+import dev.loupe.agent.jvm.JvmSymbols;
 import dev.loupe.agent.logging.LogFormat;
 import dev.loupe.agent.sampling.Agent;
 import dev.loupe.agent.sampling.Clocks;
@@ -179,6 +180,9 @@ public final class Main {
                 UnwindMetrics.register(unwind, metrics);
                 unwind.start();
             }
+            if (config.get(Options.JVM_SYMBOLS)) {
+                jvmSymbols(processes).ifPresent(agent::jvmSymbols);
+            }
             // Always there, so that a reload can add probes; the kernel side is loaded with the first probe.
             // Caller stacks (stacks: true) are symbolized by a symbolizer of their own (one thread each) over the shared registry.
             ProbeManager.start(config.probes(), ProbeManager.Options.defaults(config.probesMaxFunctions()),
@@ -191,6 +195,17 @@ public final class Main {
             throw e;
         }
         return agent;
+    }
+
+    /** HotSpot JVMs' JIT symbols (--jvm-symbols on); without /proc/self/status the agent runs without them. */
+    private static Optional<JvmSymbols> jvmSymbols(ProcessRegistry processes) {
+        try {
+            return Optional.of(JvmSymbols.start(processes));
+        } catch (IOException | RuntimeException e) {
+            System.getLogger(Main.class.getName()).log(System.Logger.Level.WARNING,
+                    "jvm symbols off: cannot read the agent's own credentials: " + e.getMessage());
+            return Optional.empty();
+        }
     }
 
     static RegressionTracker.Settings regressionSettings(LoupeConfig config) {

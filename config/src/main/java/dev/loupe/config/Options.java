@@ -64,6 +64,10 @@ public final class Options {
                     Values::tableBudget)
             .byDefault("64MiB").help("kernel memory for eh_frame unwind tables and process mappings (1MiB..4GiB)");
 
+    public static final Option<Boolean> JVM_SYMBOLS = Option.value("jvm-symbols", "--jvm-symbols", "on|off", Values::onOff)
+            .byDefault("on").help("JIT frame names for HotSpot JVMs (JDK 17+) without JVM flags: Compiler.perfmap through the "
+                    + "attach mechanism when a JVM shows unnamed JIT code, at most every 30 s per JVM; off: never attach to a JVM");
+
     public static final Option<Optional<String>> REMOTE_STORE_ADDRESS = Option.value("remote-store.address",
                     "--remote-store-address", "HOST:PORT", t -> t.isBlank() ? Optional.<String>empty() : Optional.of(Values.hostPort(t)))
             .byDefault("\"\"").reloadable().commands(Command.RUN, Command.RELAY)
@@ -215,7 +219,7 @@ public final class Options {
 
     /** Every option, in the order of help and documentation. */
     public static final List<Option<?>> ALL = List.of(CONFIG, FREQUENCY, INTERVAL, DURATION, OUTPUT, PIDS, HTTP,
-            OUTPUT_RETENTION, OUTPUT_MAX_BYTES, STATE_DIR, LOG_LEVEL, UNWIND_TABLES, UNWIND_TABLE_BUDGET, REMOTE_STORE_ADDRESS, REMOTE_STORE_INSECURE, REMOTE_STORE_INSECURE_SKIP_VERIFY,
+            OUTPUT_RETENTION, OUTPUT_MAX_BYTES, STATE_DIR, LOG_LEVEL, UNWIND_TABLES, UNWIND_TABLE_BUDGET, JVM_SYMBOLS, REMOTE_STORE_ADDRESS, REMOTE_STORE_INSECURE, REMOTE_STORE_INSECURE_SKIP_VERIFY,
             REMOTE_STORE_BEARER_TOKEN_FILE, REMOTE_STORE_CA_FILE, REMOTE_STORE_CERT_FILE, REMOTE_STORE_KEY_FILE,
             REMOTE_STORE_HEADERS, REMOTE_STORE_TIMEOUT, REMOTE_STORE_BATCH_MAX_BYTES, KAFKA_BOOTSTRAP_SERVERS, KAFKA_TOPIC,
             KAFKA_PRODUCER, KAFKA_TRANSACTIONAL, KAFKA_GROUP_ID, KAFKA_CONSUMER, RELAY_QUARANTINE_DIR, SPOOL_DIR,

@@ -44,6 +44,14 @@ class ConfigTest {
     }
 
     @Test
+    void jvmSymbolsAreOnUnlessTurnedOff() throws Exception {
+        assertTrue(LoupeConfig.defaults().get(Options.JVM_SYMBOLS));
+        assertEquals(false, CommandLine.parse(new String[] {"--jvm-symbols", "off"}).config().get(Options.JVM_SYMBOLS));
+        assertEquals(false, ConfigLoader.parse("jvm-symbols: off\n", "x.yaml").get(Options.JVM_SYMBOLS));
+        assertTrue(bad("jvm-symbols: maybe\n").getMessage().contains("must be on or off"));
+    }
+
+    @Test
     void fileOverridesDefaults() throws Exception {
         LoupeConfig c = ConfigLoader.parse("frequency: 99\npids: [3, 1]\nhttp:\n  address: off\n", "x.yaml");
         assertEquals(99, c.frequencyHz());

@@ -89,7 +89,7 @@ public final class PidNamespaces {
     }
 
     /** The {@code NSpid:} line of a {@code /proc/PID/status} text; empty when there is none. */
-    static int[] parseNsPids(String status) {
+    public static int[] parseNsPids(String status) {
         Matcher m = NSPID.matcher(status);
         if (!m.find()) {
             return new int[0];

@@ -1,5 +1,6 @@
 package dev.loupe.agent.sampling;
 
+import dev.loupe.agent.jvm.JvmSymbols;
 import dev.loupe.agent.labels.CgroupLabelCache;
 import dev.loupe.agent.logging.RateLimitedLog;
 import dev.loupe.agent.sink.EncodedProfile;
@@ -225,6 +226,14 @@ public final class Agent {
         processor.unwindTables(u);
     }
 
+    private volatile JvmSymbols jvmSymbols;
+
+    /** HotSpot JVMs among the sampled processes are asked for their JIT symbols (before start); closed at stop. */
+    public void jvmSymbols(JvmSymbols j) {
+        this.jvmSymbols = j;
+        processor.jvmSymbols(j);
+    }
+
     UnwindTableUploader.Stats unwindStats() {
         UnwindTableUploader u = unwind;
         return u == null ? null : u.stats();
@@ -361,6 +370,10 @@ public final class Agent {
         UnwindTableUploader u = unwind;
         if (u != null) {
             u.close();
+        }
+        JvmSymbols j = jvmSymbols;
+        if (j != null) {
+            j.close();
         }
         source.close();
         try {

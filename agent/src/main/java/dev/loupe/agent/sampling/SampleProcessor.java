@@ -2,6 +2,7 @@ package dev.loupe.agent.sampling;
 
 import dev.loupe.agent.labels.CgroupLabelCache;
 import dev.loupe.agent.labels.CgroupLabels;
+import dev.loupe.agent.jvm.JvmSymbols;
 import dev.loupe.agent.unwind.UnwindTableUploader;
 import dev.loupe.bpf.KernelAbi;
 import dev.loupe.bpf.RawSample;
@@ -31,7 +32,9 @@ import java.util.function.LongSupplier;
  * started).
  * A sample of a process outside the agent's PID namespace has no pid the agent may read /proc with: it
  * keeps its kernel frames, one frame {@code [outside the agent's PID namespace]} in place of its user stack,
- * and the labels {@code comm} and {@code pid_namespace=outside} only. Runs on the sampling thread.
+ * and the labels {@code comm} and {@code pid_namespace=outside} only. With {@code --jvm-symbols on} every
+ * sampled process is named to {@link JvmSymbols}, and a sample with an unnamed frame in anonymous memory (JIT code)
+ * asks it for a new perf map: a map lookup here, the rest on its own thread. Runs on the sampling thread.
  */
 final class SampleProcessor implements Consumer<RawSample> {
     private static final Label FP_FALLBACK = Label.str("unwind", "frame_pointers");
@@ -47,6 +50,7 @@ final class SampleProcessor implements Consumer<RawSample> {
     private final AtomicLong processed = new AtomicLong();
     private final AtomicLong empty = new AtomicLong();
     private volatile UnwindTableUploader unwind;
+    private volatile JvmSymbols jvm;
     // Synthetic frames get addresses of their own (a window keeps one location per mapping and address).
     private final java.util.Map<String, Frame> synthetic = new java.util.HashMap<>();
     // A thread's label list, reused while it stays the same: one list per sample would be built and hashed
@@ -74,6 +78,11 @@ final class SampleProcessor implements Consumer<RawSample> {
 
     void unwindTables(UnwindTableUploader u) {
         this.unwind = u;
+    }
+
+    /** HotSpot JVMs to ask for their JIT symbols: told of every sampled process and of unnamed JIT frames. */
+    void jvmSymbols(JvmSymbols j) {
+        this.jvm = j;
     }
 
     void open(ProfileWindow w) {
@@ -105,6 +114,14 @@ final class SampleProcessor implements Consumer<RawSample> {
         }
         int userBase = frames.size();
         symbolizer.symbolizeUser(s.pid(), s.processStartNs(), user, n, frames);
+        JvmSymbols j = jvm;
+        if (j != null) {
+            if (hasUnnamedJitFrame(frames, userBase)) {
+                j.newCode(s.pid(), s.processStartNs());
+            } else {
+                j.consider(s.pid(), s.processStartNs());
+            }
+        }
         if (marker >= 0) {
             frames.add(stopFrame(marker, frames.size() > userBase ? frames.get(frames.size() - 1).mapping() : null));
         } else if ((s.flags() & RawSample.USER_TRUNCATED) != 0) {
@@ -170,6 +187,25 @@ final class SampleProcessor implements Consumer<RawSample> {
             labels.add(FP_FALLBACK);
         }
         return List.copyOf(labels);
+    }
+
+    /**
+     * Whether a user frame from {@code from} on has no name and lies in memory no file backs (anonymous or unknown):
+     * where JIT compilers put their code. A walk that stops there is the usual sign of a JVM whose perf map is old.
+     */
+    static boolean hasUnnamedJitFrame(List<Frame> frames, int from) {
+        for (int i = from; i < frames.size(); i++) {
+            Frame f = frames.get(i);
+            if (f.function() == null && (f.mapping() == null || isAnonymous(f.mapping().path()))) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** No file and no kernel pseudo-file ([vdso], [stack]) behind it: plain or named ([anon:...]) anonymous memory. */
+    private static boolean isAnonymous(String path) {
+        return path == null || path.isEmpty() || path.startsWith("[anon");
     }
 
     /** The synthetic frame for a stop reason; its name also carries the binary the walk stopped in. */

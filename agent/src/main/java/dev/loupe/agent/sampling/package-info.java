@@ -4,6 +4,7 @@
  * {@link dev.loupe.agent.sampling.SampleProcessor} that symbolizes each sample once, the per-interval
  * {@link dev.loupe.agent.sampling.ProfileWindow}, monotonic {@link dev.loupe.agent.sampling.Clocks}, and
  * the side profiles other parts add to each interval. May import {@code sink}, {@code unwind},
- * {@code labels} (a sample's cgroup labels), {@code logging} and the leaves; never the root, {@code http}, {@code ship}, {@code latency} or {@code relay}.
+ * {@code labels} (a sample's cgroup labels), {@code jvm} (JVMs told of their samples' unnamed JIT frames),
+ * {@code logging} and the leaves; never the root, {@code http}, {@code ship}, {@code latency} or {@code relay}.
  */
 package dev.loupe.agent.sampling;

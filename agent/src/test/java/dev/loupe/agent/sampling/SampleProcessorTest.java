@@ -4,6 +4,7 @@ import dev.loupe.bpf.RawSample;
 import dev.loupe.pprof.proto.Profile;
 import dev.loupe.pprof.proto.Sample;
 import dev.loupe.unwinder.symbolize.Frame;
+import dev.loupe.unwinder.symbolize.MappingRef;
 import dev.loupe.unwinder.symbolize.Symbolizer;
 import org.junit.jupiter.api.Test;
 
@@ -14,6 +15,8 @@ import java.util.List;
 import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class SampleProcessorTest {
     /** The fake symbolizer of AgentTest, recording which pids it was asked to read. */
@@ -81,5 +84,27 @@ class SampleProcessorTest {
                 "fn_1100", "pid=7,tid=7,comm=inside,thread_comm=inside",
                 "k_ffffffff81000010;k_ffffffff81000020;[outside the agent's PID namespace]", "comm=host_app,pid_namespace=outside",
                 "[outside the agent's PID namespace]", "comm=host_app,pid_namespace=outside"), byStack);
+    }
+
+    /** JIT code sits in anonymous memory: a frame there without a name is what asks a JVM for a new perf map. */
+    @Test
+    void unnamedFramesInAnonymousMemoryAreJitCode() {
+        MappingRef libc = new MappingRef(0x7f0000000000L, 0x7f0000100000L, 0, "/usr/lib/x86_64-linux-gnu/libc.so.6", "ab", true);
+        MappingRef anon = new MappingRef(0x7f1000000000L, 0x7f1010000000L, 0, "", null, false);
+        MappingRef vdso = new MappingRef(0x7fff00000000L, 0x7fff00002000L, 0, "[vdso]", null, true);
+        Frame kernelUnknown = new Frame(0xffffffff81000000L, null, null, true);
+        Frame named = new Frame(0x7f0000001000L, libc, "read", false);
+        Frame unnamedInFile = new Frame(0x7f0000002000L, libc, null, false); // a stripped library: no JIT
+        Frame jit = new Frame(0x7f1000001000L, anon, null, false);
+        Frame jitNamed = new Frame(0x7f1000002000L, anon, "long Spin.loop(long)", false); // from a perf map
+        Frame nowhere = new Frame(0x12345L, null, null, false);
+        assertTrue(SampleProcessor.hasUnnamedJitFrame(List.of(kernelUnknown, named, jit), 1));
+        assertTrue(SampleProcessor.hasUnnamedJitFrame(List.of(named, nowhere), 0));
+        assertFalse(SampleProcessor.hasUnnamedJitFrame(List.of(new Frame(0x7fff00000100L, vdso, null, false)), 0));
+        MappingRef namedAnon = new MappingRef(0x7f2000000000L, 0x7f2000100000L, 0, "[anon:v8]", null, false);
+        assertTrue(SampleProcessor.hasUnnamedJitFrame(List.of(new Frame(0x7f2000000100L, namedAnon, null, false)), 0));
+        assertFalse(SampleProcessor.hasUnnamedJitFrame(List.of(kernelUnknown, named, unnamedInFile, jitNamed), 1),
+                "kernel frames come before the user ones and are not looked at");
+        assertFalse(SampleProcessor.hasUnnamedJitFrame(List.of(named, jit), 2));
     }
 }
