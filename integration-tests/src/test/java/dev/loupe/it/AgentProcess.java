@@ -43,6 +43,11 @@ public final class AgentProcess implements AutoCloseable {
         }
         List<String> cmd = new ArrayList<>(List.of(JAVA, "@" + RUN_JVMOPTS, "-jar", JAR.toString(), "run"));
         cmd.addAll(List.of(args));
+        if (!List.of(args).contains("--jvm-symbols")) {
+            // A host-wide test agent must not attach to the build's own JVMs (Maven, surefire) or anyone else's:
+            // tests of JVM symbols ask for them (and agent's RealJvmAttachTest drives the attach directly).
+            cmd.addAll(List.of("--jvm-symbols", "off"));
+        }
         return cmd;
     }
 
