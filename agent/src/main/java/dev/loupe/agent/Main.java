@@ -165,12 +165,21 @@ public final class Main {
             throw new StartFailure(e.getMessage());
         }
         // One reader of /proc for the symbolizer and the unwind tables: a process one of them reads is pushed to the other.
-        ProcessRegistry processes = ProcessRegistry.host();
-        Agent agent = new Agent(config.frequencyHz(), config.interval(), new KernelSampleSource(sampler),
-                Symbolizer.create(Symbolizer.Options.defaults(), processes), sinks, Clocks.system(),
-                Agent.Options.defaults(Map.of("node", HostName.get())));
-        agent.externalLabels(config.externalLabels()); // on every sample of local files, as node is
+        ProcessRegistry processes;
+        Agent agent;
         try {
+            processes = ProcessRegistry.host();
+            agent = new Agent(config.frequencyHz(), config.interval(), new KernelSampleSource(sampler),
+                    Symbolizer.create(Symbolizer.Options.defaults(), processes), sinks, Clocks.system(),
+                    Agent.Options.defaults(Map.of("node", HostName.get())));
+        } catch (RuntimeException e) {
+            // Until the agent owns them, the sampler and the sinks started above are this method's to close.
+            sampler.close();
+            Sinks.closeAll(sinks);
+            throw e;
+        }
+        try {
+            agent.externalLabels(config.externalLabels()); // on every sample of local files, as node is
             if (config.unwindTables()) {
                 // Only with tables: the uploader listens to the process registry and queues every new process.
                 UnwindTableUploader unwind = new UnwindTableUploader(new KernelUnwindTarget(sampler.unwindMaps()),
