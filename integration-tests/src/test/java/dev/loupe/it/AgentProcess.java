@@ -13,6 +13,8 @@ public final class AgentProcess implements AutoCloseable {
     /** The JVM options `loupe run` starts the agent with: tests run the agent as users do. */
     public static final Path RUN_JVMOPTS = Path.of(System.getProperty("loupe.agent.jar", "../agent/target/loupe-agent.jar"))
             .toAbsolutePath().getParent().resolve("../src/main/jvm/run.jvmopts").normalize();
+    /** The relay's @argfile, as ./loupe and the package start {@code loupe relay}. */
+    public static final Path RELAY_JVMOPTS = RUN_JVMOPTS.resolveSibling("relay.jvmopts");
     static final Path JAR = Path.of(System.getProperty("loupe.agent.jar", "../agent/target/loupe-agent.jar"));
     static final String JAVA = Path.of(System.getProperty("java.home"), "bin", "java").toString();
 

@@ -198,7 +198,7 @@ class ShipToKafkaTest {
 
     private Process relay(String bootstrap, String parca, int i) throws Exception {
         Path log = dir.resolve("relay-" + i + ".log");
-        return new ProcessBuilder(AgentProcess.JAVA, "--enable-native-access=ALL-UNNAMED", "-Xmx128m", "-jar",
+        return new ProcessBuilder(AgentProcess.JAVA, "@" + AgentProcess.RELAY_JVMOPTS, "-jar",
                 AgentProcess.JAR.toString(), "relay", "--kafka-bootstrap-servers", bootstrap,
                 "--remote-store-address", parca, "--remote-store-insecure",
                 "--quarantine-dir", dir.resolve("quarantine-" + i).toString())
