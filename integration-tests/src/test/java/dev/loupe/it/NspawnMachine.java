@@ -54,9 +54,11 @@ public final class NspawnMachine implements AutoCloseable {
         }
         NspawnMachine m = new NspawnMachine(root, p, init, console);
         // "degraded" is fine (a minimal system has units that fail in a container); "running" or "degraded" is up.
-        // Until systemd has opened its socket, systemctl cannot connect: ask again.
+        // Until systemd has opened its socket, systemctl cannot connect ("Failed to connect to bus", or "offline"
+        // when it reaches no manager yet; seen on a loaded machine): ask again.
         Commands.Result r = m.run(120, "systemctl", "is-system-running", "--wait");
-        while (r.output().contains("Failed to connect to bus") && System.nanoTime() < deadline + TimeUnit.SECONDS.toNanos(60)) {
+        while ((r.output().contains("Failed to connect to bus") || r.output().strip().equals("offline"))
+                && System.nanoTime() < deadline + TimeUnit.SECONDS.toNanos(60)) {
             Thread.sleep(200);
             r = m.run(120, "systemctl", "is-system-running", "--wait");
         }
