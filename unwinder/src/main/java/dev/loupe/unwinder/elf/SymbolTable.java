@@ -308,42 +308,50 @@ public final class SymbolTable {
             return u;
         }
 
-        /** Indices sorted by unsigned start, stable (a primitive merge sort: no boxing for 1M symbols). */
+        /** Indices sorted by unsigned start, stable. */
         private int[] sortedByStart() {
-            int[] a = new int[n];
-            boolean sorted = true;
-            for (int i = 0; i < n; i++) {
-                a[i] = i;
-                if (i > 0 && Long.compareUnsigned(start(i - 1), start(i)) > 0) {
-                    sorted = false;
-                }
+            return stableOrderUnsigned(n, this::start);
+        }
+    }
+
+    /**
+     * Indices 0..n-1 ordered by {@code key} compared as unsigned, ties in index order: a primitive merge sort (no
+     * boxing for a million symbols), shared by the symbol tables and the symbolizer's perf-map tables.
+     */
+    public static int[] stableOrderUnsigned(int n, java.util.function.IntToLongFunction key) {
+        int[] a = new int[n];
+        boolean sorted = true;
+        for (int i = 0; i < n; i++) {
+            a[i] = i;
+            if (i > 0 && Long.compareUnsigned(key.applyAsLong(i - 1), key.applyAsLong(i)) > 0) {
+                sorted = false;
             }
-            if (sorted) {
-                return a;
-            }
-            int[] tmp = new int[n];
-            for (int width = 1; width < n; width *= 2) {
-                for (int lo = 0; lo < n; lo += 2 * width) {
-                    int mid = Math.min(lo + width, n);
-                    int hi = Math.min(lo + 2 * width, n);
-                    int i = lo;
-                    int j = mid;
-                    int o = lo;
-                    while (i < mid && j < hi) {
-                        tmp[o++] = Long.compareUnsigned(start(a[j]), start(a[i])) < 0 ? a[j++] : a[i++];
-                    }
-                    while (i < mid) {
-                        tmp[o++] = a[i++];
-                    }
-                    while (j < hi) {
-                        tmp[o++] = a[j++];
-                    }
-                }
-                int[] t = a;
-                a = tmp;
-                tmp = t;
-            }
+        }
+        if (sorted) {
             return a;
         }
+        int[] tmp = new int[n];
+        for (int width = 1; width < n; width *= 2) {
+            for (int lo = 0; lo < n; lo += 2 * width) {
+                int mid = Math.min(lo + width, n);
+                int hi = Math.min(lo + 2 * width, n);
+                int i = lo;
+                int j = mid;
+                int o = lo;
+                while (i < mid && j < hi) {
+                    tmp[o++] = Long.compareUnsigned(key.applyAsLong(a[j]), key.applyAsLong(a[i])) < 0 ? a[j++] : a[i++];
+                }
+                while (i < mid) {
+                    tmp[o++] = a[i++];
+                }
+                while (j < hi) {
+                    tmp[o++] = a[j++];
+                }
+            }
+            int[] t = a;
+            a = tmp;
+            tmp = t;
+        }
+        return a;
     }
 }

@@ -300,42 +300,9 @@ final class PerfMapTable {
         return h ^ (h >>> 16);
     }
 
-    /** Indices 0..n-1 sorted by {@code keys}, ties in index order (a stable merge sort; no boxing). */
+    /** Indices 0..n-1 sorted by {@code keys} (user-space addresses: unsigned and signed order agree), ties in index order. */
     static int[] sortedByStart(long[] keys, int n) {
-        int[] a = new int[n];
-        boolean sorted = true;
-        for (int k = 0; k < n; k++) {
-            a[k] = k;
-            if (k > 0 && keys[k - 1] > keys[k]) {
-                sorted = false;
-            }
-        }
-        if (sorted) {
-            return a;
-        }
-        int[] tmp = new int[n];
-        for (int width = 1; width < n; width *= 2) {
-            for (int lo = 0; lo < n; lo += 2 * width) {
-                int mid = Math.min(lo + width, n);
-                int hi = Math.min(lo + 2 * width, n);
-                int p = lo;
-                int q = mid;
-                int o = lo;
-                while (p < mid && q < hi) {
-                    tmp[o++] = keys[a[q]] < keys[a[p]] ? a[q++] : a[p++];
-                }
-                while (p < mid) {
-                    tmp[o++] = a[p++];
-                }
-                while (q < hi) {
-                    tmp[o++] = a[q++];
-                }
-            }
-            int[] swap = a;
-            a = tmp;
-            tmp = swap;
-        }
-        return a;
+        return dev.loupe.unwinder.elf.SymbolTable.stableOrderUnsigned(n, k -> keys[k]);
     }
 
     /** A max-heap of ints. */
