@@ -78,11 +78,16 @@ class CodeWithoutFdesTest {
         try (AgentProcess agent = AgentProcess.start(dir, "--pid", pids, "--frequency", "99", "--interval", "120s",
                 "--output", out.toString(), "--http", "127.0.0.1:" + port)) {
             agent.awaitSampling(Duration.ofSeconds(60));
-            Thread.sleep(20_000);
-            HttpResponse<String> m = HttpClient.newHttpClient().send(HttpRequest.newBuilder(
-                    URI.create("http://127.0.0.1:" + port + "/metrics")).build(), HttpResponse.BodyHandlers.ofString());
-            assertEquals(200, m.statusCode(), m.body());
-            metrics = m.body();
+            // Enough samples of the four targets (~20 s of them at 99 Hz on 2 CPUs), and no-FDE steps among them.
+            long deadline = System.nanoTime() + Duration.ofSeconds(120).toNanos();
+            do {
+                Thread.sleep(250);
+                HttpResponse<String> m = HttpClient.newHttpClient().send(HttpRequest.newBuilder(
+                        URI.create("http://127.0.0.1:" + port + "/metrics")).build(), HttpResponse.BodyHandlers.ofString());
+                assertEquals(200, m.statusCode(), m.body());
+                metrics = m.body();
+            } while ((value(metrics, "loupe_samples_processed_total") < 3000
+                    || value(metrics, "loupe_unwind_fp_no_fde_frames_total") < 300) && System.nanoTime() < deadline);
             agent.terminate(); // SIGTERM flushes the interval
             int exit = agent.awaitExit(Duration.ofSeconds(60));
             assertTrue(exit == 0 || exit == 143, "exit " + exit + "\n" + agent.log());
@@ -94,6 +99,12 @@ class CodeWithoutFdesTest {
         assertEquals(1, files.size(), files.toString());
         profile = files.get(0);
         Profiles.checked(profile); // go tool pprof -raw and Parca's rules
+    }
+
+    /** The value of an unlabelled series in a /metrics text, 0 while it is absent. */
+    private static double value(String text, String name) {
+        Matcher m = Pattern.compile("(?m)^" + name + " (\\S+)$").matcher(text);
+        return m.find() ? Double.parseDouble(m.group(1)) : 0;
     }
 
     @AfterAll

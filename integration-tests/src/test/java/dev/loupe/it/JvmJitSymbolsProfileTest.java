@@ -32,8 +32,11 @@ class JvmJitSymbolsProfileTest {
                 }
                 public static void main(String[] args) {
                     long sink = 0;
-                    for (;;) {
+                    for (int round = 0; ; round++) {
                         sink += spin(1_000_000);
+                        if (round == 500) {
+                            System.out.println("warm " + sink); // spin has long been compiled by now
+                        }
                     }
                 }
             }
@@ -49,12 +52,21 @@ class JvmJitSymbolsProfileTest {
                 .redirectErrorStream(true).start();
         assertEquals(0, javac.waitFor(), new String(javac.getInputStream().readAllBytes()));
         Process jvm = new ProcessBuilder(JDK25.resolve("java").toString(), "-cp", dir.toString(), "Spin")
-                .directory(dir.toFile()).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+                .directory(dir.toFile()).redirectErrorStream(true).start();
         Path perfMap = Path.of("/tmp/perf-" + jvm.pid() + ".map");
         Path out = dir.resolve("profiles");
         String log;
         try {
-            Thread.sleep(1500); // JIT warm-up: spin is compiled
+            // JIT warm-up: the program says when spin has run 500 times (its only output; a few seconds at most).
+            java.util.concurrent.CompletableFuture<String> warm = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+                try {
+                    return new java.io.BufferedReader(new java.io.InputStreamReader(jvm.getInputStream())).readLine();
+                } catch (java.io.IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            });
+            String line = warm.get(30, java.util.concurrent.TimeUnit.SECONDS);
+            assertTrue(line != null && line.startsWith("warm "), "the JVM's first line: " + line);
             assertTrue(Files.notExists(perfMap), "the JVM writes no perf map of its own");
             try (AgentProcess agent = AgentProcess.start(dir, "--pid", Long.toString(jvm.pid()), "--frequency", "99",
                     "--duration", "12s", "--output", out.toString(), "--http", "off", "--jvm-symbols", "on")) {

@@ -60,8 +60,12 @@ class NodePerfMapProfileTest {
         Path perfMap = Path.of("/tmp/perf-" + node.pid() + ".map");
         Path out;
         try {
-            Thread.sleep(1500); // warm-up: leaf and mid compiled, their lines in the map
-            assertTrue(Files.exists(perfMap), "node wrote no " + perfMap);
+            // Warm-up: leaf optimized (TurboFan, '*') and mid compiled past the interpreter ('^', '+' or '*'), in the map.
+            long deadline = System.nanoTime() + 20_000_000_000L;
+            while (!warm(perfMap) && System.nanoTime() < deadline) {
+                Thread.sleep(50);
+            }
+            assertTrue(warm(perfMap), "node's " + perfMap + " names an optimized leaf and a compiled mid");
             out = AgentProcess.profilePid(dir, node, "10s");
             assertTrue(node.isAlive(), "the agent never harms its target");
         } finally {
@@ -130,6 +134,15 @@ class NodePerfMapProfileTest {
                         .sorted((a, b) -> Long.compare(b.count(), a.count())).limit(5)
                         .map(s -> s.count() + " " + s.functions().subList(0, Math.min(6, s.functions().size())) + " in "
                                 + s.files().subList(0, Math.min(6, s.files().size()))).toList()));
+    }
+
+    /** Whether node's perf map names TurboFan's code of leaf and a compiled (not interpreted) mid. */
+    private static boolean warm(Path map) throws java.io.IOException {
+        if (!Files.exists(map)) {
+            return false;
+        }
+        String text = Files.readString(map);
+        return text.contains(":*leaf ") && Pattern.compile(":[*^+]mid ").matcher(text).find();
     }
 
     /** Index of the first frame outside the kernel (stacks are leaf first, kernel frames before user ones), or -1. */
