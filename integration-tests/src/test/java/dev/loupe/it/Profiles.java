@@ -89,6 +89,24 @@ final class Profiles {
         return all;
     }
 
+    /**
+     * The one profile file in {@code out}, checked as {@link #checked} checks it, after the agent stopped: every
+     * one of {@code targets} must still run (the agent never harms a target).
+     */
+    static Path onlyProfile(Path out, List<Process> targets) throws Exception {
+        for (Process t : targets) {
+            if (!t.isAlive()) {
+                throw new AssertionError("the agent never harms a target: " + t.pid() + " does not run any more");
+            }
+        }
+        List<Path> files = files(out);
+        if (files.size() != 1) {
+            throw new AssertionError("one profile expected in " + out + ": " + files);
+        }
+        checked(files.get(0)); // go tool pprof -raw and Parca's rules
+        return files.get(0);
+    }
+
     /** Reads a profile after go tool pprof and Parca's validation accept it. */
     static Profile checked(Path file) throws Exception {
         Profile p = read(file);
