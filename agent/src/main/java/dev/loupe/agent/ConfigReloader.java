@@ -42,7 +42,7 @@ final class ConfigReloader {
     /** Live options applied elsewhere than in the sinks: changing only these swaps no sink. */
     private static final java.util.Set<dev.loupe.config.Option<?>> NOT_SINKS = java.util.Set.of(Options.LOG_LEVEL,
             Options.PROBES, Options.PROBE_STACKS, Options.LATENCY_REGRESSION_WINDOW, Options.LATENCY_REGRESSION_MIN_CALLS,
-            Options.LATENCY_REGRESSION_THRESHOLD);
+            Options.LATENCY_REGRESSION_THRESHOLD, Options.LATENCY_REGRESSION_WARMUP);
 
     ConfigReloader(String[] args, LoupeConfig running, Agent agent, ServiceSupervisor supervisor) {
         this.args = args.clone();
@@ -113,7 +113,7 @@ final class ConfigReloader {
                 LOG.log(System.Logger.Level.INFO, "reload: " + probes.reconfigure(next.probes()));
             }
             if (probes != null && change.changedLive(Options.LATENCY_REGRESSION_WINDOW, Options.LATENCY_REGRESSION_MIN_CALLS,
-                    Options.LATENCY_REGRESSION_THRESHOLD)) {
+                    Options.LATENCY_REGRESSION_THRESHOLD, Options.LATENCY_REGRESSION_WARMUP)) {
                 probes.updateRegressionSettings(Main.regressionSettings(next));
             }
             running = next;

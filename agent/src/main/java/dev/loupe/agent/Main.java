@@ -219,7 +219,8 @@ public final class Main {
 
     static RegressionTracker.Settings regressionSettings(LoupeConfig config) {
         return new RegressionTracker.Settings(config.get(Options.LATENCY_REGRESSION_WINDOW),
-                config.get(Options.LATENCY_REGRESSION_MIN_CALLS), config.get(Options.LATENCY_REGRESSION_THRESHOLD));
+                config.get(Options.LATENCY_REGRESSION_MIN_CALLS), config.get(Options.LATENCY_REGRESSION_THRESHOLD),
+                config.get(Options.LATENCY_REGRESSION_WARMUP));
     }
 
     private static SdNotify sdNotify() {

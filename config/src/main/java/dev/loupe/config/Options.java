@@ -210,6 +210,12 @@ public final class Options {
             .help("slower means significantly slower by a rank test and p50 or p90 at least RATIO times the "
                     + "baseline's (1.0..100)");
 
+    public static final Option<Duration> LATENCY_REGRESSION_WARMUP = Option.value("latency-regression.warmup",
+                    "--latency-regression-warmup", "DURATION", Options::regressionWarmup)
+            .byDefault("1m").reloadable()
+            .help("a new build's calls in its first DURATION after the deploy are left out of the comparison: a fresh "
+                    + "process's first calls are slower (cold caches, JIT) (0s..1h)");
+
     /** Absent: {@link LatencyDiffConfig.Format#TABLE}. */
     public static final Option<LatencyDiffConfig.Format> LATENCY_DIFF_FORMAT = Option.value(null, "--format", "table|json",
                     Options::diffFormat)
@@ -224,7 +230,8 @@ public final class Options {
             REMOTE_STORE_HEADERS, REMOTE_STORE_TIMEOUT, REMOTE_STORE_BATCH_MAX_BYTES, KAFKA_BOOTSTRAP_SERVERS, KAFKA_TOPIC,
             KAFKA_PRODUCER, KAFKA_TRANSACTIONAL, KAFKA_GROUP_ID, KAFKA_CONSUMER, RELAY_QUARANTINE_DIR, SPOOL_DIR,
             SPOOL_MAX_BYTES, EXTERNAL_LABELS, RELABEL, PROBES, PROBE_STACKS, PROBES_MAX_FUNCTIONS,
-            LATENCY_REGRESSION_WINDOW, LATENCY_REGRESSION_MIN_CALLS, LATENCY_REGRESSION_THRESHOLD, LATENCY_DIFF_FORMAT);
+            LATENCY_REGRESSION_WINDOW, LATENCY_REGRESSION_MIN_CALLS, LATENCY_REGRESSION_THRESHOLD, LATENCY_REGRESSION_WARMUP,
+            LATENCY_DIFF_FORMAT);
 
     /** A comment above each YAML section in default.yaml. */
     static final Map<String, String> SECTIONS = sections();
@@ -291,6 +298,14 @@ public final class Options {
         Duration d = Values.duration(text);
         if (d.compareTo(Duration.ofSeconds(10)) < 0 || d.compareTo(Duration.ofHours(24)) > 0) {
             throw new IllegalArgumentException("must be between 10s and 24h, got " + text);
+        }
+        return d;
+    }
+
+    static Duration regressionWarmup(String text) {
+        Duration d = Values.duration(text);
+        if (d.isNegative() || d.compareTo(Duration.ofHours(1)) > 0) {
+            throw new IllegalArgumentException("must be between 0s and 1h, got " + text);
         }
         return d;
     }

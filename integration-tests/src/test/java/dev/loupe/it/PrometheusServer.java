@@ -93,6 +93,28 @@ public final class PrometheusServer implements AutoCloseable {
                 + "&time=" + time.toEpochMilli() / 1000.0));
     }
 
+    /**
+     * A range query ({@code /api/v1/query_range}) from {@code start} to now, one point a {@code step}: each series'
+     * labels and its values in order, as "t+SECONDS=VALUE" (seconds after {@code start}), for failure messages.
+     */
+    public Map<Map<String, String>, List<String>> range(String promql, Instant start, Duration step)
+            throws IOException, InterruptedException {
+        double from = start.toEpochMilli() / 1000.0;
+        String body = server.get("/api/v1/query_range?query=" + URLEncoder.encode(promql, StandardCharsets.UTF_8)
+                + "&start=" + from + "&end=" + Instant.now().toEpochMilli() / 1000.0 + "&step=" + step.toMillis() / 1000.0);
+        Map<Map<String, String>, List<String>> series = new java.util.LinkedHashMap<>();
+        for (JsonNode r : JSON.readTree(body).path("data").path("result")) {
+            Map<String, String> labels = new TreeMap<>();
+            r.get("metric").fields().forEachRemaining(e -> labels.put(e.getKey(), e.getValue().asText()));
+            List<String> values = new ArrayList<>();
+            for (JsonNode v : r.get("values")) {
+                values.add(String.format(java.util.Locale.ROOT, "t+%.0f=%s", v.get(0).asDouble() - from, v.get(1).asText()));
+            }
+            series.put(labels, values);
+        }
+        return series;
+    }
+
     private static List<Sample> vector(String promql, String body) throws IOException {
         JsonNode data = JSON.readTree(body).path("data");
         if (!data.path("resultType").asText().equals("vector")) {

@@ -21,6 +21,8 @@ final class FunctionBaselines {
     private BuildHistory history;
     private String previousBuild; // null: no deploy seen
     private Slot previous;
+    /** A new build's calls before this (wall millis) are its warm-up: neither in its window nor its history. */
+    private long warmupEnd = Long.MIN_VALUE;
 
     FunctionBaselines(FunctionKey key) {
         this.key = key;
@@ -56,9 +58,21 @@ final class FunctionBaselines {
             change = Change.DEPLOY;
         }
         history.advance(now, now, t);
-        history.add(calls, now, t);
+        if (!warmingUp(now)) {
+            history.add(calls, now, t);
+        }
         currentLastCall = now;
         return change;
+    }
+
+    /**
+     * Whether {@code now} is in the current build's warm-up: a fresh process's first calls are slower (cold
+     * caches, page faults, a JIT, connection pools, and whatever else starts with a deploy), so a verdict on them
+     * would call an equally fast build slower. Not kept in the baseline file: an agent restarted within a warm-up
+     * counts the rest of it.
+     */
+    boolean warmingUp(long now) {
+        return now < warmupEnd;
     }
 
     private void deploy(String buildId, long now, SlotTiming t) {
@@ -68,6 +82,7 @@ final class FunctionBaselines {
         previousBuild = currentBuild;
         currentBuild = buildId;
         history = new BuildHistory();
+        warmupEnd = now + t.warmupMillis();
     }
 
     /** Moves slots out of the window and expires old ones; true when anything changed. */
@@ -84,7 +99,7 @@ final class FunctionBaselines {
             return null;
         }
         if (buildId == null || buildId.equals(currentBuild)) {
-            return history.slotAt(now, t).samples;
+            return warmingUp(now) ? null : history.slotAt(now, t).samples;
         }
         return buildId.equals(previousBuild) ? previous.samples : null;
     }

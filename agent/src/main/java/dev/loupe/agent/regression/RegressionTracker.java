@@ -54,11 +54,14 @@ public final class RegressionTracker implements AutoCloseable {
      * @param window            the current window's length (the verdict compares it with each baseline)
      * @param minCalls          calls each side needs for a verdict
      * @param threshold         the p50 or p90 ratio that counts as slower (with a significant rank test)
+     * @param warmup            a new build's calls this long after its deploy are left out of its window and history
      * @param trailingSpan      the trailing baseline's length, and the previous build's span kept at a deploy
      * @param maxProfileSamples profile samples held in all baselines and windows together; more are left out
      */
-    public record Settings(Duration window, long minCalls, double threshold, Duration trailingSpan, int maxProfileSamples) {
+    public record Settings(Duration window, long minCalls, double threshold, Duration warmup, Duration trailingSpan,
+                           int maxProfileSamples) {
         public static final Duration DEFAULT_TRAILING_SPAN = Duration.ofHours(24);
+        public static final Duration DEFAULT_WARMUP = Duration.ofMinutes(1);
         public static final int DEFAULT_MAX_PROFILE_SAMPLES = 100_000;
 
         public Settings {
@@ -68,6 +71,9 @@ public final class RegressionTracker implements AutoCloseable {
             if (trailingSpan.compareTo(window) < 0) {
                 throw new IllegalArgumentException("trailing span " + trailingSpan + " is shorter than the window " + window);
             }
+            if (warmup.isNegative()) {
+                throw new IllegalArgumentException("warm-up " + warmup + " < 0");
+            }
             if (maxProfileSamples < 0) {
                 throw new IllegalArgumentException("max profile samples " + maxProfileSamples + " < 0");
             }
@@ -75,8 +81,8 @@ public final class RegressionTracker implements AutoCloseable {
         }
 
         /** The flags' settings with the default trailing span (24 h) and profile sample cap. */
-        public Settings(Duration window, long minCalls, double threshold) {
-            this(window, minCalls, threshold, DEFAULT_TRAILING_SPAN, DEFAULT_MAX_PROFILE_SAMPLES);
+        public Settings(Duration window, long minCalls, double threshold, Duration warmup) {
+            this(window, minCalls, threshold, warmup, DEFAULT_TRAILING_SPAN, DEFAULT_MAX_PROFILE_SAMPLES);
         }
     }
 

@@ -7,7 +7,7 @@ package dev.loupe.agent.regression;
  * trailing span over 24, rounded down to whole window slots (at least one), 1 hour with the defaults; so the
  * trailing history is at most 25 slots however short the window.
  */
-record SlotTiming(long slotMillis, long trailingSlotMillis, long windowMillis, long trailingSpanMillis) {
+record SlotTiming(long slotMillis, long trailingSlotMillis, long windowMillis, long trailingSpanMillis, long warmupMillis) {
     static final int WINDOW_SLOTS = 10;
     static final int TRAILING_SLOTS = 24;
     /** The current build still runs (a previous build's calls are its old processes) while seen within this long. */
@@ -17,7 +17,7 @@ record SlotTiming(long slotMillis, long trailingSlotMillis, long windowMillis, l
         long window = s.window().toMillis();
         long slot = Math.max(1, window / WINDOW_SLOTS);
         long trailingSlot = Math.max(slot, s.trailingSpan().toMillis() / TRAILING_SLOTS / slot * slot);
-        return new SlotTiming(slot, trailingSlot, window, s.trailingSpan().toMillis());
+        return new SlotTiming(slot, trailingSlot, window, s.trailingSpan().toMillis(), s.warmup().toMillis());
     }
 
     /** Start of the window slot holding {@code now}. */

@@ -80,7 +80,7 @@ class ProbeChangesTest {
         Path app = dir.resolve("app");
         Files.copy(oldBuild, app);
         RegressionTracker tracker = RegressionTracker.open(dir.resolve("baselines"),
-                new RegressionTracker.Settings(Duration.ofMinutes(10), 2, 1.2), System::currentTimeMillis);
+                new RegressionTracker.Settings(Duration.ofMinutes(10), 2, 1.2, Duration.ZERO), System::currentTimeMillis);
         ProbeManager m = ProbeManager.start(List.of(ProbeConfig.ofBinary(app, List.of("work"), false)), shortDrain(),
                 () -> { throw new AssertionError("no stacks"); }, tracker).orElseThrow();
         String count = "loupe_function_duration_seconds_count{binary=\"" + app + "\",function=\"work\"}";

@@ -119,7 +119,7 @@ class RegressionTrackerProfilesTest {
     @Test
     void samplesBeyondTheCapAreLeftOutAndCounted() {
         RegressionTracker.Settings capped = new RegressionTracker.Settings(Duration.ofMinutes(10), 200, 1.2,
-                Duration.ofHours(24), 2);
+                Duration.ZERO, Duration.ofHours(24), 2);
         try (RegressionTracker t = open(capped)) {
             t.record(F, "b1", calls(200));
             t.recordProfile(interval("b1", 1)); // 3 merged samples, room for 2: the batch one left out

@@ -23,7 +23,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 class RegressionTrackerTest {
     static final FunctionKey F = new FunctionKey("/srv/shop", "main.checkout");
-    static final RegressionTracker.Settings SETTINGS = new RegressionTracker.Settings(Duration.ofMinutes(10), 200, 1.2);
+    static final RegressionTracker.Settings SETTINGS = new RegressionTracker.Settings(Duration.ofMinutes(10), 200, 1.2, Duration.ZERO);
     static final long MINUTE = 60_000;
     /** A whole minute (slots are aligned to the minute), plus 30 s: records fall mid-slot. */
     static final long T0 = 28_333_333L * MINUTE + 30_000;
@@ -86,6 +86,34 @@ class RegressionTrackerTest {
             FunctionStatus previous = status(t.evaluate(), F, BaselineKind.PREVIOUS_BUILD);
             assertEquals(RegressionVerdict.Outcome.NOT_REGRESSED, previous.verdict().outcome(), previous.verdict().reason());
             assertEquals(9 * 200, previous.verdict().currentCalls());
+        }
+    }
+
+    @Test
+    void aNewBuildsWarmUpIsLeftOutOfItsWindow() {
+        RegressionTracker.Settings warm = new RegressionTracker.Settings(Duration.ofMinutes(10), 200, 1.2, Duration.ofMinutes(2));
+        try (RegressionTracker t = RegressionTracker.open(dir(), warm, clock::get)) {
+            run(t, F, "b1", 60, 1, 1);
+            // b2's first two minutes are three times slower (a cold start), then as fast as b1.
+            run(t, F, "b2", 2, 3, 1_000);
+            FunctionStatus during = status(t.evaluate(), F, BaselineKind.PREVIOUS_BUILD);
+            assertEquals(RegressionVerdict.Outcome.TOO_FEW_CALLS, during.verdict().outcome(), during.verdict().reason());
+            assertEquals(0, during.verdict().currentCalls());
+            run(t, F, "b2", 5, 1, 2_000);
+            FunctionStatus after = status(t.evaluate(), F, BaselineKind.PREVIOUS_BUILD);
+            assertEquals(RegressionVerdict.Outcome.NOT_REGRESSED, after.verdict().outcome(), after.verdict().reason());
+            assertEquals(5 * 200, after.verdict().currentCalls(), "only the calls after the warm-up");
+            assertEquals(1, after.verdict().ratioP50(), 0.1);
+        }
+        // Without the warm-up the same calls are a regression at p90: the cold start is in the window.
+        clock.set(T0);
+        Path other = state.resolve("no-warmup");
+        try (RegressionTracker t = RegressionTracker.open(other, SETTINGS, clock::get)) {
+            run(t, F, "b1", 60, 1, 1);
+            run(t, F, "b2", 2, 3, 1_000);
+            run(t, F, "b2", 5, 1, 2_000);
+            FunctionStatus after = status(t.evaluate(), F, BaselineKind.PREVIOUS_BUILD);
+            assertEquals(RegressionVerdict.Outcome.REGRESSED, after.verdict().outcome(), after.verdict().reason());
         }
     }
 
