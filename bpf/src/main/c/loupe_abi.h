@@ -113,7 +113,20 @@ enum rule_kind {
 	RULE_PLT     = 2,
 	RULE_SIGNAL  = 3,
 	RULE_STOP    = 4,
+	RULE_JAVA_INTERP = 5, /* HotSpot's template interpreter: RBP frame, sender SP and Method* below RBP */
 };
+
+/*
+ * HotSpot interpreter frames (UnwindRule.JAVA_*): where one keeps the sender's SP and its Method*, from RBP
+ * (x86-64, JDK 8 to 25), and the bit set in the user "frame" that reports the Method* (below 2^47) in place of
+ * the interpreter's PC, which names no method.
+ */
+enum java_frame {
+	JAVA_INTERP_SENDER_SP_OFFSET = -8,
+	JAVA_INTERP_METHOD_OFFSET    = -24,
+	JAVA_METHOD_TAG_BIT          = 62,
+};
+#define JAVA_METHOD_TAG (1ULL << JAVA_METHOD_TAG_BIT)
 
 /* A rule's aux byte for the CFA kinds: how the caller's RBP is recovered (UnwindRule.RBP_*). */
 enum rbp_rule {
@@ -193,6 +206,7 @@ struct abi_constants {
 	enum unwind_marker unwind_marker;
 	enum stat stat;
 	enum rule_kind rule_kind;
+	enum java_frame java_frame;
 	enum rbp_rule rbp_rule;
 	enum signal_frame_offset signal_frame_offset;
 	enum stop_reason stop_reason;

@@ -39,7 +39,7 @@ class KernelAbiTest {
             // Every shared enum reached the BTF (clang keeps only used types) with all its enumerators.
             assertEquals(Map.of("MAPPING_FP", 0L, "MAPPING_TABLE", 1L, "MAPPING_STOP", 2L), btf.enumeration("mapping_kind").orElseThrow());
             assertEquals(Map.of("NSEC_PER_TICK", 10_000_000L), btf.enumeration("proc_clock").orElseThrow());
-            assertEquals(5, btf.enumeration("rule_kind").orElseThrow().size());
+            assertEquals(6, btf.enumeration("rule_kind").orElseThrow().size());
             assertEquals(8, btf.enumeration("stop_reason").orElseThrow().size());
             assertEquals(0xffffffffffff0000L, KernelAbi.UNWIND_MARKER);
         }
@@ -65,8 +65,8 @@ class KernelAbiTest {
             for (String e : KernelAbi.UNWINDER_ENUMS) {
                 theObjects.putAll(btf.enumeration(e).orElseThrow());
             }
-            assertEquals(21, theObjects.size(),
-                    "5 rule kinds, 3 RBP rules, 3 signal offsets, 8 stop reasons, the tick, the no-FDE frame limit");
+            assertEquals(25, theObjects.size(), "6 rule kinds, 3 RBP rules, 3 signal offsets, 8 stop reasons, the tick, "
+                    + "the no-FDE frame limit, 3 Java interpreter frame constants");
             KernelAbi.checkProfiler(btf, Optional.of(theObjects));
 
             Map<String, Long> drifted = new HashMap<>(theObjects);
@@ -80,7 +80,7 @@ class KernelAbiTest {
                     + "enum stop_reason: STOP_ZERO_RA is missing in Java; "
                     + "enum proc_clock: NSEC_PER_TICK is 10000000 in C, 1000000 in Java; "
                     + "STOP_SOMETHING_NEW is missing in C (in none of enum rule_kind, rbp_rule, signal_frame_offset, "
-                    + "stop_reason, proc_clock, no_fde_limit)", e.getMessage());
+                    + "stop_reason, proc_clock, no_fde_limit, java_frame)", e.getMessage());
         }
     }
 

@@ -171,6 +171,9 @@ public final class ReferenceUnwinder {
                 }
                 return new Step(new Frame(pc.getAsLong(), sp.getAsLong(), bp.getAsLong(), true, true), null);
             }
+            case UnwindRule.KIND_JAVA_INTERP -> {
+                return javaInterpreterStep(f, mem);
+            }
             case UnwindRule.KIND_STOP -> {
                 StopReason r = UnwindRule.stopReason(rule);
                 return Step.stop(r == null ? StopReason.MALFORMED_FDE : r);
@@ -207,6 +210,42 @@ public final class ReferenceUnwinder {
             }
         }
         return new Step(new Frame(ra.getAsLong(), cfa, bp, bpKnown, false), null);
+    }
+
+    /**
+     * A HotSpot interpreter frame ({@link UnwindRule#KIND_JAVA_INTERP}): pc = [bp+8], bp = [bp], sp = the saved
+     * sender SP at [bp-8] if it lies at or above bp+16 and within {@link #NO_FDE_MAX_FRAME_BYTES} of sp, else bp+16.
+     * The frame's {@code Method*} ([bp-24]) is {@link #javaInterpreterMethod}.
+     */
+    public static Step javaInterpreterStep(Frame f, Memory mem) {
+        if (!f.bpKnown()) {
+            return Step.stop(StopReason.RBP_UNKNOWN);
+        }
+        long bp = f.bp();
+        OptionalLong senderSp = mem.read64(bp + UnwindRule.JAVA_INTERP_SENDER_SP_OFFSET);
+        OptionalLong savedBp = mem.read64(bp);
+        OptionalLong ra = mem.read64(bp + 8);
+        if (senderSp.isEmpty() || savedBp.isEmpty() || ra.isEmpty()) {
+            return Step.stop(StopReason.MEMORY_READ_FAILED);
+        }
+        if (ra.getAsLong() == 0) {
+            return Step.stop(StopReason.ZERO_RETURN_ADDRESS);
+        }
+        long sp = bp + 16;
+        long sender = senderSp.getAsLong();
+        if (Long.compareUnsigned(sender, sp) >= 0 && Long.compareUnsigned(sender - f.sp(), NO_FDE_MAX_FRAME_BYTES) < 0) {
+            sp = sender;
+        }
+        if (Long.compareUnsigned(sp, f.sp()) <= 0) {
+            return Step.stop(StopReason.NO_PROGRESS);
+        }
+        return new Step(new Frame(ra.getAsLong(), sp, savedBp.getAsLong(), true, false), null);
+    }
+
+    /** The {@code Method*} of a HotSpot interpreter frame at {@code bp}, or empty if unreadable or 0. */
+    public static OptionalLong javaInterpreterMethod(long bp, Memory mem) {
+        OptionalLong m = mem.read64(bp + UnwindRule.JAVA_INTERP_METHOD_OFFSET);
+        return m.isPresent() && m.getAsLong() != 0 ? m : OptionalLong.empty();
     }
 
     /** Walks from {@code leaf} for at most {@code maxFrames} frames (the leaf included). */

@@ -378,6 +378,25 @@ public final class UnwindTableBuilder {
         }
     }
 
+    /**
+     * A table from rows no FDE gave: JIT code described by its runtime's own layout (HotSpot's code cache). Row
+     * {@code i} says that {@code rules[i]} applies from {@code pcs[i]} to the next row (a gap is a row whose rule
+     * is {@code stop(NO_UNWIND_INFO)}; the last row should be one). PCs are runtime addresses (bias 0) and must
+     * ascend.
+     */
+    public static UnwindTable fromRows(String name, long[] pcs, long[] rules, int n) throws EhFrameException {
+        Rows r = new Rows(Math.max(16, n));
+        for (int i = 0; i < n; i++) {
+            if (i > 0 && Long.compareUnsigned(pcs[i], pcs[i - 1]) < 0) {
+                throw new EhFrameException(Problem.BAD_CFA_PROGRAM, name + ": row " + i + " at 0x" + Long.toHexString(pcs[i])
+                        + " is below the row before it");
+            }
+            r.add(pcs[i], rules[i]);
+        }
+        BuildStats stats = new BuildStats(List.of(), 0, 0, n, 0, 0, 0, 0, 0, 0, Map.of(), List.of());
+        return pack(name, r, stats);
+    }
+
     /** Packs merged rows into pages, a de-duplicated rule array and 4-byte rows. */
     static UnwindTable pack(String name, Rows r, BuildStats stats) throws EhFrameException {
         if (r.n == 0) {
