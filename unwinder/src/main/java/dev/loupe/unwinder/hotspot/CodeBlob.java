@@ -8,7 +8,8 @@ package dev.loupe.unwinder.hotspot;
  * @param frameCompleteAddress {@code start + _frame_complete_offset}: from here on the blob's frame is set up;
  *                             -1 if HotSpot does not know (frame never safe)
  * @param frameSizeBytes       {@code _frame_size} (words) times 8: the frame's size including the return address
- *                             once complete, so the CFA is RSP + this
+ *                             once complete, so the CFA is RSP + this; -1 where HotSpot records none
+ *                             ({@code _frame_size} -1: some stub BufferBlobs)
  * @param name                 HotSpot's name for the blob ("nmethod", "Interpreter", a stub's name...)
  * @param method               an nmethod's {@code Method*}, else 0
  */

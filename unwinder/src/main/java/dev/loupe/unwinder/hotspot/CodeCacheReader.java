@@ -24,6 +24,8 @@ final class CodeCacheReader {
     private final BlobNames names;
     /** Used blocks whose blob did not hold together (being built or freed while read), in the last snapshot. */
     int skipped;
+    /** Why, for the first few. */
+    final List<String> skipReasons = new ArrayList<>();
     long preads;
 
     interface BlobNames {
@@ -39,6 +41,7 @@ final class CodeCacheReader {
 
     CodeCache read() throws IOException, HotSpotException {
         skipped = 0;
+        skipReasons.clear();
         preads = 0;
         long array = mem.readLong(l.heapsAddress);
         if (array == 0) {
@@ -129,8 +132,8 @@ final class CodeCacheReader {
     /** The blob at {@code blob}, or null if its fields do not describe code inside its block. */
     private CodeBlob blob(Window w, long blob, long blockEnd) throws IOException {
         int need = (int) Math.min(l.blobReadBytes, blockEnd - blob);
-        if (need < 16) {
-            return null;
+        if (need < 16) { // 1
+            return skip("blob at 0x" + Long.toHexString(blob) + ": block of " + (blockEnd - blob) + " bytes");
         }
         int at = w.at(blob, need);
         ByteBuffer b = w.buffer();
@@ -138,33 +141,34 @@ final class CodeCacheReader {
         long end;
         if (l.codeBegin != null) {
             if (l.codeBegin.end() > need || l.codeEnd.end() > need) {
-                return null;
+                return skip("blob at 0x" + Long.toHexString(blob) + ": header cut short (2)");
             }
             start = l.codeBegin.get(b, at);
             end = l.codeEnd.get(b, at);
         } else {
             if (l.codeOffset.end() > need || l.dataOffset.end() > need) {
-                return null;
+                return skip("blob at 0x" + Long.toHexString(blob) + ": header cut short (3)");
             }
             start = blob + l.codeOffset.get(b, at);
             end = blob + l.dataOffset.get(b, at);
         }
         if (start < blob || end < start || end > blockEnd) {
-            return null;
+            return skip("blob at 0x" + Long.toHexString(blob) + ": code [0x" + Long.toHexString(start) + ", 0x"
+                    + Long.toHexString(end) + ") outside its block ending 0x" + Long.toHexString(blockEnd));
         }
         if (l.frameSize.end() > need || l.frameCompleteOffset.end() > need || l.blobName.end() > need) {
-            return null;
+            return skip("blob at 0x" + Long.toHexString(blob) + ": header cut short (4)");
         }
         long frameWords = l.frameSize.get(b, at);
-        if (frameWords < 0 || frameWords > (1 << 20)) {
-            return null;
+        if (frameWords < -1 || frameWords > (1 << 20)) {
+            return skip("blob at 0x" + Long.toHexString(blob) + ": _frame_size " + frameWords + " words");
         }
         long fco = l.frameCompleteOffset.get(b, at);
         long frameComplete = fco < 0 || start + fco > end ? -1 : start + fco;
         String className;
         if (l.kind != null) {
             if (l.kind.end() > need) {
-                return null;
+                return skip("blob at 0x" + Long.toHexString(blob) + ": header cut short (6)");
             }
             className = l.kindClasses.get(l.kind.get(b, at));
         } else {
@@ -176,11 +180,18 @@ final class CodeCacheReader {
         long method = 0;
         if (kind == CodeBlob.Kind.NMETHOD) {
             if (l.nmethodMethod.end() > need) {
-                return null;
+                return skip("blob at 0x" + Long.toHexString(blob) + ": header cut short (7)");
             }
             method = l.nmethodMethod.get(b, at);
         }
-        return new CodeBlob(kind, start, end, frameComplete, (int) frameWords * 8, name, method);
+        return new CodeBlob(kind, start, end, frameComplete, frameWords < 0 ? -1 : (int) frameWords * 8, name, method);
+    }
+
+    private CodeBlob skip(String why) {
+        if (skipReasons.size() < 16) {
+            skipReasons.add(why);
+        }
+        return null;
     }
 
     /** From the blob's class when known; by HotSpot's names for it when neither a kind field nor vtables are there. */

@@ -183,6 +183,10 @@ public final class HotSpotJvm implements AutoCloseable {
         return codeCacheReader.skipped;
     }
 
+    synchronized List<String> lastSkipReasons() {
+        return List.copyOf(codeCacheReader.skipReasons);
+    }
+
     /** Preads the last {@link #codeCache()} took; for tests. */
     synchronized long lastPreads() {
         return codeCacheReader.preads;

@@ -62,7 +62,20 @@ final class MethodNames {
         if (className == null || !legalClassName(className)) {
             return Optional.empty();
         }
-        return Optional.of(className.replace('/', '.') + "." + methodName);
+        return Optional.of(externalClassName(className) + "." + methodName);
+    }
+
+    /**
+     * '/' to '.', as Class.getName(); a hidden class's name ("Foo$$Lambda+0x0000000800c01234" in its Symbol) shows
+     * its suffix after a '/' as Class.getName() and HotSpot's external names do.
+     */
+    static String externalClassName(String internal) {
+        String s = internal.replace('/', '.');
+        int plus = s.lastIndexOf("+0x");
+        if (plus > 0 && s.indexOf('.', plus) < 0) {
+            s = s.substring(0, plus) + "/" + s.substring(plus + 1);
+        }
+        return s;
     }
 
     private String symbol(long symbol) throws IOException {
