@@ -72,7 +72,10 @@ class HotSpotJvmTest {
     }
 
     private void check(TargetJvm t, String version) throws Exception {
+        long o0 = System.nanoTime();
         try (HotSpotJvm jvm = HotSpotJvm.open(PROC, t.pid()).orElseThrow()) {
+            System.out.printf("JDK %s: open %.1f ms, %d VMStructs fields, %d types%n", version, (System.nanoTime() - o0) / 1e6,
+                    jvm.structs().fields().size(), jvm.structs().types().size());
             assertTrue(jvm.vmVersion().startsWith(version), jvm.vmVersion());
             CodeCache cc = null;
             long best = Long.MAX_VALUE;
