@@ -1,0 +1,216 @@
+package dev.loupe.unwinder.hotspot;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Walks the code heaps as HotSpot lays them out (memory/heap.hpp): each heap's committed memory is a sequence of
+ * HeapBlocks whose header gives the block's length in segments and whether it is in use; a used block holds a
+ * CodeBlob right after the header. The segment map (one byte per segment, 0 at a block's first segment,
+ * 0xFF past the last allocated one) says where allocation ends.
+ */
+final class CodeCacheReader {
+    static final int MAX_HEAPS = 64;
+    static final int MAX_BLOBS = 1_000_000;
+    static final long MAX_HEAP_BYTES = 8L << 30;
+    private static final int FREE_SENTINEL = 0xFF;
+
+    private final ProcessMemory mem;
+    private final Layout l;
+    private final Map<Long, String> vtableClasses; // runtime vtable address -> CodeBlob subclass (no _kind field)
+    private final BlobNames names;
+    /** Used blocks whose blob did not hold together (being built or freed while read), in the last snapshot. */
+    int skipped;
+    /** Why, for the first few. */
+    final List<String> skipReasons = new ArrayList<>();
+    long preads;
+
+    interface BlobNames {
+        String name(long address) throws IOException;
+    }
+
+    CodeCacheReader(ProcessMemory mem, Layout layout, Map<Long, String> vtableClasses, BlobNames names) {
+        this.mem = mem;
+        this.l = layout;
+        this.vtableClasses = vtableClasses;
+        this.names = names;
+    }
+
+    CodeCache read() throws IOException, HotSpotException {
+        skipped = 0;
+        skipReasons.clear();
+        preads = 0;
+        long array = mem.readLong(l.heapsAddress);
+        if (array == 0) {
+            throw new HotSpotException("CodeCache::_heaps is null");
+        }
+        ByteBuffer a = mem.read(array, (int) Math.max(l.arrayLen.end(), l.arrayData.end()));
+        long len = l.arrayLen.get(a, 0);
+        long data = l.arrayData.get(a, 0);
+        if (len < 1 || len > MAX_HEAPS || data == 0) {
+            throw new HotSpotException("CodeCache::_heaps has _len " + len + " and _data 0x" + Long.toHexString(data));
+        }
+        ByteBuffer ptrs = mem.read(data, (int) len * 8);
+        List<CodeCache.Range> heaps = new ArrayList<>();
+        List<CodeBlob> blobs = new ArrayList<>();
+        for (int h = 0; h < len; h++) {
+            long heap = ptrs.getLong(h * 8);
+            if (heap == 0) {
+                throw new HotSpotException("CodeCache::_heaps[" + h + "] is null");
+            }
+            walk(heap, h, heaps, blobs);
+        }
+        return new CodeCache(heaps, blobs);
+    }
+
+    private void walk(long heap, int index, List<CodeCache.Range> heaps, List<CodeBlob> blobs) throws IOException, HotSpotException {
+        ByteBuffer hb = mem.read(heap, (int) l.heapSize);
+        long low = l.vsLow.get(hb, (int) l.heapMemory);
+        long high = l.vsHigh.get(hb, (int) l.heapMemory);
+        long segLow = l.vsLow.get(hb, (int) l.heapSegmap);
+        long segHigh = l.vsHigh.get(hb, (int) l.heapSegmap);
+        long log2 = l.heapLog2SegmentSize.get(hb, 0);
+        String where = "CodeHeap " + index + " at 0x" + Long.toHexString(heap);
+        if (log2 < 4 || log2 > 20) {
+            throw new HotSpotException(where + ": _log2_segment_size is " + log2);
+        }
+        if (low <= 0 || high < low || high - low > MAX_HEAP_BYTES || ((high - low) & ((1L << log2) - 1)) != 0) {
+            throw new HotSpotException(where + ": _memory [0x" + Long.toHexString(low) + ", 0x" + Long.toHexString(high)
+                    + ") is not a sane committed range");
+        }
+        heaps.add(new CodeCache.Range(low, high));
+        long segments = (high - low) >>> log2;
+        if (segLow <= 0 || segHigh - segLow < segments) {
+            throw new HotSpotException(where + ": _segmap [0x" + Long.toHexString(segLow) + ", 0x" + Long.toHexString(segHigh)
+                    + ") does not cover its " + segments + " segments");
+        }
+        byte[] segmap = new byte[(int) segments];
+        for (int off = 0; off < segments; off += Window.SIZE) {
+            mem.read(segLow + off, ByteBuffer.wrap(segmap, off, (int) Math.min(Window.SIZE, segments - off)));
+            preads++;
+        }
+        Window w = new Window(mem, high);
+        ByteBuffer b = w.buffer();
+        int headerBytes = (int) l.heapBlockSize;
+        long i = 0;
+        while (i < segments) {
+            int tag = segmap[(int) i] & 0xFF;
+            if (tag == FREE_SENTINEL) {
+                break; // nothing allocated from here on
+            }
+            long block = low + (i << log2);
+            if (tag != 0) {
+                throw new HotSpotException(where + ": _segmap holds " + tag + ", not 0, at the block at 0x" + Long.toHexString(block));
+            }
+            int at = w.at(block, headerBytes);
+            long length = l.blockLength.get(b, at + (int) l.blockHeader);
+            boolean used = l.blockUsed.get(b, at + (int) l.blockHeader) != 0;
+            if (length <= 0 || length > segments - i) {
+                throw new HotSpotException(where + ": the HeapBlock at 0x" + Long.toHexString(block) + " has _length " + length
+                        + " segments, " + (length <= 0 ? "none" : "beyond the heap's " + (segments - i) + " left"));
+            }
+            long blockEnd = block + (length << log2);
+            if (used) {
+                if (blobs.size() >= MAX_BLOBS) {
+                    throw new HotSpotException("more than " + MAX_BLOBS + " code blobs");
+                }
+                CodeBlob cb = blob(w, block + headerBytes, blockEnd);
+                if (cb != null) {
+                    blobs.add(cb);
+                } else {
+                    skipped++;
+                }
+            }
+            i += length;
+        }
+        preads += w.reads;
+    }
+
+    /** The blob at {@code blob}, or null if its fields do not describe code inside its block. */
+    private CodeBlob blob(Window w, long blob, long blockEnd) throws IOException {
+        int need = (int) Math.min(l.blobReadBytes, blockEnd - blob);
+        if (need < 16) { // 1
+            return skip("blob at 0x" + Long.toHexString(blob) + ": block of " + (blockEnd - blob) + " bytes");
+        }
+        int at = w.at(blob, need);
+        ByteBuffer b = w.buffer();
+        long start;
+        long end;
+        if (l.codeBegin != null) {
+            if (l.codeBegin.end() > need || l.codeEnd.end() > need) {
+                return skip("blob at 0x" + Long.toHexString(blob) + ": header cut short (2)");
+            }
+            start = l.codeBegin.get(b, at);
+            end = l.codeEnd.get(b, at);
+        } else {
+            if (l.codeOffset.end() > need || l.dataOffset.end() > need) {
+                return skip("blob at 0x" + Long.toHexString(blob) + ": header cut short (3)");
+            }
+            start = blob + l.codeOffset.get(b, at);
+            end = blob + l.dataOffset.get(b, at);
+        }
+        if (start < blob || end < start || end > blockEnd) {
+            return skip("blob at 0x" + Long.toHexString(blob) + ": code [0x" + Long.toHexString(start) + ", 0x"
+                    + Long.toHexString(end) + ") outside its block ending 0x" + Long.toHexString(blockEnd));
+        }
+        if (l.frameSize.end() > need || l.frameCompleteOffset.end() > need || l.blobName.end() > need) {
+            return skip("blob at 0x" + Long.toHexString(blob) + ": header cut short (4)");
+        }
+        long frameWords = l.frameSize.get(b, at);
+        if (frameWords < -1 || frameWords > (1 << 20)) {
+            return skip("blob at 0x" + Long.toHexString(blob) + ": _frame_size " + frameWords + " words");
+        }
+        long fco = l.frameCompleteOffset.get(b, at);
+        long frameComplete = fco < 0 || start + fco > end ? -1 : start + fco;
+        String className;
+        if (l.kind != null) {
+            if (l.kind.end() > need) {
+                return skip("blob at 0x" + Long.toHexString(blob) + ": header cut short (6)");
+            }
+            className = l.kindClasses.get(l.kind.get(b, at));
+        } else {
+            className = vtableClasses.isEmpty() ? null : vtableClasses.getOrDefault(b.getLong(at), "?");
+        }
+        long namePtr = l.blobName.get(b, at);
+        String name = namePtr == 0 ? "" : names.name(namePtr);
+        CodeBlob.Kind kind = kindOf(className, name);
+        long method = 0;
+        if (kind == CodeBlob.Kind.NMETHOD) {
+            if (l.nmethodMethod.end() > need) {
+                return skip("blob at 0x" + Long.toHexString(blob) + ": header cut short (7)");
+            }
+            method = l.nmethodMethod.get(b, at);
+        }
+        return new CodeBlob(kind, start, end, frameComplete, frameWords < 0 ? -1 : (int) frameWords * 8, name, method);
+    }
+
+    private CodeBlob skip(String why) {
+        if (skipReasons.size() < 16) {
+            skipReasons.add(why);
+        }
+        return null;
+    }
+
+    /** From the blob's class when known; by HotSpot's names for it when neither a kind field nor vtables are there. */
+    static CodeBlob.Kind kindOf(String className, String name) {
+        if (className == null) {
+            if (name.equals("nmethod")) {
+                return CodeBlob.Kind.NMETHOD;
+            }
+            if (name.equals("Interpreter")) {
+                return CodeBlob.Kind.INTERPRETER;
+            }
+            return CodeBlob.Kind.OTHER;
+        }
+        return switch (className) {
+            case "nmethod" -> CodeBlob.Kind.NMETHOD;
+            case "BufferBlob" -> name.equals("Interpreter") ? CodeBlob.Kind.INTERPRETER : CodeBlob.Kind.BUFFER_BLOB;
+            case "AdapterBlob", "MethodHandlesAdapterBlob" -> CodeBlob.Kind.ADAPTER;
+            case "RuntimeStub" -> CodeBlob.Kind.RUNTIME_STUB;
+            default -> CodeBlob.Kind.OTHER;
+        };
+    }
+}

@@ -1,0 +1,250 @@
+package dev.loupe.unwinder.hotspot;
+
+import dev.loupe.unwinder.elf.ElfException;
+import dev.loupe.unwinder.elf.ElfLoadSegments;
+import dev.loupe.unwinder.proc.MapEntry;
+import dev.loupe.unwinder.proc.ProcMaps;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * A running HotSpot JVM read from outside, as the serviceability agent reads it: libjvm.so's exported
+ * {@code gHotSpotVM*} tables give the layout of the JVM's own structures, which are then read from
+ * {@code /proc/PID/mem}. No attach, no agent, no JVM flags; the JVM is never written to or paused, so every
+ * snapshot races with it (see {@link #codeCache()}).
+ *
+ * <p>Not thread-safe beyond its methods being synchronized; one instance per process.
+ */
+public final class HotSpotJvm implements AutoCloseable {
+    /** Method names remembered, per Method* (a Method* freed by class unloading and reused keeps its old name). */
+    static final int MAX_CACHED_METHODS = 65_536;
+    private static final int MAX_CACHED_BLOB_NAMES = 16_384;
+
+    private final int pid;
+    private final ProcessMemory mem;
+    private final VmStructs structs;
+    private final Layout layout;
+    private final String vmVersion;
+    private final CodeCacheReader codeCacheReader;
+    private final MethodNames methodNames;
+    private final Map<Long, Optional<String>> methodCache = new LinkedHashMap<>(1024, 0.75f, true) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<Long, Optional<String>> e) {
+            return size() > MAX_CACHED_METHODS;
+        }
+    };
+    private final Map<Long, String> blobNames = new HashMap<>();
+    private final CStrings strings;
+
+    private HotSpotJvm(int pid, ProcessMemory mem, VmStructs structs, Layout layout, Map<Long, String> vtables)
+            throws IOException, HotSpotException {
+        this.pid = pid;
+        this.mem = mem;
+        this.structs = structs;
+        this.layout = layout;
+        this.strings = new CStrings(mem);
+        this.vmVersion = readVersion();
+        this.codeCacheReader = new CodeCacheReader(mem, layout, vtables, this::blobName);
+        this.methodNames = new MethodNames(mem, layout);
+    }
+
+    public static Optional<HotSpotJvm> open(Path procRoot, int pid) throws IOException, HotSpotException {
+        List<MapEntry> maps = ProcMaps.read(procRoot, pid);
+        MapEntry found = null;
+        for (MapEntry m : maps) {
+            if (m.fileBacked() && isLibjvm(m.path()) && (found == null || (m.executable() && !found.executable()))) {
+                found = m;
+            }
+        }
+        if (found == null) {
+            return Optional.empty();
+        }
+        MapEntry jvm = found;
+        LibjvmSymbols syms = readSymbols(procRoot, pid, jvm);
+        long b;
+        try {
+            b = ElfLoadSegments.bias(syms.loadSegments, jvm.start(), jvm.offset());
+        } catch (ElfException e) {
+            throw new HotSpotException(jvm.path() + ": " + e.getMessage());
+        }
+        long bias = b;
+        ProcessMemory mem = ProcessMemory.open(procRoot, pid);
+        try {
+            VmStructs vs = VmStructs.read(mem, name -> {
+                long v = syms.vaddr(name);
+                if (v < 0) {
+                    throw new HotSpotException(jvm.path() + " exports no " + name);
+                }
+                return v + bias;
+            });
+            Layout layout = new Layout(vs);
+            Map<Long, String> vtables = new HashMap<>();
+            if (layout.kind == null) {
+                // No CodeBlob::_kind: a blob's class is its C++ vtable, found by .symtab's _ZTV symbols (the vtable
+                // pointer stored in an object is 16 bytes in, past offset-to-top and the typeinfo pointer).
+                for (VmStructs.Type t : vs.types().values()) {
+                    if (descendsFrom(vs, t, "CodeBlob")) {
+                        long v = syms.vaddr("_ZTV" + t.name().length() + t.name());
+                        if (v > 0) {
+                            vtables.put(v + bias + 16, t.name());
+                        }
+                    }
+                }
+            }
+            return Optional.of(new HotSpotJvm(pid, mem, vs, layout, vtables));
+        } catch (IOException | HotSpotException | RuntimeException e) {
+            mem.close();
+            throw e;
+        }
+    }
+
+    private static boolean isLibjvm(String path) {
+        return path.endsWith("/libjvm.so");
+    }
+
+    private static LibjvmSymbols readSymbols(Path procRoot, int pid, MapEntry m) throws IOException, HotSpotException {
+        Path pidDir = procRoot.resolve(Integer.toString(pid));
+        List<Path> candidates = new ArrayList<>(2);
+        candidates.add(pidDir.resolve("map_files").resolve(m.mapFilesName()));
+        if (!m.deleted()) {
+            candidates.add(pidDir.resolve("root").resolve(m.path().substring(1)));
+        }
+        IOException last = null;
+        for (Path p : candidates) {
+            if (!Files.isRegularFile(p)) {
+                continue;
+            }
+            try {
+                return LibjvmSymbols.read(p);
+            } catch (ElfException e) {
+                throw new HotSpotException(m.path() + ": " + e.getMessage());
+            } catch (IOException e) {
+                last = e;
+            }
+        }
+        if (last != null) {
+            throw last;
+        }
+        throw new IOException(m.path() + " of pid " + pid + " is not readable through " + candidates);
+    }
+
+    private static boolean descendsFrom(VmStructs vs, VmStructs.Type t, String root) {
+        for (int depth = 0; t != null && depth < 32; depth++) {
+            if (t.name().equals(root)) {
+                return true;
+            }
+            t = t.superclass() == null ? null : vs.types().get(t.superclass());
+        }
+        return false;
+    }
+
+    private String readVersion() throws IOException, HotSpotException {
+        if (layout.vmRelease == 0) {
+            return "unknown";
+        }
+        long p = mem.readLong(layout.vmRelease);
+        if (p == 0) {
+            return "unknown";
+        }
+        try {
+            return strings.read(p, 256);
+        } catch (ProcMemFile.ProcessGoneException e) {
+            throw e;
+        } catch (IOException e) {
+            throw new HotSpotException("Abstract_VM_Version::_s_vm_release unreadable: " + e.getMessage());
+        }
+    }
+
+    /** The JVM's release string (Abstract_VM_Version::_s_vm_release, e.g. "25+36-LTS"), or "unknown". */
+    public String vmVersion() {
+        return vmVersion;
+    }
+
+    /**
+     * A fresh snapshot of the code cache, its heaps walked block by block in preads of up to 1 MiB. IOException: the
+     * memory became unreadable (the process exited). HotSpotException: a heap or block is not what the layout
+     * says (a block of length 0 or past its heap's end, a segment map that disagrees); as the JVM allocates while
+     * this reads, a rare one may be a race that a retry clears.
+     */
+    public synchronized CodeCache codeCache() throws IOException, HotSpotException {
+        return codeCacheReader.read();
+    }
+
+    /** Used blocks skipped in the last {@link #codeCache()} because their blob did not hold together; for tests. */
+    synchronized int lastSkippedBlobs() {
+        return codeCacheReader.skipped;
+    }
+
+    synchronized List<String> lastSkipReasons() {
+        return List.copyOf(codeCacheReader.skipReasons);
+    }
+
+    /** Preads the last {@link #codeCache()} took; for tests. */
+    synchronized long lastPreads() {
+        return codeCacheReader.preads;
+    }
+
+    /**
+     * "pkg.Class.method" (inner classes keep '$') for a {@code Method*}, or empty if it is not one (or memory there
+     * is not mapped). IOException: the process is gone. Results are cached per pointer, at most
+     * {@link #MAX_CACHED_METHODS}.
+     */
+    public synchronized Optional<String> methodName(long method) throws IOException {
+        Optional<String> cached = methodCache.get(method);
+        if (cached != null) {
+            return cached;
+        }
+        Optional<String> name;
+        try {
+            name = methodNames.name(method);
+        } catch (ProcMemFile.ProcessGoneException e) {
+            throw e;
+        } catch (IOException e) {
+            // An unmapped address, or a process that is gone: the JVM's own static data tells which.
+            mem.readLong(layout.heapsAddress);
+            name = Optional.empty();
+        }
+        methodCache.put(method, name);
+        return name;
+    }
+
+    private String blobName(long address) throws IOException {
+        String n = blobNames.get(address);
+        if (n == null) {
+            try {
+                n = strings.read(address, 1024);
+            } catch (ProcMemFile.ProcessGoneException e) {
+                throw e;
+            } catch (IOException e) {
+                mem.readLong(layout.heapsAddress);
+                n = "?";
+            }
+            if (blobNames.size() >= MAX_CACHED_BLOB_NAMES) {
+                blobNames.clear();
+            }
+            blobNames.put(address, n);
+        }
+        return n;
+    }
+
+    int pid() {
+        return pid;
+    }
+
+    VmStructs structs() {
+        return structs;
+    }
+
+    @Override
+    public void close() throws IOException {
+        mem.close();
+    }
+}

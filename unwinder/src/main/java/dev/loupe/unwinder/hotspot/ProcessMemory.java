@@ -1,0 +1,40 @@
+package dev.loupe.unwinder.hotspot;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.file.Path;
+
+/**
+ * Reads another process's memory: positional reads of {@code /proc/PID/mem} through a {@link java.nio.channels.FileChannel},
+ * opened read-only, never written. Every read either fills its buffer or throws {@link IOException}: an unmapped address
+ * ({@code EIO}) or a process that has exited (end of file) both end in IOException, never an unchecked exception.
+ */
+public interface ProcessMemory extends AutoCloseable {
+
+    /** Opens {@code procRoot/PID/mem} read-only. IOException: no such process, or no permission to read it. */
+    static ProcessMemory open(Path procRoot, int pid) throws IOException {
+        return ProcMemFile.open(procRoot.resolve(Integer.toString(pid)).resolve("mem"));
+    }
+
+    /** Fills {@code dst} from its position to its limit with the bytes at {@code address} onwards. */
+    void read(long address, ByteBuffer dst) throws IOException;
+
+    /** {@code length} bytes at {@code address}, little-endian, position 0. */
+    default ByteBuffer read(long address, int length) throws IOException {
+        ByteBuffer b = ByteBuffer.allocate(length).order(ByteOrder.LITTLE_ENDIAN);
+        read(address, b);
+        return b.flip();
+    }
+
+    default long readLong(long address) throws IOException {
+        return read(address, 8).getLong(0);
+    }
+
+    default int readInt(long address) throws IOException {
+        return read(address, 4).getInt(0);
+    }
+
+    @Override
+    void close() throws IOException;
+}

@@ -1,0 +1,157 @@
+package dev.loupe.unwinder.hotspot;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The code cache and method names of real JDK 25 and JDK 17 JVMs, checked against the JVMs' own jcmd output. */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class HotSpotJvmTest {
+    static final Path PROC = Path.of("/proc");
+
+    private TargetJvm jdk25;
+    private TargetJvm jdk17;
+
+    @BeforeAll
+    void start(@TempDir Path dir) throws Exception {
+        jdk25 = TargetJvm.start(TargetJvm.JDK25, dir.resolve("25"), 300_000);
+        jdk17 = TargetJvm.start(TargetJvm.JDK17, dir.resolve("17"), 300_000);
+    }
+
+    @AfterAll
+    void stop() throws Exception {
+        if (jdk25 != null) {
+            jdk25.close();
+        }
+        if (jdk17 != null) {
+            jdk17.close();
+        }
+    }
+
+    @Test
+    void jdk25() throws Exception {
+        check(jdk25, "25");
+    }
+
+    @Test
+    void jdk17() throws Exception {
+        check(jdk17, "17");
+    }
+
+    /** One line of {@code jcmd PID Compiler.codelist}: "id level state name [header, code begin - code end]". */
+    record Listed(String method, long header, long codeBegin, long codeEnd) {}
+
+    static final Pattern CODELIST = Pattern.compile("^\\d+ -?\\d+ \\d+ (\\S+) \\[0x([0-9a-f]+), 0x([0-9a-f]+) - 0x([0-9a-f]+)\\]");
+
+    static List<Listed> codelist(TargetJvm t) throws Exception {
+        List<Listed> out = new ArrayList<>();
+        for (String line : t.tool("jcmd", Integer.toString(t.pid()), "Compiler.codelist").split("\n")) {
+            Matcher m = CODELIST.matcher(line.trim());
+            if (m.find()) {
+                String name = m.group(1);
+                int paren = name.indexOf('(');
+                out.add(new Listed(paren < 0 ? name : name.substring(0, paren), Long.parseUnsignedLong(m.group(2), 16), Long.parseUnsignedLong(m.group(3), 16),
+                        Long.parseUnsignedLong(m.group(4), 16)));
+            }
+        }
+        return out;
+    }
+
+    private void check(TargetJvm t, String version) throws Exception {
+        long o0 = System.nanoTime();
+        try (HotSpotJvm jvm = HotSpotJvm.open(PROC, t.pid()).orElseThrow()) {
+            System.out.printf("JDK %s: open %.1f ms, %d VMStructs fields, %d types%n", version, (System.nanoTime() - o0) / 1e6,
+                    jvm.structs().fields().size(), jvm.structs().types().size());
+            assertTrue(jvm.vmVersion().startsWith(version), jvm.vmVersion());
+            CodeCache cc = null;
+            long best = Long.MAX_VALUE;
+            for (int i = 0; i < 5; i++) { // warm, then the best of a few
+                long t0 = System.nanoTime();
+                cc = jvm.codeCache();
+                best = Math.min(best, System.nanoTime() - t0);
+            }
+            Map<CodeBlob.Kind, Integer> counts = new EnumMap<>(CodeBlob.Kind.class);
+            cc.blobs().forEach(b -> counts.merge(b.kind(), 1, Integer::sum));
+            long heapBytes = cc.heaps().stream().mapToLong(r -> r.high() - r.low()).sum();
+            System.out.printf("JDK %s (%s): %d heaps, %d KiB committed, %d blobs %s, %d skipped, scan %.2f ms in %d preads%n",
+                    version, jvm.vmVersion(), cc.heaps().size(), heapBytes >> 10, cc.blobs().size(), counts,
+                    jvm.lastSkippedBlobs(), best / 1e6, jvm.lastPreads());
+
+            jvm.lastSkipReasons().forEach(System.out::println);
+            System.out.println("no frame size: " + cc.blobs().stream().filter(b -> b.frameSizeBytes() < 0)
+                    .map(b -> b.kind() + " " + b.name()).toList());
+            assertEquals(0, jvm.lastSkippedBlobs(), jvm.lastSkipReasons().toString());
+            assertFalse(cc.heaps().isEmpty());
+            assertEquals(1, counts.getOrDefault(CodeBlob.Kind.INTERPRETER, 0), counts.toString());
+            assertTrue(counts.getOrDefault(CodeBlob.Kind.RUNTIME_STUB, 0) >= 3, counts.toString());
+            assertTrue(counts.getOrDefault(CodeBlob.Kind.ADAPTER, 0) >= 1, counts.toString());
+            assertTrue(counts.getOrDefault(CodeBlob.Kind.NMETHOD, 0) >= 10, counts.toString());
+            for (CodeBlob b : cc.blobs()) {
+                assertTrue(b.start() <= b.end(), b.toString());
+                assertTrue(cc.heaps().stream().anyMatch(r -> r.low() <= b.start() && b.end() <= r.high()), b.toString());
+                assertTrue(b.frameSizeBytes() == -1 || b.frameSizeBytes() % 8 == 0, b.toString());
+                // Compiled Java methods have a frame (return address and saved rbp at least); "native nmethod"
+                // wrappers of method handle intrinsics may have none.
+                assertTrue(b.kind() != CodeBlob.Kind.NMETHOD || !b.name().equals("nmethod") || b.frameSizeBytes() >= 16, b.toString());
+                if (b.frameCompleteAddress() != -1) {
+                    assertTrue(b.start() <= b.frameCompleteAddress() && b.frameCompleteAddress() <= b.end(), b.toString());
+                }
+                assertEquals(b.kind() == CodeBlob.Kind.NMETHOD, b.method() != 0, b.toString());
+            }
+
+            // Every nmethod jcmd lists (it lists those alive) is one we found, same code range, same method name.
+            List<Listed> listed = codelist(t);
+            Map<Long, CodeBlob> byStart = new java.util.HashMap<>();
+            cc.blobs().forEach(b -> byStart.put(b.start(), b));
+            int matched = 0;
+            int spinA = 0;
+            for (Listed l : listed) {
+                CodeBlob b = byStart.get(l.codeBegin());
+                if (b == null) {
+                    continue; // compiled after our snapshot, or flushed: checked by count below
+                }
+                matched++;
+                assertEquals(CodeBlob.Kind.NMETHOD, b.kind(), b.toString());
+                assertEquals(l.codeEnd(), b.end(), l + " vs " + b);
+                String name = jvm.methodName(b.method()).orElseThrow(() -> new AssertionError("no name for " + b));
+                assertEquals(l.method(), name, b.toString());
+                if (name.equals("HotSpotTarget.spinA")) {
+                    spinA++;
+                    assertTrue(b.frameSizeBytes() > 0 && b.frameSizeBytes() % 16 == 0, b.toString());
+                    assertTrue(b.start() < b.frameCompleteAddress() && b.frameCompleteAddress() < b.end(), b.toString());
+                }
+            }
+            System.out.printf("JDK %s: jcmd lists %d nmethods, %d match ours by [start, end) and name; spinA %d%n",
+                    version, listed.size(), matched, spinA);
+            assertTrue(listed.size() >= 10);
+            assertTrue(matched >= listed.size() * 9 / 10, matched + " of " + listed.size());
+            assertTrue(spinA >= 1, "no nmethod of HotSpotTarget.spinA that jcmd also lists");
+            boolean spinB = false;
+            for (CodeBlob b : cc.blobs()) {
+                spinB |= b.kind() == CodeBlob.Kind.NMETHOD && jvm.methodName(b.method()).orElse("").equals("HotSpotTarget.spinB");
+            }
+            assertTrue(spinB, "no nmethod named HotSpotTarget.spinB");
+
+            // Pointers that are not Methods.
+            assertTrue(jvm.methodName(0).isEmpty());
+            assertTrue(jvm.methodName(8).isEmpty());
+            CodeBlob interp = cc.blobs().stream().filter(b -> b.kind() == CodeBlob.Kind.INTERPRETER).findFirst().orElseThrow();
+            assertTrue(jvm.methodName(interp.start()).isEmpty()); // code, not metadata
+            assertTrue(jvm.methodName(0x10000).isEmpty());        // unmapped
+        }
+    }
+}
