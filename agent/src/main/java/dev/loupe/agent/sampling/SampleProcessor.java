@@ -114,13 +114,17 @@ final class SampleProcessor implements Consumer<RawSample> {
         }
         int userBase = frames.size();
         symbolizer.symbolizeUser(s.pid(), s.processStartNs(), user, n, frames);
+        boolean unnamedJit = hasUnnamedJitFrame(frames, userBase);
         JvmSymbols j = jvm;
         if (j != null) {
-            if (hasUnnamedJitFrame(frames, userBase)) {
+            if (unnamedJit) {
                 j.newCode(s.pid(), s.processStartNs());
             } else {
                 j.consider(s.pid(), s.processStartNs());
             }
+        }
+        if (u != null && (unnamedJit || stoppedInJit(marker, frames, userBase))) {
+            u.newJitCode(s.pid()); // code the JIT table does not describe yet: scan the code cache again soon
         }
         if (marker >= 0) {
             frames.add(stopFrame(marker, frames.size() > userBase ? frames.get(frames.size() - 1).mapping() : null));
@@ -201,6 +205,15 @@ final class SampleProcessor implements Consumer<RawSample> {
             }
         }
         return false;
+    }
+
+    /** The walk stopped for want of unwind info in a runtime's JIT code (a {@code [jit] ...} mapping). */
+    static boolean stoppedInJit(int marker, List<Frame> frames, int userBase) {
+        if (marker != StopReason.NO_UNWIND_INFO.code() || frames.size() <= userBase) {
+            return false;
+        }
+        MappingRef m = frames.get(frames.size() - 1).mapping();
+        return m != null && m.path() != null && m.path().startsWith("[jit]");
     }
 
     /** No file and no kernel pseudo-file ([vdso], [stack]) behind it: plain or named ([anon:...]) anonymous memory. */

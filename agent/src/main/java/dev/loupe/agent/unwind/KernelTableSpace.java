@@ -135,6 +135,26 @@ final class KernelTableSpace {
         return true;
     }
 
+    /**
+     * Takes a table no process names any more out of the kernel at once (a JIT table replaced by a newer one: nothing
+     * else will ever use it). False, and nothing done, while a process still names it.
+     */
+    boolean drop(TableEntry t) throws Exception {
+        if (t.refs > 0) {
+            return false;
+        }
+        if (t.loaded()) {
+            target.clearTable(t.id());
+            release(t, t.slots);
+            t.slots = null;
+            loaded.remove(t);
+            tablesLoaded--;
+            rowsLoaded -= t.rows;
+            bytesLoaded -= t.bytes();
+        }
+        return true;
+    }
+
     private static boolean evictsBefore(TableEntry a, TableEntry b) {
         if ((a.refs == 0) != (b.refs == 0)) {
             return a.refs == 0;

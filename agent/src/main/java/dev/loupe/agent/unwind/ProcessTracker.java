@@ -183,6 +183,18 @@ final class ProcessTracker implements ProcessRegistry.Listener {
         }
     }
 
+    /** Registered processes sampled within the last {@code nanos} (as far as {@link #observe} noted: to a second). */
+    List<Integer> sampledWithin(long nanos) {
+        long now = nanoTime.getAsLong();
+        List<Integer> pids = new ArrayList<>();
+        registered.forEach((pid, p) -> {
+            if (now - p.lastSeen <= nanos) {
+                pids.add(pid);
+            }
+        });
+        return pids;
+    }
+
     /** Whether {@code pid} is registered and not stale. */
     boolean isRegistered(int pid) {
         Registration p = registered.get(pid);

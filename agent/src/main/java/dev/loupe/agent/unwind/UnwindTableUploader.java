@@ -83,6 +83,9 @@ public final class UnwindTableUploader implements AutoCloseable {
     private final KernelTableSpace space;
     private final RegistrationDelay delay;
     private final HeapTrimmer heapTrimmer;
+    private final JitTables jit;
+    private final List<TableEntry> retiredJit = new ArrayList<>();
+    private final Set<Integer> jitHints = java.util.concurrent.ConcurrentHashMap.newKeySet();
     private final long scanIntervalNanos;
     private final LongSupplier nanoTime;
     private final AtomicLong registrations = new AtomicLong();
@@ -102,6 +105,7 @@ public final class UnwindTableUploader implements AutoCloseable {
         this.heapTrimmer = HeapTrimmer.system(nanoTime);
         this.tables = new TableCache(builder, registry.procRoot(), nanoTime, heapTrimmer);
         this.space = new KernelTableSpace(target, this::unpublishUsers);
+        this.jit = JitTables.reading(registry.procRoot(), nanoTime);
         Path procRoot = registry.procRoot();
         this.delay = new RegistrationDelay(() -> RegistrationDelay.bootTicks(procRoot));
         this.thread = new Thread(this::run, "loupe-unwind-tables");
@@ -118,6 +122,16 @@ public final class UnwindTableUploader implements AutoCloseable {
      */
     public void observe(int pid, long processStartNs) {
         processes.observe(pid, processStartNs);
+    }
+
+    /**
+     * A sample of {@code pid} (sampling thread) had JIT code its table does not describe (an unnamed JIT frame, or
+     * a walk that stopped there): its code cache is scanned again soon rather than after its back-off.
+     */
+    public void newJitCode(int pid) {
+        if (jitHints.size() < 4096) {
+            jitHints.add(pid);
+        }
     }
 
     /** Whether {@code pid} is registered for unwinding (tests, metrics). */
@@ -144,6 +158,7 @@ public final class UnwindTableUploader implements AutoCloseable {
                     registerQuietly(pid);
                 }
                 drainQueue();
+                refreshJit();
                 heapTrimmer.tick();
             } catch (InterruptedException e) {
                 return;
@@ -167,6 +182,34 @@ public final class UnwindTableUploader implements AutoCloseable {
             return;
         }
         processes.registeredNotIn(alive).forEach(this::unregister);
+    }
+
+    /**
+     * JVMs sampled lately whose code cache changed are registered again (with a new table); tables they no longer
+     * name leave the kernel.
+     */
+    private void refreshJit() {
+        for (java.util.Iterator<Integer> it = jitHints.iterator(); it.hasNext(); ) {
+            jit.scanSoon(it.next());
+            it.remove();
+        }
+        for (int pid : jit.changed(processes.sampledWithin(JitTables.MAX_RESCAN_NANOS))) {
+            processes.markStale(pid); // its kernel entry stays valid (the old table) until the new one replaces it
+            processes.request(pid);
+        }
+        dropRetiredJit();
+    }
+
+    private void dropRetiredJit() {
+        retiredJit.addAll(jit.takeRetired());
+        retiredJit.removeIf(t -> {
+            try {
+                return space.drop(t);
+            } catch (Exception e) {
+                LOG.log(System.Logger.Level.WARNING, "cannot drop " + t.name + " from the unwind maps: " + e);
+                return true;
+            }
+        });
     }
 
     /** Forgets the processes that exited; registers every process that samples or the registry asked for. */
@@ -209,12 +252,14 @@ public final class UnwindTableUploader implements AutoCloseable {
             return;
         }
         long now = nanoTime.getAsLong();
-        ResolvedMappings resolved = resolve(pid, executableByAddress(snap), now);
+        List<MapEntry> exec = executableByAddress(snap);
+        JitTables.Table jitTable = jit.forProcess(pid, snap.startTicks(), exec);
+        ResolvedMappings resolved = resolve(pid, exec, jitTable, now);
         int first = allocateMappings(resolved.mappings().size());
         try {
             target.writeMappings(first, resolved.mappings());
             if (old != null) {
-                unregister(pid);
+                release(pid);
             }
             target.setProcess(pid, snap.startTicks(), first, resolved.mappings().size());
         } catch (Exception e) {
@@ -228,6 +273,7 @@ public final class UnwindTableUploader implements AutoCloseable {
         if (old == null) {
             delay.registered(snap.startTicks());
         }
+        dropRetiredJit();
     }
 
     /** The registry's view of the process if it is still that process, else a fresh read. */
@@ -249,20 +295,23 @@ public final class UnwindTableUploader implements AutoCloseable {
     }
 
     /** Each mapping's kernel entry, loading the tables they need (none of this process's is evicted for another). */
-    private ResolvedMappings resolve(int pid, List<MapEntry> exec, long now) throws Exception {
+    private ResolvedMappings resolve(int pid, List<MapEntry> exec, JitTables.Table jitTable, long now) throws Exception {
         List<TableEntry> used = new ArrayList<>();
         Set<TableEntry> pinned = new HashSet<>();
         List<UnwindTarget.Mapping> out = new ArrayList<>(exec.size());
         for (MapEntry m : exec) {
-            out.add(mappingFor(pid, m, pinned, used, now));
+            out.add(mappingFor(pid, m, jitTable, pinned, used, now));
         }
         return new ResolvedMappings(out, used);
     }
 
-    private UnwindTarget.Mapping mappingFor(int pid, MapEntry m, Set<TableEntry> pinned, List<TableEntry> used, long now)
-            throws Exception {
+    private UnwindTarget.Mapping mappingFor(int pid, MapEntry m, JitTables.Table jitTable, Set<TableEntry> pinned,
+                                            List<TableEntry> used, long now) throws Exception {
         TableEntry t = tables.forMapping(pid, m);
         if (t == null) {
+            if (jitTable != null && !m.fileBacked() && jitTable.covers(m)) {
+                return jitMapping(m, jitTable.entry(), pinned, used, now); // a JVM's code cache
+            }
             return new UnwindTarget.Mapping(m.start(), m.end(), 0, UnwindTarget.KIND_FRAME_POINTERS, 0); // JIT, anonymous
         }
         pinned.add(t);
@@ -281,6 +330,21 @@ public final class UnwindTableUploader implements AutoCloseable {
         t.lastUsed = now;
         used.add(t);
         return new UnwindTarget.Mapping(m.start(), m.end(), bias, UnwindTarget.KIND_TABLE, t.id());
+    }
+
+    /** A JVM code cache mapping: its table's PCs are runtime addresses (bias 0); frame pointers if it cannot load. */
+    private UnwindTarget.Mapping jitMapping(MapEntry m, TableEntry t, Set<TableEntry> pinned, List<TableEntry> used, long now)
+            throws Exception {
+        pinned.add(t);
+        if (t.failure == null && !t.loaded()) {
+            load(t, pinned);
+        }
+        if (t.failure != null || !t.loaded()) {
+            return new UnwindTarget.Mapping(m.start(), m.end(), 0, UnwindTarget.KIND_FRAME_POINTERS, 0);
+        }
+        t.lastUsed = now;
+        used.add(t);
+        return new UnwindTarget.Mapping(m.start(), m.end(), 0, UnwindTarget.KIND_TABLE, t.id());
     }
 
     private static UnwindTarget.Mapping stop(MapEntry m, StopReason why) {
@@ -317,8 +381,14 @@ public final class UnwindTableUploader implements AutoCloseable {
         return any;
     }
 
-    /** Forgets a process: its kernel entry, its mapping slots and its hold on tables (which stay cached). */
+    /** Forgets a process that exited: its registration and its JIT table. */
     void unregister(int pid) {
+        release(pid);
+        jit.forget(pid);
+    }
+
+    /** Forgets a process's registration: its kernel entry, its mapping slots and its hold on tables (which stay cached). */
+    private void release(int pid) {
         ProcessTracker.Registration p = processes.remove(pid);
         if (p == null) {
             return;

@@ -1,5 +1,6 @@
 package dev.loupe.unwinder.symbolize;
 
+import dev.loupe.unwinder.ehframe.UnwindRule;
 import dev.loupe.unwinder.proc.MapEntry;
 import dev.loupe.unwinder.proc.ProcessRegistry;
 import dev.loupe.unwinder.proc.Vdso;
@@ -68,6 +69,10 @@ final class ProcSymbolizer implements Symbolizer {
             long startTicks = processStartNs > 0 ? processStartNs / ProcessRegistry.NANOS_PER_TICK : -1;
             ProcessState proc = processes.lookup(pid, startTicks);
             for (int i = 0; i < n; i++) {
+                if (UnwindRule.isJavaMethodFrame(addrs[i])) {
+                    out.add(interpretedJava(pid, proc, addrs[i]));
+                    continue;
+                }
                 long addr = i == 0 ? addrs[i] : addrs[i] - 1; // return address -> inside the call
                 int m = proc == null ? -1 : proc.find(addr);
                 if (m < 0 && proc != null) {
@@ -115,8 +120,37 @@ final class ProcSymbolizer implements Symbolizer {
             }
         } else if (bin == Binary.ANONYMOUS && ProcessPerfMap.jitCandidate(m)) {
             fn = jit(pid, proc, idx, m, addr);
+            if (fn == null) {
+                fn = compiledJava(pid, proc, idx, m, addr);
+            }
         }
         return new Frame(addr, proc.ref(idx), fn, false);
+    }
+
+    /**
+     * An interpreter frame the walker reported as its {@code Method*}: named by the JVM's own metadata. It has no
+     * mapping (the tagged value is no address); unnamed if the JVM cannot be read or the pointer is stale.
+     */
+    private Frame interpretedJava(int pid, ProcessState proc, long frame) {
+        JavaFrames java = proc == null ? null : proc.java(procRoot, pid);
+        String name = java == null ? null : java.method(UnwindRule.javaMethod(frame));
+        if (name == null) {
+            unresolved.incrementAndGet();
+        }
+        return new Frame(frame, null, name == null ? "[interpreted Java method]" : name, false);
+    }
+
+    /** JIT code no perf map names, in a HotSpot JVM: the compiled method or stub whose code holds it. */
+    private String compiledJava(int pid, ProcessState proc, int idx, MapEntry m, long addr) {
+        JavaFrames java = proc.java(procRoot, pid);
+        if (java == null) {
+            return null;
+        }
+        String fn = java.compiled(addr, nanoTime.getAsLong());
+        if (fn != null && !java.jitPath().equals(proc.ref(idx).path())) {
+            proc.resolved(idx, Binary.ANONYMOUS, new MappingRef(m.start(), m.end(), m.offset(), java.jitPath(), null, true));
+        }
+        return fn;
     }
 
     /**

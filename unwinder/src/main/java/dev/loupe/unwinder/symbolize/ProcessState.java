@@ -63,6 +63,8 @@ final class ProcessState {
     private boolean failureLogged;
     /** The process's perf map, made on its first JIT frame; carried over refreshes of the same process. */
     private ProcessPerfMap perfMap;
+    private JavaFrames java; // a HotSpot JVM's own names for its Java frames (null: none, or not looked for yet)
+    private boolean javaLooked;
     /** Last lookup (racy writes from several threads are fine: any recent time keeps it alive). */
     volatile long accessedAtNanos;
 
@@ -91,6 +93,8 @@ final class ProcessState {
         ProcessState p = new ProcessState(startTicks, mappings, settled ? Phase.SETTLED : Phase.READ, now);
         if (previous != null && previous.readable() && previous.startTicks == startTicks) {
             p.perfMap = previous.perfMap;
+            p.java = previous.java;
+            p.javaLooked = previous.javaLooked && (previous.java != null || !p.mapsLibjvm());
             for (int i = 0; i < mappings.length; i++) {
                 int j = previous.find(p.starts[i]);
                 if (j >= 0 && previous.mappings[j].equals(mappings[i]) && previous.binaries[j] != null
@@ -183,6 +187,24 @@ final class ProcessState {
             }
         }
         return hi >= 0 && Long.compareUnsigned(addr, mappings[hi].end()) < 0 ? hi : -1;
+    }
+
+    /** The process's JVM read from outside, opened on first use; null if it maps no libjvm.so or cannot be read. */
+    JavaFrames java(java.nio.file.Path procRoot, int pid) {
+        if (!javaLooked) {
+            javaLooked = true;
+            java = mapsLibjvm() ? JavaFrames.open(procRoot, pid).orElse(null) : null;
+        }
+        return java;
+    }
+
+    private boolean mapsLibjvm() {
+        for (MapEntry m : mappings) {
+            if (m.path().endsWith("/libjvm.so")) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** The perf map, or null if none was made yet. */

@@ -1,0 +1,172 @@
+package dev.loupe.it;
+
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Issue 17's Java test: a JVM started with default flags (or {@code -Xint}), no perf map and no attach
+ * ({@code --jvm-symbols off}): the agent reads the JVM's code cache from outside (HotSpot's exported VMStructs),
+ * walks compiled frames by their frame sizes and interpreter frames by their frame layout, and names both from the
+ * JVM's own {@code Method*}s. The target's main thread runs {@code main → a → b → c → leaf70 | leaf30}, the leaves
+ * called 7 : 3 with equal work. Each method is too large for C2 to inline (its bytecode is over
+ * {@code FreqInlineSize}, 325 bytes, by a branch never taken), so each is a physical frame: the test checks the
+ * walk, not inlining (inlined frames are not expanded yet). The agent starts after a JIT warm-up of 100,000 calls of
+ * each (C2 compiles past ~15,000, and main's loop is OSR-compiled by C2 past ~40,000 back-edges), as the issue's test
+ * says; code compiled while the agent runs is described after the next code cache scan.
+ */
+class JavaStacksProfileTest {
+    static final Map<String, Path> JDKS = Map.of("25", Path.of("/usr/lib/jvm/temurin-25-jdk-amd64/bin"),
+            "17", Path.of("/usr/lib/jvm/java-17-openjdk-amd64/bin"));
+    static final List<String> CHAIN = List.of("Chain.c", "Chain.b", "Chain.a", "Chain.main");
+
+    /** {@code static long NAME(long x) { if (x == Long.MIN_VALUE) { ~420 bytes never run } BODY }}. */
+    static String method(String name, String body) {
+        StringBuilder b = new StringBuilder("    static long ").append(name).append("(long x) {\n")
+                .append("        if (x == Long.MIN_VALUE) {\n");
+        for (int i = 0; i < 30; i++) {
+            b.append("            sink += x * ").append(31 + i).append(" + ").append(i).append(";\n");
+        }
+        return b.append("        }\n").append(body).append("    }\n").toString();
+    }
+
+    static String program() {
+        String leaf = """
+                        long s = x;
+                        for (int i = 0; i < 20_000; i++) {
+                            s = (s * 31 + i) % 1000003;
+                        }
+                        return s;
+                """;
+        return "public class Chain {\n    static volatile long sink;\n"
+                + method("leaf70", leaf) + method("leaf30", leaf)
+                + method("c", "        return (x % 10) < 7 ? leaf70(x) : leaf30(x);\n")
+                + method("b", "        return c(x) + 1;\n")
+                + method("a", "        return b(x) + 1;\n")
+                + """
+                    public static void main(String[] args) {
+                        long t = 0;
+                        for (long round = 0; ; round++) {
+                            t += a(round);
+                            if (round == 100_000) {
+                                System.out.println("warm " + t);
+                            }
+                        }
+                    }
+                }
+                """;
+    }
+
+    @TempDir
+    Path dir;
+
+    @ParameterizedTest(name = "JDK {0} {1}")
+    @CsvSource({"25, default", "17, default", "25, -Xint"})
+    void javaStacksAreNamedFromLeafToTheThreadsRoot(String jdk, String mode) throws Exception {
+        Path bin = JDKS.get(jdk);
+        Files.writeString(dir.resolve("Chain.java"), program());
+        Process javac = new ProcessBuilder(bin.resolve("javac").toString(), "Chain.java").directory(dir.toFile())
+                .redirectErrorStream(true).start();
+        assertEquals(0, javac.waitFor(), new String(javac.getInputStream().readAllBytes()));
+        List<String> cmd = new ArrayList<>(List.of(bin.resolve("java").toString()));
+        if (!mode.equals("default")) {
+            cmd.add(mode);
+        }
+        cmd.addAll(List.of("-cp", dir.toString(), "Chain"));
+        Process jvm = new ProcessBuilder(cmd).directory(dir.toFile()).redirectErrorStream(true).start();
+        Path out = dir.resolve("profiles");
+        String log;
+        try {
+            CompletableFuture<String> warm = CompletableFuture.supplyAsync(() -> {
+                try {
+                    return new BufferedReader(new InputStreamReader(jvm.getInputStream())).readLine();
+                } catch (java.io.IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            });
+            String line = warm.get(120, TimeUnit.SECONDS);
+            assertTrue(line != null && line.startsWith("warm "), "the JVM's first line: " + line);
+            try (AgentProcess agent = AgentProcess.start(dir, "--pid", Long.toString(jvm.pid()), "--frequency", "99",
+                    "--duration", "30s", "--output", out.toString(), "--http", "off", "--jvm-symbols", "off")) {
+                assertEquals(0, agent.awaitExit(Duration.ofSeconds(60)), agent.log());
+                log = agent.log();
+            }
+            assertTrue(jvm.isAlive(), "the agent never harms its target");
+        } finally {
+            Targets.kill(jvm);
+        }
+        assertTrue(Files.notExists(Path.of("/tmp/perf-" + jvm.pid() + ".map")), "no perf map: names come from the JVM's memory");
+
+        long main = 0;
+        long whole = 0;
+        long leaf70 = 0;
+        long leaf30 = 0;
+        Map<String, Long> others = new TreeMap<>();
+        for (Profiles.Stack s : Profiles.stacksOfDir(out)) {
+            if (s.pid() != jvm.pid() || s.labels().get("tid").equals(Long.toString(jvm.pid()))
+                    || !s.labels().get("thread_comm").equals("java")) {
+                continue; // the launcher's own thread waits; GC and compiler threads have names of their own
+            }
+            main += s.count();
+            List<String> user = userFrames(s);
+            int leaf = user.indexOf("Chain.leaf70") >= 0 ? user.indexOf("Chain.leaf70") : user.indexOf("Chain.leaf30");
+            boolean ok = leaf >= 0 && user.size() > leaf + CHAIN.size()
+                    && user.subList(leaf + 1, leaf + 1 + CHAIN.size()).equals(CHAIN)
+                    && reachesRoot(user);
+            if (ok) {
+                whole += s.count();
+                if (user.get(leaf).equals("Chain.leaf70")) {
+                    leaf70 += s.count();
+                } else {
+                    leaf30 += s.count();
+                }
+            } else {
+                others.merge((s.labels().containsKey("unwind") ? "[unwind=" + s.labels().get("unwind") + "] " : "")
+                        + String.join(" <- ", user.subList(0, Math.min(user.size(), 12))), s.count(), Long::sum);
+            }
+        }
+        double share = main == 0 ? 0 : 100.0 * whole / main;
+        double split = whole == 0 ? 0 : 100.0 * leaf70 / whole;
+        System.out.printf(Locale.ROOT, "JDK %s %s: %d samples of the main thread, %.1f %% name leaf <- c <- b <- a <- main "
+                + "and reach the thread's root; leaf70 %.1f %% of those (leaf30 %d)%n", jdk, mode, main, share, split, leaf30);
+        StringBuilder worst = new StringBuilder();
+        others.entrySet().stream().sorted(Map.Entry.<String, Long>comparingByValue().reversed()).limit(8)
+                .forEach(e -> worst.append("  ").append(e.getValue()).append("  ").append(e.getKey()).append('\n'));
+        assertTrue(main > 400, "main-thread samples: " + main + "\n" + log);
+        assertTrue(share >= 95, String.format(Locale.ROOT, "%.1f %% whole stacks; the others:%n%s%s", share, worst, log));
+        assertEquals(70, split, 5, "the leaves' split");
+    }
+
+    /** The user frames of a sample, leaf first (kernel frames dropped). */
+    static List<String> userFrames(Profiles.Stack s) {
+        List<String> user = new ArrayList<>();
+        for (int i = 0; i < s.functions().size(); i++) {
+            if (!s.files().get(i).equals("[kernel.kallsyms]")) {
+                user.add(s.functions().get(i));
+            }
+        }
+        return user;
+    }
+
+    /** The walk ended at the thread's start (the JVM's threads start in glibc's clone3 / start_thread), not at a stop. */
+    static boolean reachesRoot(List<String> user) {
+        String last = user.get(user.size() - 1);
+        return last.equals("clone3") || last.equals("__clone3") || last.equals("start_thread") || last.equals("clone");
+    }
+}

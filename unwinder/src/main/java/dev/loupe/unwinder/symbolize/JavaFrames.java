@@ -1,0 +1,124 @@
+package dev.loupe.unwinder.symbolize;
+
+import dev.loupe.unwinder.hotspot.CodeBlob;
+import dev.loupe.unwinder.hotspot.CodeCache;
+import dev.loupe.unwinder.hotspot.HotSpotException;
+import dev.loupe.unwinder.hotspot.HotSpotJvm;
+
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Names a HotSpot JVM's Java frames from its own memory, with no attach and no JVM flag (issue 17): an interpreter
+ * frame the walker reported as its {@code Method*}, and JIT code the perf map does not name, through the code
+ * blob holding the address (an nmethod's {@code Method*}, or a stub's own name). The code cache is read again on
+ * a miss, at most every {@link #RESCAN_NANOS}. Held by the process's {@link ProcessState}, so it goes with it.
+ */
+final class JavaFrames implements AutoCloseable {
+    static final long RESCAN_NANOS = TimeUnit.MILLISECONDS.toNanos(500);
+
+    private final HotSpotJvm jvm;
+    private final String jitPath;
+    private long[] starts = new long[0];
+    private CodeBlob[] blobs = new CodeBlob[0];
+    private long lastScan;
+    private boolean scanned;
+
+    private JavaFrames(HotSpotJvm jvm, String jitPath) {
+        this.jvm = jvm;
+        this.jitPath = jitPath;
+    }
+
+    /** The process's JVM, or empty when it is none or cannot be read (its Java frames stay unnamed). */
+    static Optional<JavaFrames> open(Path procRoot, int pid) {
+        String exe = "java";
+        try {
+            Path link = java.nio.file.Files.readSymbolicLink(procRoot.resolve(Integer.toString(pid)).resolve("exe"));
+            if (link.getFileName() != null) {
+                exe = link.getFileName().toString().replace(" (deleted)", "");
+            }
+        } catch (IOException | RuntimeException e) {
+            // gone or not ours to read: the open below says so
+        }
+        String path = "[jit] " + exe;
+        try {
+            return HotSpotJvm.open(procRoot, pid).map(j -> new JavaFrames(j, path));
+        } catch (IOException | HotSpotException | RuntimeException e) {
+            return Optional.empty();
+        }
+    }
+
+    /** The name of the process's JIT code mapping, as the perf map names it: {@code [jit] EXECUTABLE}. */
+    String jitPath() {
+        return jitPath;
+    }
+
+    /** "pkg.Class.method" of an interpreter frame's {@code Method*}, or null. */
+    String method(long method) {
+        try {
+            return jvm.methodName(method).orElse(null);
+        } catch (IOException | RuntimeException e) {
+            return null;
+        }
+    }
+
+    /** The name of the compiled method or stub whose code holds {@code pc}, or null. */
+    String compiled(long pc, long now) {
+        CodeBlob b = find(pc);
+        if (b == null && (!scanned || now - lastScan >= RESCAN_NANOS)) {
+            rescan(now);
+            b = find(pc);
+        }
+        if (b == null) {
+            return null;
+        }
+        if (b.method() != 0) {
+            String m = method(b.method());
+            if (m != null) {
+                return m;
+            }
+        }
+        return b.name() == null || b.name().isEmpty() ? null : "[" + b.name() + "]";
+    }
+
+    private CodeBlob find(long pc) {
+        int i = Arrays.binarySearch(starts, pc);
+        if (i < 0) {
+            i = -i - 2;
+        }
+        return i >= 0 && pc < blobs[i].end() ? blobs[i] : null;
+    }
+
+    private void rescan(long now) {
+        lastScan = now;
+        scanned = true;
+        try {
+            CodeCache cache = jvm.codeCache();
+            CodeBlob[] sorted = cache.blobs().toArray(new CodeBlob[0]);
+            Arrays.sort(sorted, Comparator.comparingLong(CodeBlob::start));
+            long[] s = new long[sorted.length];
+            for (int i = 0; i < sorted.length; i++) {
+                s[i] = sorted[i].start();
+            }
+            blobs = sorted;
+            starts = s;
+        } catch (IOException | HotSpotException | RuntimeException e) {
+            // exiting or mid-change: the next miss after RESCAN_NANOS tries again
+        }
+    }
+
+    @Override
+    public void close() {
+        try {
+            jvm.close();
+        } catch (Exception e) {
+            // a file descriptor only
+        }
+    }
+
+}
