@@ -1,0 +1,96 @@
+package dev.loupe.unwinder.hotspot;
+
+import dev.loupe.unwinder.ehframe.ReferenceUnwinder;
+import dev.loupe.unwinder.ehframe.StopReason;
+import dev.loupe.unwinder.ehframe.UnwindRule;
+import dev.loupe.unwinder.ehframe.UnwindTable;
+import org.junit.jupiter.api.Test;
+
+import java.util.List;
+import java.util.Map;
+import java.util.OptionalLong;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+
+/** The rules a code cache's table gives each kind of blob, and the interpreter step they lead to. */
+class CodeCacheUnwindTableTest {
+    static final long NO_INFO = UnwindRule.stop(StopReason.NO_UNWIND_INFO);
+
+    static CodeBlob blob(CodeBlob.Kind kind, long start, long end, long complete, int frame) {
+        return new CodeBlob(kind, start, end, complete, frame, kind.name(), kind == CodeBlob.Kind.NMETHOD ? 0x9000 : 0);
+    }
+
+    @Test
+    void eachBlobGetsTheRuleOfItsKind() throws Exception {
+        CodeCache cache = new CodeCache(List.of(new CodeCache.Range(0x10000, 0x40000)), List.of(
+                blob(CodeBlob.Kind.NMETHOD, 0x23000, 0x23400, 0x23020, 48), // listed out of order: sorted by start
+                blob(CodeBlob.Kind.INTERPRETER, 0x21000, 0x23000, -1, 0),
+                blob(CodeBlob.Kind.ADAPTER, 0x23400, 0x23500, -1, 0),
+                blob(CodeBlob.Kind.RUNTIME_STUB, 0x23500, 0x23600, 0x23510, -1), // _frame_size -1: no frame size
+                blob(CodeBlob.Kind.NMETHOD, 0x30000, 0x30100, -1, 32)));
+        CodeCacheUnwindTable.Built built = CodeCacheUnwindTable.build("[jit] pid 1", cache);
+        UnwindTable t = built.table();
+        assertEquals(List.of(2, 1, 2), List.of(built.compiledBlobs(), built.interpreterBlobs(), built.undescribedBlobs()));
+        long atEntry = UnwindRule.cfa(UnwindRule.KIND_CFA_RSP, 8, UnwindRule.RBP_UNCHANGED, 0);
+        Map<Long, Long> expected = Map.of(
+                0x21000L, (long) UnwindRule.KIND_JAVA_INTERP,
+                0x22fffL, (long) UnwindRule.KIND_JAVA_INTERP,
+                0x23000L, atEntry, // before the frame is complete: only the return address is pushed
+                0x2301fL, atEntry,
+                0x23020L, CodeCacheUnwindTable.framed(48),
+                0x233ffL, CodeCacheUnwindTable.framed(48),
+                0x23400L, NO_INFO, // an adapter: the walker's checked frame-pointer step
+                0x23550L, NO_INFO,
+                0x28000L, NO_INFO, // between blobs
+                0x30080L, CodeCacheUnwindTable.framed(32)); // frame-complete point unknown: the frame rule throughout
+        expected.forEach((pc, rule) -> assertEquals(UnwindRule.toString(rule), UnwindRule.toString(t.lookup(pc)),
+                "at 0x" + Long.toHexString(pc)));
+        assertEquals(NO_INFO, t.lookup(0x30100));
+        assertEquals(UnwindRule.NOT_COVERED, t.lookup(0x1000));
+        assertEquals("rsp+48 rbp=c-16", UnwindRule.toString(CodeCacheUnwindTable.framed(48)));
+    }
+
+    @Test
+    void overlappingAndEmptyBlobsAreLeftUndescribed() throws Exception {
+        CodeCache cache = new CodeCache(List.of(new CodeCache.Range(0x10000, 0x20000)), List.of(
+                blob(CodeBlob.Kind.NMETHOD, 0x11000, 0x11100, -1, 32),
+                blob(CodeBlob.Kind.NMETHOD, 0x11080, 0x11200, -1, 64), // starts inside the one before (a stale read)
+                blob(CodeBlob.Kind.NMETHOD, 0x12000, 0x12000, -1, 16)));
+        CodeCacheUnwindTable.Built built = CodeCacheUnwindTable.build("t", cache);
+        assertEquals(List.of(1, 0, 2), List.of(built.compiledBlobs(), built.interpreterBlobs(), built.undescribedBlobs()));
+        assertEquals(CodeCacheUnwindTable.framed(32), built.table().lookup(0x110f0));
+        assertEquals(NO_INFO, built.table().lookup(0x11100));
+    }
+
+    /** An interpreter frame: return address at bp+8, caller's bp at bp, caller's sp the saved sender SP. */
+    @Test
+    void theInterpreterStepTakesTheSavedSenderSp() {
+        Map<Long, Long> stack = Map.of(0x7000L - 24, 0x5555L, 0x7000L - 8, 0x7100L, 0x7000L, 0x7200L, 0x7008L, 0x4444L);
+        ReferenceUnwinder.Memory mem = a -> stack.containsKey(a) ? OptionalLong.of(stack.get(a)) : OptionalLong.empty();
+        ReferenceUnwinder.Frame f = new ReferenceUnwinder.Frame(0x21500, 0x6f00, 0x7000, true, true);
+        ReferenceUnwinder.Step s = ReferenceUnwinder.javaInterpreterStep(f, mem);
+        assertNull(s.stop());
+        assertEquals(new ReferenceUnwinder.Frame(0x4444, 0x7100, 0x7200, true, false), s.caller());
+        assertEquals(OptionalLong.of(0x5555), ReferenceUnwinder.javaInterpreterMethod(0x7000, mem));
+
+        // A sender SP below bp+16 is no caller's SP (a call stub's own frame): bp+16 instead.
+        Map<Long, Long> low = Map.of(0x7000L - 8, 0x6000L, 0x7000L, 0x7200L, 0x7008L, 0x4444L);
+        ReferenceUnwinder.Step t = ReferenceUnwinder.javaInterpreterStep(f,
+                a -> low.containsKey(a) ? OptionalLong.of(low.get(a)) : OptionalLong.empty());
+        assertEquals(0x7010, t.caller().sp());
+        ReferenceUnwinder.Frame unknownBp = new ReferenceUnwinder.Frame(0x21500, 0x6f00, 0, false, true);
+        assertEquals(StopReason.RBP_UNKNOWN, ReferenceUnwinder.javaInterpreterStep(unknownBp, mem).stop());
+    }
+
+    @Test
+    void javaMethodFramesAreTaggedUserAddresses() {
+        long frame = UnwindRule.javaMethodFrame(0x7f12_3456_7890L);
+        assertEquals(0x4000_7f12_3456_7890L, frame);
+        assertEquals(true, UnwindRule.isJavaMethodFrame(frame));
+        assertEquals(0x7f12_3456_7890L, UnwindRule.javaMethod(frame));
+        assertEquals(false, UnwindRule.isJavaMethodFrame(0x7f12_3456_7890L)); // a plain address
+        assertEquals(false, UnwindRule.isJavaMethodFrame(-1L << 16 | 33)); // a stop marker
+        assertEquals(false, UnwindRule.isJavaMethodFrame(0xffff_ffff_8100_0000L)); // a kernel address
+    }
+}
