@@ -170,7 +170,8 @@ public final class Main {
         try {
             processes = ProcessRegistry.host();
             agent = new Agent(config.frequencyHz(), config.interval(), new KernelSampleSource(sampler),
-                    Symbolizer.create(Symbolizer.Options.defaults(), processes), sinks, Clocks.system(),
+                    Symbolizer.create(Symbolizer.Options.defaults(), processes).readJvmMemory(config.get(Options.JVM_CODE_CACHE)),
+                    sinks, Clocks.system(),
                     Agent.Options.defaults(Map.of("node", HostName.get())));
         } catch (RuntimeException e) {
             // Until the agent owns them, the sampler and the sinks started above are this method's to close.
@@ -185,6 +186,7 @@ public final class Main {
                 UnwindTableUploader unwind = new UnwindTableUploader(new KernelUnwindTarget(sampler.unwindMaps()),
                         UnwindTableUploader.TableBuilder.ehFrame(), processes, EXIT_SCAN_NANOS, System::nanoTime,
                         config.pids().isEmpty() ? pid -> true : config.pids()::contains);
+                unwind.jvmCodeCache(config.get(Options.JVM_CODE_CACHE));
                 agent.unwindTables(unwind);
                 UnwindMetrics.register(unwind, metrics);
                 unwind.start();
@@ -196,7 +198,7 @@ public final class Main {
             // Caller stacks (stacks: true) are symbolized by a symbolizer of their own (one thread each) over the shared registry.
             ProbeManager.start(config.probes(), ProbeManager.Options.defaults(config.probesMaxFunctions()),
                     () -> Symbolizer.create(new Symbolizer.Options(Path.of("/proc"), Path.of("/proc/kallsyms"),
-                            16L << 20, System::nanoTime), processes),
+                            16L << 20, System::nanoTime), processes).readJvmMemory(config.get(Options.JVM_CODE_CACHE)),
                     RegressionTracker.open(config.stateDir().resolve("latency-baselines"), regressionSettings(config),
                             System::currentTimeMillis)).ifPresent(agent::addSideProfiles);
         } catch (RuntimeException e) {

@@ -68,6 +68,11 @@ public final class Options {
             .byDefault("on").help("JIT frame names for HotSpot JVMs (JDK 17+) without JVM flags: Compiler.perfmap through the "
                     + "attach mechanism when a JVM shows unnamed JIT code, at most every 30 s per JVM; off: never attach to a JVM");
 
+    public static final Option<Boolean> JVM_CODE_CACHE = Option.value("jvm-code-cache", "--jvm-code-cache", "on|off", Values::onOff)
+            .byDefault("on").help("complete Java stacks and Java frame names for HotSpot JVMs without JVM flags or attach: "
+                    + "each JVM's code cache and method metadata are read from /proc/PID/mem (HotSpot's VMStructs) and "
+                    + "scanned again as code is compiled; off: JIT frames are walked by frame pointers and named by perf maps only");
+
     public static final Option<Optional<String>> REMOTE_STORE_ADDRESS = Option.value("remote-store.address",
                     "--remote-store-address", "HOST:PORT", t -> t.isBlank() ? Optional.<String>empty() : Optional.of(Values.hostPort(t)))
             .byDefault("\"\"").reloadable().commands(Command.RUN, Command.RELAY)
@@ -225,7 +230,8 @@ public final class Options {
 
     /** Every option, in the order of help and documentation. */
     public static final List<Option<?>> ALL = List.of(CONFIG, FREQUENCY, INTERVAL, DURATION, OUTPUT, PIDS, HTTP,
-            OUTPUT_RETENTION, OUTPUT_MAX_BYTES, STATE_DIR, LOG_LEVEL, UNWIND_TABLES, UNWIND_TABLE_BUDGET, JVM_SYMBOLS, REMOTE_STORE_ADDRESS, REMOTE_STORE_INSECURE, REMOTE_STORE_INSECURE_SKIP_VERIFY,
+            OUTPUT_RETENTION, OUTPUT_MAX_BYTES, STATE_DIR, LOG_LEVEL, UNWIND_TABLES, UNWIND_TABLE_BUDGET, JVM_SYMBOLS, JVM_CODE_CACHE,
+            REMOTE_STORE_ADDRESS, REMOTE_STORE_INSECURE, REMOTE_STORE_INSECURE_SKIP_VERIFY,
             REMOTE_STORE_BEARER_TOKEN_FILE, REMOTE_STORE_CA_FILE, REMOTE_STORE_CERT_FILE, REMOTE_STORE_KEY_FILE,
             REMOTE_STORE_HEADERS, REMOTE_STORE_TIMEOUT, REMOTE_STORE_BATCH_MAX_BYTES, KAFKA_BOOTSTRAP_SERVERS, KAFKA_TOPIC,
             KAFKA_PRODUCER, KAFKA_TRANSACTIONAL, KAFKA_GROUP_ID, KAFKA_CONSUMER, RELAY_QUARANTINE_DIR, SPOOL_DIR,

@@ -13,7 +13,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * A JDK 25 JVM started with default flags (no perf map of its own): the packaged agent, with {@code --jvm-symbols}
- * on (the default), sees unnamed JIT frames of that JVM, has it write its perf map through the HotSpot attach
+ * on (the default) and {@code --jvm-code-cache off} (so that the JVM's own memory does not name the frames first:
+ * this is the fallback for a JVM whose VMStructs cannot be read), sees unnamed JIT frames of that JVM, has it write its perf map through the HotSpot attach
  * ({@code Compiler.perfmap}) and names the JIT code from it. The leaf of the spinning loop is compiled code: after
  * the attach, its frames name {@code Spin.spin}. (Stacks beyond compiled Java frames, which keep no frame
  * pointer, are another part of issue 17.)
@@ -69,7 +70,8 @@ class JvmJitSymbolsProfileTest {
             assertTrue(line != null && line.startsWith("warm "), "the JVM's first line: " + line);
             assertTrue(Files.notExists(perfMap), "the JVM writes no perf map of its own");
             try (AgentProcess agent = AgentProcess.start(dir, "--pid", Long.toString(jvm.pid()), "--frequency", "99",
-                    "--duration", "12s", "--output", out.toString(), "--http", "off", "--jvm-symbols", "on")) {
+                    "--duration", "12s", "--output", out.toString(), "--http", "off", "--jvm-symbols", "on",
+                    "--jvm-code-cache", "off")) {
                 assertEquals(0, agent.awaitExit(Duration.ofSeconds(60)), agent.log());
                 log = agent.log();
             }

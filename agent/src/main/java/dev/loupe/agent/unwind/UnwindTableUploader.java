@@ -84,6 +84,7 @@ public final class UnwindTableUploader implements AutoCloseable {
     private final RegistrationDelay delay;
     private final HeapTrimmer heapTrimmer;
     private final JitTables jit;
+    private volatile boolean jvmCodeCache = true;
     private final List<TableEntry> retiredJit = new ArrayList<>();
     private final Set<Integer> jitHints = java.util.concurrent.ConcurrentHashMap.newKeySet();
     private final long scanIntervalNanos;
@@ -110,6 +111,11 @@ public final class UnwindTableUploader implements AutoCloseable {
         this.delay = new RegistrationDelay(() -> RegistrationDelay.bootTicks(procRoot));
         this.thread = new Thread(this::run, "loupe-unwind-tables");
         this.thread.setDaemon(true);
+    }
+
+    /** Whether HotSpot JVMs get code cache tables ({@link JitTables}); on by default. Before {@link #start}. */
+    public void jvmCodeCache(boolean on) {
+        jvmCodeCache = on;
     }
 
     public void start() {
@@ -253,7 +259,7 @@ public final class UnwindTableUploader implements AutoCloseable {
         }
         long now = nanoTime.getAsLong();
         List<MapEntry> exec = executableByAddress(snap);
-        JitTables.Table jitTable = jit.forProcess(pid, snap.startTicks(), exec);
+        JitTables.Table jitTable = jvmCodeCache ? jit.forProcess(pid, snap.startTicks(), exec) : null;
         ResolvedMappings resolved = resolve(pid, exec, jitTable, now);
         int first = allocateMappings(resolved.mappings().size());
         try {

@@ -32,6 +32,7 @@ final class ProcSymbolizer implements Symbolizer {
     private final VdsoSymbols vdso;
     private final KernelSymbols.Loader kernel;
     private final Path procRoot;
+    private volatile boolean readJvmMemory = true;
     private final LongSupplier nanoTime;
     private final PerfMapFile.Limits perfMapLimits;
     private final long perfMapTotalBytes;
@@ -57,6 +58,12 @@ final class ProcSymbolizer implements Symbolizer {
         this.binaries = new BinaryCache(o.procRoot(), o.maxCacheBytes(), o.nanoTime(), debugFiles);
         this.vdso = new VdsoSymbols(o.procRoot());
         this.kernel = new KernelSymbols.Loader(o.kallsyms(), o.nanoTime());
+    }
+
+    @Override
+    public Symbolizer readJvmMemory(boolean on) {
+        readJvmMemory = on;
+        return this;
     }
 
     // ---------------- user space ----------------
@@ -119,9 +126,11 @@ final class ProcSymbolizer implements Symbolizer {
                 fn = l.symbols().lookup(vaddr);
             }
         } else if (bin == Binary.ANONYMOUS && ProcessPerfMap.jitCandidate(m)) {
-            fn = jit(pid, proc, idx, m, addr);
+            // A JVM's own names first: the same "pkg.Class.method" as its interpreted frames, before and after any
+            // perf map (whose lines read "long pkg.Class.method(long)").
+            fn = compiledJava(pid, proc, idx, m, addr);
             if (fn == null) {
-                fn = compiledJava(pid, proc, idx, m, addr);
+                fn = jit(pid, proc, idx, m, addr);
             }
         }
         return new Frame(addr, proc.ref(idx), fn, false);
@@ -132,7 +141,7 @@ final class ProcSymbolizer implements Symbolizer {
      * mapping (the tagged value is no address); unnamed if the JVM cannot be read or the pointer is stale.
      */
     private Frame interpretedJava(int pid, ProcessState proc, long frame) {
-        JavaFrames java = proc == null ? null : proc.java(procRoot, pid);
+        JavaFrames java = proc == null || !readJvmMemory ? null : proc.java(procRoot, pid);
         String name = java == null ? null : java.method(UnwindRule.javaMethod(frame));
         if (name == null) {
             unresolved.incrementAndGet();
@@ -142,7 +151,7 @@ final class ProcSymbolizer implements Symbolizer {
 
     /** JIT code no perf map names, in a HotSpot JVM: the compiled method or stub whose code holds it. */
     private String compiledJava(int pid, ProcessState proc, int idx, MapEntry m, long addr) {
-        JavaFrames java = proc.java(procRoot, pid);
+        JavaFrames java = readJvmMemory ? proc.java(procRoot, pid) : null;
         if (java == null) {
             return null;
         }

@@ -37,6 +37,14 @@ public interface Symbolizer extends AutoCloseable {
         return new ProcSymbolizer(options, new ProcessRegistry(options.procRoot(), 1 << 16));
     }
 
+    /**
+     * Whether HotSpot JVMs' Java frames are named from the JVM's own memory (code cache, {@code Method*}s); on by
+     * default. Returns this.
+     */
+    default Symbolizer readJvmMemory(boolean on) {
+        return this;
+    }
+
     /** A symbolizer that reads processes through {@code registry}, shared with other consumers of /proc. */
     static Symbolizer create(Options options, ProcessRegistry registry) {
         return new ProcSymbolizer(options, registry);
