@@ -93,17 +93,10 @@ class JavaStacksProfileTest {
         Path out = dir.resolve("profiles");
         String log;
         try {
-            CompletableFuture<String> warm = CompletableFuture.supplyAsync(() -> {
-                try {
-                    return new BufferedReader(new InputStreamReader(jvm.getInputStream())).readLine();
-                } catch (java.io.IOException e) {
-                    throw new java.io.UncheckedIOException(e);
-                }
-            });
-            String line = warm.get(120, TimeUnit.SECONDS);
-            assertTrue(line != null && line.startsWith("warm "), "the JVM's first line: " + line);
+            awaitWarm(jvm);
             try (AgentProcess agent = AgentProcess.start(dir, "--pid", Long.toString(jvm.pid()), "--frequency", "99",
-                    "--duration", "30s", "--output", out.toString(), "--http", "off", "--jvm-symbols", "off")) {
+                    "--duration", "30s", "--output", out.toString(), "--http", "off", "--jvm-symbols", "off",
+                    "--jvm-code-cache", "on")) {
                 assertEquals(0, agent.awaitExit(Duration.ofSeconds(60)), agent.log());
                 log = agent.log();
             }
@@ -113,21 +106,99 @@ class JavaStacksProfileTest {
         }
         assertTrue(Files.notExists(Path.of("/tmp/perf-" + jvm.pid() + ".map")), "no perf map: names come from the JVM's memory");
 
+        // Frames say what ran them: the mapping is the runtime and the kind of code.
+        assertWholeStacks(out, jvm.pid(), "JDK " + jdk + " " + mode, mode.equals("-Xint") ? "[interpreted] java" : "[jit] java", log);
+    }
+
+    /**
+     * The agent as the packaged service runs it: not root, with only the unit's six ambient capabilities
+     * (systemd/loupe.service), and the JVM another user's (nobody). Reading the JVM's memory needs ptrace-read
+     * access, which CAP_SYS_PTRACE gives for any uid: no attach, no helper, no further capability.
+     */
+    @org.junit.jupiter.api.Test
+    void asTheLeastPrivilegedServiceRunsItForAnotherUsersJvm() throws Exception {
+        Path bin = JDKS.get("25");
+        Files.writeString(dir.resolve("Chain.java"), program());
+        Process javac = new ProcessBuilder(bin.resolve("javac").toString(), "Chain.java").directory(dir.toFile())
+                .redirectErrorStream(true).start();
+        assertEquals(0, javac.waitFor(), new String(javac.getInputStream().readAllBytes()));
+        // World-readable copies of the jar, its lib/ and JVM options, and directories the agent's user may write.
+        Path jar = dir.resolve("loupe-agent.jar");
+        Files.copy(AgentProcess.JAR, jar);
+        Path lib = Files.createDirectory(dir.resolve("lib"));
+        try (var ls = Files.list(AgentProcess.JAR.resolveSibling("lib"))) {
+            for (Path p : ls.toList()) {
+                Files.copy(p, lib.resolve(p.getFileName()));
+            }
+        }
+        Path jvmopts = Files.copy(AgentProcess.RUN_JVMOPTS, dir.resolve("run.jvmopts"));
+        Path out = Files.createDirectory(dir.resolve("profiles"));
+        Path state = Files.createDirectory(dir.resolve("state"));
+        Commands.run(List.of("chmod", "-R", "a+rX", dir.toString()), 30).check();
+        Commands.run(List.of("chown", SERVICE_UID + ":" + SERVICE_UID, out.toString(), state.toString()), 30).check();
+
+        Process jvm = new ProcessBuilder("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all",
+                bin.resolve("java").toString(), "-cp", dir.toString(), "Chain").directory(dir.toFile())
+                .redirectErrorStream(true).start();
+        String log;
+        try {
+            awaitWarm(jvm);
+            String caps = "+bpf,+perfmon,+sys_ptrace,+dac_read_search,+syslog,+checkpoint_restore";
+            List<String> cmd = new ArrayList<>(List.of("setpriv", "--reuid=" + SERVICE_UID, "--regid=" + SERVICE_UID,
+                    "--clear-groups", "--inh-caps=-all," + caps, "--ambient-caps=-all," + caps, "--bounding-set=-all," + caps,
+                    AgentProcess.JAVA, "@" + jvmopts, "-jar", jar.toString(), "run", "--pid", Long.toString(jvm.pid()),
+                    "--frequency", "99", "--duration", "30s", "--output", out.toString(), "--http", "off",
+                    "--state-dir", state.toString(), "--jvm-symbols", "off", "--jvm-code-cache", "on"));
+            Commands.Result r = Commands.run(cmd, 120);
+            log = r.output();
+            assertEquals(0, r.exit(), log);
+            assertTrue(jvm.isAlive(), "the agent never harms its target");
+        } finally {
+            Targets.kill(jvm);
+        }
+        assertTrue(log.contains("jit tables: pid " + jvm.pid() + " (25"), log);
+        assertWholeStacks(out, jvm.pid(), "JDK 25 default, JVM of nobody, agent as uid " + SERVICE_UID
+                + " with the unit's capabilities", "[jit] java", log);
+    }
+
+    /** Not root and not nobody: the service's own user stands for it. */
+    static final int SERVICE_UID = 64_999;
+
+    static void awaitWarm(Process jvm) throws Exception {
+        CompletableFuture<String> warm = CompletableFuture.supplyAsync(() -> {
+            try {
+                return new BufferedReader(new InputStreamReader(jvm.getInputStream())).readLine();
+            } catch (java.io.IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+        });
+        String line = warm.get(120, TimeUnit.SECONDS);
+        assertTrue(line != null && line.startsWith("warm "), "the JVM's first line: " + line);
+    }
+
+    /**
+     * At least 95 % of the JVM's main-thread samples name leaf70 or leaf30, then c, b, a, main, and end at the
+     * thread's root, their five Java frames all in {@code javaFile} (the mapping names the runtime and the kind of
+     * code); the leaves split 70 : 30 within 5 points.
+     */
+    static void assertWholeStacks(Path out, long jvmPid, String what, String javaFile, String log) throws Exception {
         long main = 0;
         long whole = 0;
         long leaf70 = 0;
         long leaf30 = 0;
         Map<String, Long> others = new TreeMap<>();
         for (Profiles.Stack s : Profiles.stacksOfDir(out)) {
-            if (s.pid() != jvm.pid() || s.labels().get("tid").equals(Long.toString(jvm.pid()))
+            if (s.pid() != jvmPid || s.labels().get("tid").equals(Long.toString(jvmPid))
                     || !s.labels().get("thread_comm").equals("java")) {
                 continue; // the launcher's own thread waits; GC and compiler threads have names of their own
             }
             main += s.count();
             List<String> user = userFrames(s);
             int leaf = user.indexOf("Chain.leaf70") >= 0 ? user.indexOf("Chain.leaf70") : user.indexOf("Chain.leaf30");
+            List<String> files = userFiles(s);
             boolean ok = leaf >= 0 && user.size() > leaf + CHAIN.size()
                     && user.subList(leaf + 1, leaf + 1 + CHAIN.size()).equals(CHAIN)
+                    && files.subList(leaf, leaf + 1 + CHAIN.size()).stream().allMatch(javaFile::equals)
                     && reachesRoot(user);
             if (ok) {
                 whole += s.count();
@@ -138,13 +209,14 @@ class JavaStacksProfileTest {
                 }
             } else {
                 others.merge((s.labels().containsKey("unwind") ? "[unwind=" + s.labels().get("unwind") + "] " : "")
-                        + String.join(" <- ", user.subList(0, Math.min(user.size(), 12))), s.count(), Long::sum);
+                        + String.join(" <- ", user.subList(0, Math.min(user.size(), 12))) + "  (files "
+                        + String.join(", ", userFiles(s).subList(0, Math.min(user.size(), 6))) + ")", s.count(), Long::sum);
             }
         }
         double share = main == 0 ? 0 : 100.0 * whole / main;
         double split = whole == 0 ? 0 : 100.0 * leaf70 / whole;
-        System.out.printf(Locale.ROOT, "JDK %s %s: %d samples of the main thread, %.1f %% name leaf <- c <- b <- a <- main "
-                + "and reach the thread's root; leaf70 %.1f %% of those (leaf30 %d)%n", jdk, mode, main, share, split, leaf30);
+        System.out.printf(Locale.ROOT, "%s%s: %d samples of the main thread, %.1f %% name leaf <- c <- b <- a <- main "
+                + "and reach the thread's root; leaf70 %.1f %% of those (leaf30 %d)%n", what, "", main, share, split, leaf30);
         StringBuilder worst = new StringBuilder();
         others.entrySet().stream().sorted(Map.Entry.<String, Long>comparingByValue().reversed()).limit(8)
                 .forEach(e -> worst.append("  ").append(e.getValue()).append("  ").append(e.getKey()).append('\n'));
@@ -162,6 +234,17 @@ class JavaStacksProfileTest {
             }
         }
         return user;
+    }
+
+    /** The mapping file of each user frame, as {@link #userFrames} lists them. */
+    static List<String> userFiles(Profiles.Stack s) {
+        List<String> files = new ArrayList<>();
+        for (int i = 0; i < s.functions().size(); i++) {
+            if (!s.files().get(i).equals("[kernel.kallsyms]")) {
+                files.add(s.files().get(i));
+            }
+        }
+        return files;
     }
 
     /** The walk ended at the thread's start (the JVM's threads start in glibc's clone3 / start_thread), not at a stop. */

@@ -29,9 +29,24 @@ final class JavaFrames implements AutoCloseable {
     private long lastScan;
     private boolean scanned;
 
-    private JavaFrames(HotSpotJvm jvm, String jitPath) {
+    /**
+     * The mapping of interpreted frames: their values are tagged {@code Method*}s (bit 62 set), all inside this range,
+     * named for the runtime and the kind of frame ({@code [interpreted] java}), as JIT code's is {@code [jit] java}.
+     * One instance per process: profiles key mappings by identity.
+     */
+    private final MappingRef interpreted;
+
+    static final long INTERPRETED_START = 1L << 62;
+    static final long INTERPRETED_LIMIT = INTERPRETED_START + (1L << 47);
+
+    private JavaFrames(HotSpotJvm jvm, String exe) {
         this.jvm = jvm;
-        this.jitPath = jitPath;
+        this.jitPath = "[jit] " + exe;
+        this.interpreted = new MappingRef(INTERPRETED_START, INTERPRETED_LIMIT, 0, "[interpreted] " + exe, null, true);
+    }
+
+    MappingRef interpretedMapping() {
+        return interpreted;
     }
 
     /** The process's JVM, or empty when it is none or cannot be read (its Java frames stay unnamed). */
@@ -45,9 +60,9 @@ final class JavaFrames implements AutoCloseable {
         } catch (IOException | RuntimeException e) {
             // gone or not ours to read: the open below says so
         }
-        String path = "[jit] " + exe;
+        String name = exe;
         try {
-            return HotSpotJvm.open(procRoot, pid).map(j -> new JavaFrames(j, path));
+            return HotSpotJvm.open(procRoot, pid).map(j -> new JavaFrames(j, name));
         } catch (IOException | HotSpotException | RuntimeException e) {
             return Optional.empty();
         }

@@ -137,8 +137,9 @@ final class ProcSymbolizer implements Symbolizer {
     }
 
     /**
-     * An interpreter frame the walker reported as its {@code Method*}: named by the JVM's own metadata. It has no
-     * mapping (the tagged value is no address); unnamed if the JVM cannot be read or the pointer is stale.
+     * An interpreter frame the walker reported as its {@code Method*}: named by the JVM's own metadata, in the
+     * process's {@code [interpreted] EXE} mapping (the tagged values' range), so that a profile tells interpreted
+     * frames from {@code [jit] EXE} ones; "[interpreted Java method]" if the JVM cannot be read or the pointer is stale.
      */
     private Frame interpretedJava(int pid, ProcessState proc, long frame) {
         JavaFrames java = proc == null || !readJvmMemory ? null : proc.java(procRoot, pid);
@@ -146,7 +147,8 @@ final class ProcSymbolizer implements Symbolizer {
         if (name == null) {
             unresolved.incrementAndGet();
         }
-        return new Frame(frame, null, name == null ? "[interpreted Java method]" : name, false);
+        return new Frame(frame, java == null ? null : java.interpretedMapping(),
+                name == null ? "[interpreted Java method]" : name, false);
     }
 
     /** JIT code no perf map names, in a HotSpot JVM: the compiled method or stub whose code holds it. */
