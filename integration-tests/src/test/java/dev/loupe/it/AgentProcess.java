@@ -50,6 +50,10 @@ public final class AgentProcess implements AutoCloseable {
             // tests of JVM symbols ask for them (and agent's RealJvmAttachTest drives the attach directly).
             cmd.addAll(List.of("--jvm-symbols", "off"));
         }
+        if (!List.of(args).contains("--jvm-code-cache")) {
+            // Nor read their memory (code caches rescanned as Maven's JIT compiles): Java tests ask for it.
+            cmd.addAll(List.of("--jvm-code-cache", "off"));
+        }
         return cmd;
     }
 
