@@ -25,7 +25,7 @@ import java.util.Optional;
  */
 public final class HotSpotJvm implements AutoCloseable {
     /** Method names remembered, per Method* (a Method* freed by class unloading and reused keeps its old name). */
-    static final int MAX_CACHED_METHODS = 65_536;
+    static final int MAX_CACHED_METHODS = 16_384; // ~2 MB a JVM at worst; a profile's hot methods are far fewer
     private static final int MAX_CACHED_BLOB_NAMES = 16_384;
 
     private final int pid;

@@ -24,8 +24,12 @@ final class JavaFrames implements AutoCloseable {
 
     private final HotSpotJvm jvm;
     private final String jitPath;
+    // The last scan, in primitive arrays sorted by start (24 bytes a blob: a big JVM has tens of thousands); a
+    // blob's name is kept only where it has no Method* (stubs, a few hundred).
     private long[] starts = new long[0];
-    private CodeBlob[] blobs = new CodeBlob[0];
+    private long[] ends = new long[0];
+    private long[] methods = new long[0];
+    private String[] stubNames = new String[0];
     private long lastScan;
     private boolean scanned;
 
@@ -84,29 +88,27 @@ final class JavaFrames implements AutoCloseable {
 
     /** The name of the compiled method or stub whose code holds {@code pc}, or null. */
     String compiled(long pc, long now) {
-        CodeBlob b = find(pc);
-        if (b == null && (!scanned || now - lastScan >= RESCAN_NANOS)) {
+        int b = find(pc);
+        if (b < 0 && (!scanned || now - lastScan >= RESCAN_NANOS)) {
             rescan(now);
             b = find(pc);
         }
-        if (b == null) {
+        if (b < 0) {
             return null;
         }
-        if (b.method() != 0) {
-            String m = method(b.method());
-            if (m != null) {
-                return m;
-            }
+        if (methods[b] != 0) {
+            return method(methods[b]);
         }
-        return b.name() == null || b.name().isEmpty() ? null : "[" + b.name() + "]";
+        String name = stubNames[b];
+        return name == null || name.isEmpty() ? null : "[" + name + "]";
     }
 
-    private CodeBlob find(long pc) {
+    private int find(long pc) {
         int i = Arrays.binarySearch(starts, pc);
         if (i < 0) {
             i = -i - 2;
         }
-        return i >= 0 && pc < blobs[i].end() ? blobs[i] : null;
+        return i >= 0 && pc < ends[i] ? i : -1;
     }
 
     private void rescan(long now) {
@@ -116,12 +118,21 @@ final class JavaFrames implements AutoCloseable {
             CodeCache cache = jvm.codeCache();
             CodeBlob[] sorted = cache.blobs().toArray(new CodeBlob[0]);
             Arrays.sort(sorted, Comparator.comparingLong(CodeBlob::start));
-            long[] s = new long[sorted.length];
-            for (int i = 0; i < sorted.length; i++) {
+            int n = sorted.length;
+            long[] s = new long[n];
+            long[] e = new long[n];
+            long[] m = new long[n];
+            String[] names = new String[n];
+            for (int i = 0; i < n; i++) {
                 s[i] = sorted[i].start();
+                e[i] = sorted[i].end();
+                m[i] = sorted[i].method();
+                names[i] = m[i] == 0 ? sorted[i].name() : null;
             }
-            blobs = sorted;
             starts = s;
+            ends = e;
+            methods = m;
+            stubNames = names;
         } catch (IOException | HotSpotException | RuntimeException e) {
             // exiting or mid-change: the next miss after RESCAN_NANOS tries again
         }
