@@ -177,7 +177,7 @@ public final class RuntimesBench {
                 throw new IllegalStateException("no runs or samples counted (bpf_stats?)");
             }
             StackShape shape = shape(BenchProfiles.stacksOfDir(dir.resolve("out")), target.pid(), isJava);
-            if (isJava && !Files.readString(dir.resolve("agent.log")).contains("jit tables: pid " + target.pid() + " ")) {
+            if (isJava && !Files.readString(dir.resolve("agent.log")).contains("jit tables: pid " + target.pid() + " (")) {
                 problems.add("the agent built no JIT table for the Java target " + target.pid() + " (" + dir.resolve("agent.log") + ")");
             }
             return new CostResult((double) (b[0] - a[0]) / samples, samples,
@@ -274,7 +274,7 @@ public final class RuntimesBench {
             BenchAgent.stop(agent);
             if (isJava) {
                 String log = Files.readString(dir.resolve("agent.log"));
-                long tables = targets.stream().filter(p -> log.contains("jit tables: pid " + p.pid() + " ")).count();
+                long tables = targets.stream().filter(p -> log.contains("jit tables: pid " + p.pid() + " (")).count();
                 if (tables != targets.size()) {
                     problems.add(hz + " Hz: the agent built JIT tables for " + tables + " of " + targets.size() + " JVMs");
                 }
@@ -317,7 +317,7 @@ public final class RuntimesBench {
                 tables[i] = -1;
                 intervalEnd[i] = -1;
                 try {
-                    String tablesLine = "jit tables: pid " + jvm.pid() + " ";
+                    String tablesLine = "jit tables: pid " + jvm.pid() + " (";
                     long deadline = t0 + TimeUnit.SECONDS.toNanos(60);
                     while ((named[i] < 0 || tables[i] < 0) && System.nanoTime() < deadline) {
                         double now = (System.nanoTime() - t0) / 1e9;
@@ -407,7 +407,7 @@ public final class RuntimesBench {
             javaCounts.add(new long[] {javaFrames, s.count()});
             String last = user.get(user.size() - 1);
             boolean reaches = isJava ? Set.of("clone3", "__clone3", "start_thread", "clone").contains(last)
-                    : last.equals("_start") || last.startsWith("__libc_start");
+                    : last.equals("_start") || user.contains("__libc_start_main");
             if (reaches) {
                 root += s.count();
             } else {
