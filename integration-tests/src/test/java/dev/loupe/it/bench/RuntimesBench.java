@@ -378,7 +378,8 @@ public final class RuntimesBench {
         @Override
         public String toString() {
             return String.format(Locale.ROOT, "%d samples, median %d user frames, %d named Java; %.1f %% reach the root,"
-                    + " %.1f %% Java leaf", samples, medianUser, medianJava, rootShare, javaLeafShare);
+                    + " %.1f %% Java leaf%s", samples, medianUser, medianJava, rootShare, javaLeafShare,
+                    worst.isEmpty() ? "" : " (the others end: " + worst + ")");
         }
     }
 
