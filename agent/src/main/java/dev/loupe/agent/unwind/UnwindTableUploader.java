@@ -264,13 +264,15 @@ public final class UnwindTableUploader implements AutoCloseable {
         int first = allocateMappings(resolved.mappings().size());
         try {
             target.writeMappings(first, resolved.mappings());
-            if (old != null) {
-                release(pid);
-            }
+            // Replaces the old entry in one map update: no window in which the process has none (a JVM registers
+            // again at each change of its code cache, and its samples would fall back to frame pointers meanwhile).
             target.setProcess(pid, snap.startTicks(), first, resolved.mappings().size());
         } catch (Exception e) {
             space.releaseMappings(first, resolved.mappings().size());
             throw e;
+        }
+        if (old != null) {
+            releaseReplaced(pid);
         }
         space.hold(resolved.tables());
         processes.put(pid, new ProcessTracker.Registration(snap.startTicks(), first, resolved.mappings().size(),
@@ -385,6 +387,15 @@ public final class UnwindTableUploader implements AutoCloseable {
             any = true;
         }
         return any;
+    }
+
+    /** The slots and table holds of a registration the kernel entry no longer names (it was replaced). */
+    private void releaseReplaced(int pid) {
+        ProcessTracker.Registration p = processes.remove(pid);
+        if (p != null) {
+            space.releaseMappings(p.first, p.count);
+            space.release(p.tables);
+        }
     }
 
     /** Forgets a process that exited: its registration and its JIT table. */
