@@ -41,6 +41,12 @@ final class JitTables {
      * so that frames no scan can explain do not keep a JVM scanned four times a second.
      */
     static final long HINTS_IGNORED_NANOS = TimeUnit.SECONDS.toNanos(10);
+    /**
+     * A scan of a big JVM's code cache (a build tool, an application server) takes tens of milliseconds: the next
+     * one may start no sooner than this many times the last one's duration after it, so that rescans take at most
+     * about 1 % of a core a JVM however often its code changes.
+     */
+    static final int SCAN_COST_FACTOR = 100;
 
     /** Opens a process's JVM; production reads it through /proc with {@link HotSpotJvm#open}. */
     interface Opener {
@@ -65,6 +71,9 @@ final class JitTables {
         Table table;
         long signature;
         long lastScan;
+        long lastFullScan;
+        long fingerprint;
+        long lastScanCost;
         long rescanAfter = RESCAN_NANOS;
         boolean hinted;
         long hintsIgnoredFrom = Long.MIN_VALUE / 2;
@@ -104,8 +113,8 @@ final class JitTables {
             s = null;
         }
         if (s == null) {
-            if (!mapsLibjvm(exec)) {
-                return null; // not a JVM: nothing kept
+            if (!mapsLibjvm(exec) || pid == ProcessHandle.current().pid()) {
+                return null; // not a JVM (or the agent itself, whose own JIT would keep changing what it scans)
             }
             s = new State(startTicks, open(pid));
             states.put(pid, s);
@@ -128,7 +137,7 @@ final class JitTables {
         long now = nanoTime.getAsLong();
         for (int pid : sampled) {
             State s = states.get(pid);
-            if (s != null && s.jvm != null && now - s.lastScan >= s.rescanAfter) {
+            if (s != null && s.jvm != null && now - s.lastScan >= Math.max(s.rescanAfter, SCAN_COST_FACTOR * s.lastScanCost)) {
                 if (scan(pid, s, false)) {
                     s.rescanAfter = RESCAN_NANOS;
                     changed.add(pid);
@@ -165,10 +174,20 @@ final class JitTables {
     /** Reads the code cache; true when it differs from the table's (then a new table replaces it). */
     private boolean scan(int pid, State s, boolean first) {
         s.lastScan = nanoTime.getAsLong();
-        scans.incrementAndGet();
         CodeCache cache;
         try {
+            // The segment maps first (a 128th of the heap): unchanged, the blobs almost surely are too; a full scan
+            // still runs at least every MAX_RESCAN_NANOS for what they cannot show (a block reused at its size).
+            long fingerprint = s.jvm.codeCacheFingerprint();
+            if (!first && s.table != null && fingerprint == s.fingerprint && s.lastScan - s.lastFullScan < MAX_RESCAN_NANOS) {
+                s.lastScanCost = nanoTime.getAsLong() - s.lastScan;
+                return false;
+            }
+            s.fingerprint = fingerprint;
+            scans.incrementAndGet();
+            s.lastFullScan = s.lastScan;
             cache = s.jvm.codeCache();
+            s.lastScanCost = nanoTime.getAsLong() - s.lastScan;
         } catch (IOException e) {
             scanFailures.incrementAndGet();
             return false; // exiting, or mid-change: the next scan tries again

@@ -178,6 +178,14 @@ public final class HotSpotJvm implements AutoCloseable {
         return codeCacheReader.read();
     }
 
+    /**
+     * A cheap hash of the code cache's layout (heap ranges and segment maps, a 128th of the heap's bytes): when it
+     * is unchanged, a {@link #codeCache()} would almost surely find the same blobs (see CodeCacheReader).
+     */
+    public synchronized long codeCacheFingerprint() throws IOException, HotSpotException {
+        return codeCacheReader.fingerprint();
+    }
+
     /** Used blocks skipped in the last {@link #codeCache()} because their blob did not hold together; for tests. */
     synchronized int lastSkippedBlobs() {
         return codeCacheReader.skipped;

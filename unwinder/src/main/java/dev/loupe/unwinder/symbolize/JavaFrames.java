@@ -21,6 +21,13 @@ import java.util.concurrent.TimeUnit;
  */
 final class JavaFrames implements AutoCloseable {
     static final long RESCAN_NANOS = TimeUnit.MILLISECONDS.toNanos(500);
+    static final long MAX_RESCAN_NANOS = TimeUnit.SECONDS.toNanos(30);
+    /**
+     * A scan costs milliseconds for a small JVM and tens of them for a big one (a build tool, an application server),
+     * on the sampling thread: the next may start no sooner than this many times the last one's duration after it
+     * (at most about 1 % of a core a JVM).
+     */
+    static final int SCAN_COST_FACTOR = 100;
 
     private final HotSpotJvm jvm;
     private final String jitPath;
@@ -31,7 +38,10 @@ final class JavaFrames implements AutoCloseable {
     private long[] methods = new long[0];
     private String[] stubNames = new String[0];
     private long lastScan;
-    private boolean scanned;
+    private long lastScanCost;
+    private long rescanAfter = RESCAN_NANOS; // doubles while rescans do not find the missing address
+    private boolean scanned; // the arrays hold a scan
+    private boolean attempted; // a scan was tried (it may have failed: a failing JVM is not tried on every miss)
 
     /**
      * The mapping of interpreted frames: their values are tagged {@code Method*}s (bit 62 set), all inside this range,
@@ -53,8 +63,14 @@ final class JavaFrames implements AutoCloseable {
         return interpreted;
     }
 
-    /** The process's JVM, or empty when it is none or cannot be read (its Java frames stay unnamed). */
+    /**
+     * The process's JVM, or empty when it is none or cannot be read (its Java frames stay unnamed), or when it is
+     * this process: the agent does not read its own code cache while its own JIT changes it.
+     */
     static Optional<JavaFrames> open(Path procRoot, int pid) {
+        if (pid == ProcessHandle.current().pid()) {
+            return Optional.empty();
+        }
         String exe = "java";
         try {
             Path link = java.nio.file.Files.readSymbolicLink(procRoot.resolve(Integer.toString(pid)).resolve("exe"));
@@ -86,12 +102,22 @@ final class JavaFrames implements AutoCloseable {
         }
     }
 
-    /** The name of the compiled method or stub whose code holds {@code pc}, or null. */
-    String compiled(long pc, long now) {
+    /**
+     * The name of the compiled method or stub whose code holds {@code pc}, or null. A miss scans the code cache again
+     * if the last scan is old enough: {@link #RESCAN_NANOS}, doubled (up to {@link #MAX_RESCAN_NANOS}) each time a
+     * rescan did not find the address (an address no blob holds is no reason to keep scanning), and never sooner
+     * than {@link #SCAN_COST_FACTOR} times the last scan's duration.
+     */
+    String compiled(long pc, java.util.function.LongSupplier nanoTime) {
         int b = find(pc);
-        if (b < 0 && (!scanned || now - lastScan >= RESCAN_NANOS)) {
-            rescan(now);
-            b = find(pc);
+        if (b < 0) {
+            long now = nanoTime.getAsLong();
+            if (!attempted || now - lastScan >= Math.max(rescanAfter, SCAN_COST_FACTOR * lastScanCost)) {
+                rescan(now);
+                lastScanCost = nanoTime.getAsLong() - now;
+                b = find(pc);
+                rescanAfter = b >= 0 ? RESCAN_NANOS : Math.min(MAX_RESCAN_NANOS, rescanAfter * 2);
+            }
         }
         if (b < 0) {
             return null;
@@ -111,10 +137,18 @@ final class JavaFrames implements AutoCloseable {
         return i >= 0 && pc < ends[i] ? i : -1;
     }
 
+    private long fingerprint;
+
     private void rescan(long now) {
         lastScan = now;
-        scanned = true;
+        attempted = true;
         try {
+            long f = jvm.codeCacheFingerprint(); // unchanged segment maps: the blobs almost surely are too
+            if (scanned && f == fingerprint) {
+                return;
+            }
+            fingerprint = f;
+            scanned = true;
             CodeCache cache = jvm.codeCache();
             CodeBlob[] sorted = cache.blobs().toArray(new CodeBlob[0]);
             Arrays.sort(sorted, Comparator.comparingLong(CodeBlob::start));

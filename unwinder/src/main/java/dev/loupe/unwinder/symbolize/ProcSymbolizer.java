@@ -157,7 +157,7 @@ final class ProcSymbolizer implements Symbolizer {
         if (java == null) {
             return null;
         }
-        String fn = java.compiled(addr, nanoTime.getAsLong());
+        String fn = java.compiled(addr, nanoTime);
         if (fn != null && !java.jitPath().equals(proc.ref(idx).path())) {
             proc.resolved(idx, Binary.ANONYMOUS, new MappingRef(m.start(), m.end(), m.offset(), java.jitPath(), null, true));
         }
