@@ -43,6 +43,21 @@ final class CodeCacheReader {
         skipped = 0;
         skipReasons.clear();
         preads = 0;
+        long[] heapPointers = heaps();
+        List<CodeCache.Range> heaps = new ArrayList<>();
+        List<CodeBlob> blobs = new ArrayList<>();
+        for (int h = 0; h < heapPointers.length; h++) {
+            long heap = heapPointers[h];
+            if (heap == 0) {
+                throw new HotSpotException("CodeCache::_heaps[" + h + "] is null");
+            }
+            walk(heap, h, heaps, blobs);
+        }
+        return new CodeCache(heaps, blobs);
+    }
+
+    /** The CodeHeap pointers of {@code CodeCache::_heaps} (a GrowableArray). */
+    private long[] heaps() throws IOException, HotSpotException {
         long array = mem.readLong(l.heapsAddress);
         if (array == 0) {
             throw new HotSpotException("CodeCache::_heaps is null");
@@ -54,16 +69,11 @@ final class CodeCacheReader {
             throw new HotSpotException("CodeCache::_heaps has _len " + len + " and _data 0x" + Long.toHexString(data));
         }
         ByteBuffer ptrs = mem.read(data, (int) len * 8);
-        List<CodeCache.Range> heaps = new ArrayList<>();
-        List<CodeBlob> blobs = new ArrayList<>();
-        for (int h = 0; h < len; h++) {
-            long heap = ptrs.getLong(h * 8);
-            if (heap == 0) {
-                throw new HotSpotException("CodeCache::_heaps[" + h + "] is null");
-            }
-            walk(heap, h, heaps, blobs);
+        long[] heaps = new long[(int) len];
+        for (int i = 0; i < len; i++) {
+            heaps[i] = ptrs.getLong(i * 8);
         }
-        return new CodeCache(heaps, blobs);
+        return heaps;
     }
 
     /**
@@ -73,20 +83,13 @@ final class CodeCacheReader {
      * leaves it as it was; callers scan fully from time to time anyway.
      */
     long fingerprint() throws IOException, HotSpotException {
-        long array = mem.readLong(l.heapsAddress);
-        if (array == 0) {
-            throw new HotSpotException("CodeCache::_heaps is null");
-        }
-        ByteBuffer a = mem.read(array, (int) Math.max(l.arrayLen.end(), l.arrayData.end()));
-        long len = l.arrayLen.get(a, 0);
-        long data = l.arrayData.get(a, 0);
-        if (len < 1 || len > MAX_HEAPS || data == 0) {
-            throw new HotSpotException("CodeCache::_heaps has _len " + len + " and _data 0x" + Long.toHexString(data));
-        }
-        ByteBuffer ptrs = mem.read(data, (int) len * 8);
+        long[] heapPointers = heaps();
         long h = 1125899906842597L;
-        for (int i = 0; i < len; i++) {
-            ByteBuffer hb = mem.read(ptrs.getLong(i * 8), (int) l.heapSize);
+        for (int i = 0; i < heapPointers.length; i++) {
+            if (heapPointers[i] == 0) {
+                throw new HotSpotException("CodeCache::_heaps[" + i + "] is null");
+            }
+            ByteBuffer hb = mem.read(heapPointers[i], (int) l.heapSize);
             long low = l.vsLow.get(hb, (int) l.heapMemory);
             long high = l.vsHigh.get(hb, (int) l.heapMemory);
             long segLow = l.vsLow.get(hb, (int) l.heapSegmap);
