@@ -14,7 +14,7 @@ import java.util.Random;
 
 /**
  * {@code ./loupe bench overhead [--rounds N] [--work ROUNDS] [--warmup SECONDS] [--unwind-tables on|off]
- * [--baseline-jar JAR [--side-by-side SECONDS]]}: a CPU-bound workload run
+ * [--jvm-code-cache on|off] [--jvm-symbols on|off] [--baseline-jar JAR [--side-by-side SECONDS]]}: a CPU-bound workload run
  * without the agent, with it at 19 Hz and at 99 Hz, interleaved in random order within each round of the
  * same run. Prints the workload slowdown, the agent's CPU seconds per wall second in steady state (after
  * the warm-up: an always-on agent's start-up is paid once) and during start-up, its peak RSS, and the BPF
@@ -56,11 +56,15 @@ public final class OverheadBench {
                 case "--rounds" -> rounds = Integer.parseInt(args[++i]);
                 case "--work" -> work = Long.parseLong(args[++i]);
                 case "--warmup" -> warmup = Integer.parseInt(args[++i]);
-                case "--unwind-tables" -> agentArgs = "--unwind-tables " + args[++i];
+                case "--unwind-tables" -> agentArgs += " --unwind-tables " + args[++i];
+                // The current build only: leaves issue 17's JVM readers out of a comparison with an older build.
+                case "--jvm-code-cache" -> agentArgs += " --jvm-code-cache " + args[++i];
+                case "--jvm-symbols" -> agentArgs += " --jvm-symbols " + args[++i];
                 case "--baseline-jar" -> baselineJar = Path.of(args[++i]).toAbsolutePath();
                 case "--side-by-side" -> sideBySide = Integer.parseInt(args[++i]);
                 default -> throw new IllegalArgumentException("unknown argument " + args[i]
                         + " (usage: overhead [--rounds N] [--work ROUNDS] [--warmup SECONDS] [--unwind-tables on|off]"
+                        + " [--jvm-code-cache on|off] [--jvm-symbols on|off]"
                         + " [--baseline-jar JAR [--side-by-side SECONDS]])");
             }
         }
