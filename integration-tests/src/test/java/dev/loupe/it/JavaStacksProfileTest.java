@@ -193,7 +193,7 @@ class JavaStacksProfileTest {
                 continue; // the launcher's own thread waits; GC and compiler threads have names of their own
             }
             main += s.count();
-            List<String> user = userFrames(s);
+            List<String> user = s.user();
             int leaf = user.indexOf("Chain.leaf70") >= 0 ? user.indexOf("Chain.leaf70") : user.indexOf("Chain.leaf30");
             List<String> files = userFiles(s);
             boolean ok = leaf >= 0 && user.size() > leaf + CHAIN.size()
@@ -225,18 +225,7 @@ class JavaStacksProfileTest {
         assertEquals(70, split, 5, "the leaves' split");
     }
 
-    /** The user frames of a sample, leaf first (kernel frames dropped). */
-    static List<String> userFrames(Profiles.Stack s) {
-        List<String> user = new ArrayList<>();
-        for (int i = 0; i < s.functions().size(); i++) {
-            if (!s.files().get(i).equals("[kernel.kallsyms]")) {
-                user.add(s.functions().get(i));
-            }
-        }
-        return user;
-    }
-
-    /** The mapping file of each user frame, as {@link #userFrames} lists them. */
+    /** The mapping file of each user frame, as {@link Profiles.Stack#user} lists them. */
     static List<String> userFiles(Profiles.Stack s) {
         List<String> files = new ArrayList<>();
         for (int i = 0; i < s.functions().size(); i++) {

@@ -17,12 +17,26 @@ import java.util.Map;
 import java.util.stream.Stream;
 import java.util.zip.GZIPInputStream;
 
-/** Reads our pprof files back and flattens samples into named stacks for assertions. */
-final class Profiles {
-    /** One sample: function names leaf first ("?" for an unsymbolized frame), mapping file per frame, labels. */
-    record Stack(List<String> functions, List<String> files, long count, Map<String, String> labels) {
-        long pid() {
+/** Reads our pprof files back and flattens samples into named stacks for assertions (tests and benchmarks). */
+public final class Profiles {
+    /**
+     * One sample: function names leaf first ("?" for an unsymbolized frame), mapping file per frame, labels, and
+     * its profile's time.
+     */
+    public record Stack(List<String> functions, List<String> files, long count, Map<String, String> labels, long timeNanos) {
+        public long pid() {
             return Long.parseLong(labels.getOrDefault("pid", "-1"));
+        }
+
+        /** The user frames' names, leaf first (kernel frames dropped). */
+        public List<String> user() {
+            List<String> u = new ArrayList<>();
+            for (int i = 0; i < functions.size(); i++) {
+                if (!files.get(i).equals("[kernel.kallsyms]")) {
+                    u.add(functions.get(i));
+                }
+            }
+            return u;
         }
 
         boolean startsWith(String... leafFirst) {
@@ -40,19 +54,23 @@ final class Profiles {
 
     private Profiles() {}
 
-    static List<Path> files(Path dir) throws IOException {
+    /** The profile files in {@code dir}, oldest first; none if it does not exist (yet). */
+    public static List<Path> files(Path dir) throws IOException {
+        if (!Files.isDirectory(dir)) {
+            return List.of();
+        }
         try (Stream<Path> s = Files.list(dir)) {
             return s.filter(p -> p.getFileName().toString().endsWith(".pb.gz")).sorted().toList();
         }
     }
 
-    static Profile read(Path file) throws IOException {
+    public static Profile read(Path file) throws IOException {
         try (InputStream in = new GZIPInputStream(Files.newInputStream(file))) {
             return Profile.parseFrom(in);
         }
     }
 
-    static List<Stack> stacks(Profile p) {
+    public static List<Stack> stacks(Profile p) {
         Map<Long, Location> locs = new HashMap<>();
         p.getLocationList().forEach(l -> locs.put(l.getId(), l));
         Map<Long, Function> fns = new HashMap<>();
@@ -72,7 +90,7 @@ final class Profiles {
             Map<String, String> labels = new HashMap<>();
             s.getLabelList().forEach(lb -> labels.put(p.getStringTable((int) lb.getKey()),
                     lb.getStr() != 0 ? p.getStringTable((int) lb.getStr()) : Long.toString(lb.getNum())));
-            out.add(new Stack(names, files, s.getValue(0), labels));
+            out.add(new Stack(names, files, s.getValue(0), labels, p.getTimeNanos()));
         }
         return out;
     }
@@ -85,6 +103,18 @@ final class Profiles {
         List<Stack> all = new ArrayList<>();
         for (Path f : files(dir)) {
             all.addAll(stacks(checked(f)));
+        }
+        return all;
+    }
+
+    /**
+     * All samples of every profile file in {@code dir}, read as they are (no {@code go tool pprof} per file): for
+     * benchmarks that poll an output directory.
+     */
+    public static List<Stack> uncheckedStacksOfDir(Path dir) throws IOException {
+        List<Stack> all = new ArrayList<>();
+        for (Path f : files(dir)) {
+            all.addAll(stacks(read(f)));
         }
         return all;
     }

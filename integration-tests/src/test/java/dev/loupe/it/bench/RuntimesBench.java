@@ -1,5 +1,7 @@
 package dev.loupe.it.bench;
 
+import dev.loupe.it.Profiles;
+
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -176,7 +178,7 @@ public final class RuntimesBench {
             if (b[1] - a[1] <= 0 || samples <= 0) {
                 throw new IllegalStateException("no runs or samples counted (bpf_stats?)");
             }
-            StackShape shape = shape(BenchProfiles.stacksOfDir(dir.resolve("out")), target.pid(), isJava);
+            StackShape shape = shape(Profiles.uncheckedStacksOfDir(dir.resolve("out")), target.pid(), isJava);
             if (isJava && !Files.readString(dir.resolve("agent.log")).contains("jit tables: pid " + target.pid() + " (")) {
                 problems.add("the agent built no JIT table for the Java target " + target.pid() + " (" + dir.resolve("agent.log") + ")");
             }
@@ -279,9 +281,9 @@ public final class RuntimesBench {
                     problems.add(hz + " Hz: the agent built JIT tables for " + tables + " of " + targets.size() + " JVMs");
                 }
             }
-            List<BenchProfiles.Stack> stacks = new ArrayList<>();
+            List<Profiles.Stack> stacks = new ArrayList<>();
             Set<Long> ours = targets.stream().map(Process::pid).collect(Collectors.toSet());
-            for (BenchProfiles.Stack s : BenchProfiles.stacksOfDir(dir.resolve("out"))) {
+            for (Profiles.Stack s : Profiles.uncheckedStacksOfDir(dir.resolve("out"))) {
                 if (ours.contains(s.pid())) {
                     stacks.add(s);
                 }
@@ -308,7 +310,7 @@ public final class RuntimesBench {
         double[] intervalEnd = new double[starts];
         try {
             Thread.sleep(3000);
-            Set<Path> seen = new HashSet<>(BenchProfiles.files(out));
+            Set<Path> seen = new HashSet<>(Profiles.files(out));
             for (int i = 0; i < starts; i++) {
                 long wall0 = System.currentTimeMillis();
                 long t0 = System.nanoTime();
@@ -325,11 +327,11 @@ public final class RuntimesBench {
                             tables[i] = now;
                         }
                         if (named[i] < 0) {
-                            for (Path f : BenchProfiles.files(out)) {
+                            for (Path f : Profiles.files(out)) {
                                 if (!seen.add(f)) {
                                     continue;
                                 }
-                                for (BenchProfiles.Stack s : BenchProfiles.stacks(f)) {
+                                for (Profiles.Stack s : Profiles.stacks(Profiles.read(f))) {
                                     List<String> user = s.user();
                                     if (s.pid() == jvm.pid() && !user.isEmpty() && user.get(0).startsWith(JAVA_CLASS + ".")) {
                                         named[i] = now;
@@ -383,14 +385,14 @@ public final class RuntimesBench {
         }
     }
 
-    private static StackShape shape(List<BenchProfiles.Stack> stacks, long pid, boolean isJava) {
+    private static StackShape shape(List<Profiles.Stack> stacks, long pid, boolean isJava) {
         List<long[]> userCounts = new ArrayList<>(); // {frames, count}
         List<long[]> javaCounts = new ArrayList<>();
         long total = 0;
         long root = 0;
         long javaLeaf = 0;
         Map<String, Long> others = new TreeMap<>();
-        for (BenchProfiles.Stack s : stacks) {
+        for (Profiles.Stack s : stacks) {
             if (pid >= 0 && s.pid() != pid) {
                 continue;
             }
