@@ -112,6 +112,38 @@ final class BenchAgent {
     static final int STAT_FP_FRAMES = 10;
 
     /** {run_time_ns, run_cnt} of one BPF program (with kernel.bpf_stats_enabled on). */
+    /** What the agent's sampler program did over a window: its run time and runs (bpf_stats), and its counters. */
+    record BpfWindow(long runNs, long runs, long[] stats) {
+        long stat(int index) {
+            return stats[index];
+        }
+
+        /** Fails unless the window saw runs and samples (bpf_stats switched on, the target sampled). */
+        long samples() {
+            long samples = stats[STAT_SAMPLES];
+            if (runs <= 0 || samples <= 0) {
+                throw new IllegalStateException("no runs or samples counted (bpf_stats?)");
+            }
+            return samples;
+        }
+    }
+
+    /** The sampler program of the running agent {@code agentPid}, measured over {@code seconds} from now. */
+    static BpfWindow bpfWindow(long agentPid, long seconds) throws Exception {
+        long progId = samplerProgramId(agentPid);
+        long statsMap = statsMapOf(progId);
+        long[] a = programRunStats(progId);
+        long[] ca = statCounters(statsMap);
+        Thread.sleep(seconds * 1000L);
+        long[] b = programRunStats(progId);
+        long[] cb = statCounters(statsMap);
+        long[] d = new long[cb.length];
+        for (int i = 0; i < d.length; i++) {
+            d[i] = cb[i] - ca[i];
+        }
+        return new BpfWindow(b[0] - a[0], b[1] - a[1], d);
+    }
+
     static long[] programRunStats(long progId) throws IOException, InterruptedException {
         String json = exec(List.of(bpftool(), "-j", "prog", "show", "id", Long.toString(progId)));
         return new long[] {jsonLong(json, "run_time_ns"), jsonLong(json, "run_cnt")};

@@ -164,27 +164,17 @@ public final class RuntimesBench {
                 "--output", dir.resolve("out").toString(), "--state-dir", dir.resolve("state").toString()));
         try {
             Thread.sleep(settle * 1000L); // registration, the JVM's table
-            long progId = BenchAgent.samplerProgramId(agent.pid());
-            long statsMap = BenchAgent.statsMapOf(progId);
-            long[] a = BenchAgent.programRunStats(progId);
-            long[] ca = BenchAgent.statCounters(statsMap);
-            Thread.sleep(seconds * 1000L);
-            long[] b = BenchAgent.programRunStats(progId);
-            long[] cb = BenchAgent.statCounters(statsMap);
+            BenchAgent.BpfWindow w = BenchAgent.bpfWindow(agent.pid(), seconds);
             if (!agent.waitFor(60, TimeUnit.SECONDS)) {
                 throw new IllegalStateException("agent did not stop after --duration:\n" + Files.readString(dir.resolve("agent.log")));
             }
-            long samples = cb[BenchAgent.STAT_SAMPLES] - ca[BenchAgent.STAT_SAMPLES];
-            if (b[1] - a[1] <= 0 || samples <= 0) {
-                throw new IllegalStateException("no runs or samples counted (bpf_stats?)");
-            }
+            long samples = w.samples();
             StackShape shape = shape(Profiles.uncheckedStacksOfDir(dir.resolve("out")), target.pid(), isJava);
             if (isJava && !Files.readString(dir.resolve("agent.log")).contains("jit tables: pid " + target.pid() + " (")) {
                 problems.add("the agent built no JIT table for the Java target " + target.pid() + " (" + dir.resolve("agent.log") + ")");
             }
-            return new CostResult((double) (b[0] - a[0]) / samples, samples,
-                    (double) (cb[BenchAgent.STAT_TABLE_FRAMES] - ca[BenchAgent.STAT_TABLE_FRAMES]) / samples,
-                    (double) (cb[BenchAgent.STAT_FP_FRAMES] - ca[BenchAgent.STAT_FP_FRAMES]) / samples, shape);
+            return new CostResult((double) w.runNs() / samples, samples, (double) w.stat(BenchAgent.STAT_TABLE_FRAMES) / samples,
+                    (double) w.stat(BenchAgent.STAT_FP_FRAMES) / samples, shape);
         } finally {
             agent.destroyForcibly();
             agent.waitFor(10, TimeUnit.SECONDS);

@@ -94,23 +94,11 @@ public final class UnwindBench {
                     "--duration", (seconds + 6) + "s", "--http", "off", "--output", tmp.resolve("out").toString(),
                     "--unwind-tables", mode.tables()));
             Thread.sleep(3000); // registration and JIT settle
-            long progId = BenchAgent.samplerProgramId(agent.pid());
-            long statsMap = BenchAgent.statsMapOf(progId);
-            long[] a = BenchAgent.programRunStats(progId);
-            long[] ca = BenchAgent.statCounters(statsMap);
-            Thread.sleep(seconds * 1000L);
-            long[] b = BenchAgent.programRunStats(progId);
-            long[] cb = BenchAgent.statCounters(statsMap);
+            BenchAgent.BpfWindow w = BenchAgent.bpfWindow(agent.pid(), seconds);
             agent.waitFor(60, TimeUnit.SECONDS);
-            long runs = b[1] - a[1];
-            long samples = cb[BenchAgent.STAT_SAMPLES] - ca[BenchAgent.STAT_SAMPLES];
-            if (runs <= 0 || samples <= 0) {
-                throw new IllegalStateException("no runs or samples counted (bpf_stats?)");
-            }
-            long ns = b[0] - a[0];
-            return new Result((double) ns / samples, (double) ns / runs,
-                    (double) (cb[BenchAgent.STAT_TABLE_FRAMES] - ca[BenchAgent.STAT_TABLE_FRAMES]) / samples,
-                    (double) (cb[BenchAgent.STAT_FP_FRAMES] - ca[BenchAgent.STAT_FP_FRAMES]) / samples);
+            long samples = w.samples();
+            return new Result((double) w.runNs() / samples, (double) w.runNs() / w.runs(),
+                    (double) w.stat(BenchAgent.STAT_TABLE_FRAMES) / samples, (double) w.stat(BenchAgent.STAT_FP_FRAMES) / samples);
         } finally {
             if (agent != null) {
                 agent.destroyForcibly();
