@@ -57,6 +57,22 @@ public final class AgentProcess implements AutoCloseable {
         return cmd;
     }
 
+    /**
+     * Copies the agent jar and its lib/ into {@code dir} (for a run as another user, wherever the checkout is; the
+     * caller makes {@code dir} readable) and returns the jar's copy.
+     */
+    static Path copyJarTo(Path dir) throws IOException {
+        Path jar = dir.resolve("loupe-agent.jar");
+        Files.copy(JAR, jar);
+        Path lib = Files.createDirectory(dir.resolve("lib"));
+        try (var s = Files.list(JAR.resolveSibling("lib"))) {
+            for (Path p : s.toList()) {
+                Files.copy(p, lib.resolve(p.getFileName()));
+            }
+        }
+        return jar;
+    }
+
     /** Where a profiled target's profiles went, and its pid. */
     record Profiled(long pid, Path out) {}
 

@@ -65,14 +65,7 @@ class CommandLineTest {
     @Test
     void withoutCapabilitiesTheAgentSaysWhyInOneLineAndExits3() throws Exception {
         // A world-readable copy of the jar and its lib/, so user nobody can run it wherever the checkout is.
-        Path jar = dir.resolve("loupe-agent.jar");
-        Files.copy(AgentProcess.JAR, jar);
-        Path lib = Files.createDirectory(dir.resolve("lib"));
-        try (var s = Files.list(AgentProcess.JAR.resolveSibling("lib"))) {
-            for (Path p : s.toList()) {
-                Files.copy(p, lib.resolve(p.getFileName()));
-            }
-        }
+        Path jar = AgentProcess.copyJarTo(dir);
         Commands.run(List.of("chmod", "-R", "a+rX", dir.toString()), 30);
         Commands.Result r = Commands.run(List.of("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
                 "--inh-caps=-all", AgentProcess.JAVA, "--enable-native-access=ALL-UNNAMED", "-jar", jar.toString(), "run",

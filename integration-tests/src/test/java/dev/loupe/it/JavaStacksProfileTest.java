@@ -123,14 +123,7 @@ class JavaStacksProfileTest {
                 .redirectErrorStream(true).start();
         assertEquals(0, javac.waitFor(), new String(javac.getInputStream().readAllBytes()));
         // World-readable copies of the jar, its lib/ and JVM options, and directories the agent's user may write.
-        Path jar = dir.resolve("loupe-agent.jar");
-        Files.copy(AgentProcess.JAR, jar);
-        Path lib = Files.createDirectory(dir.resolve("lib"));
-        try (var ls = Files.list(AgentProcess.JAR.resolveSibling("lib"))) {
-            for (Path p : ls.toList()) {
-                Files.copy(p, lib.resolve(p.getFileName()));
-            }
-        }
+        Path jar = AgentProcess.copyJarTo(dir);
         Path jvmopts = Files.copy(AgentProcess.RUN_JVMOPTS, dir.resolve("run.jvmopts"));
         Path out = Files.createDirectory(dir.resolve("profiles"));
         Path state = Files.createDirectory(dir.resolve("state"));
