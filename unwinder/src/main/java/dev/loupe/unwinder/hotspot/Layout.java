@@ -72,7 +72,8 @@ final class Layout {
 
     Layout(VmStructs vs) throws HotSpotException {
         heapsAddress = vs.staticAddress("CodeCache", "_heaps");
-        arrayLen = scalar(vs, "GrowableArrayBase", "_len");
+        // GrowableArrayBase since JDK 16, GenericGrowableArray before
+        arrayLen = scalar(vs, vs.field("GrowableArrayBase", "_len").isPresent() ? "GrowableArrayBase" : "GenericGrowableArray", "_len");
         arrayData = vs.field("GrowableArray<CodeHeap*>", "_data").isPresent()
                 ? pointer(vs, "GrowableArray<CodeHeap*>", "_data") : pointer(vs, "GrowableArray<int>", "_data");
         heapMemory = vs.offset("CodeHeap", "_memory");
