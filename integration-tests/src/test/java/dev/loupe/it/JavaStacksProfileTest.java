@@ -27,13 +27,15 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * JVM's own {@code Method*}s. The target's main thread runs {@code main → a → b → c → leaf70 | leaf30}, the leaves
  * called 7 : 3 with equal work. Each method is too large for C2 to inline (its bytecode is over
  * {@code FreqInlineSize}, 325 bytes, by a branch never taken), so each is a physical frame: the test checks the
- * walk, not inlining (inlined frames are not expanded yet). The agent starts after a JIT warm-up of 100,000 calls of
+ * walk; {@link #inlinedMethodsAreFramesOfTheirOwn} tests inlining. The agent starts after a JIT warm-up of 100,000 calls of
  * each (C2 compiles past ~15,000, and main's loop is OSR-compiled by C2 past ~40,000 back-edges), as the issue's test
  * says; code compiled while the agent runs is described after the next code cache scan.
  */
 class JavaStacksProfileTest {
     static final Map<String, Path> JDKS = Map.of("25", Path.of("/usr/lib/jvm/temurin-25-jdk-amd64/bin"),
-            "17", Path.of("/usr/lib/jvm/java-17-openjdk-amd64/bin"));
+            "17", Path.of("/usr/lib/jvm/java-17-openjdk-amd64/bin"),
+            // Debian 11's, unpacked by ./loupe test (integration-tests/scripts/jdk11.sh): Debian 12 has no JDK 11
+            "11", Path.of("/var/cache/loupe/jdk-11/usr/lib/jvm/java-11-openjdk-amd64/bin"));
     static final List<String> CHAIN = List.of("Chain.c", "Chain.b", "Chain.a", "Chain.main");
 
     /** {@code static long NAME(long x) { if (x == Long.MIN_VALUE) { ~420 bytes never run } BODY }}. */
@@ -77,18 +79,22 @@ class JavaStacksProfileTest {
     Path dir;
 
     @ParameterizedTest(name = "JDK {0} {1}")
-    @CsvSource({"25, default", "17, default", "25, -Xint"})
+    @CsvSource({"25, default", "17, default", "11, default", "25, -Xint"})
     void javaStacksAreNamedFromLeafToTheThreadsRoot(String jdk, String mode) throws Exception {
-        Path bin = JDKS.get(jdk);
         Files.writeString(dir.resolve("Chain.java"), program());
-        Process javac = new ProcessBuilder(bin.resolve("javac").toString(), "Chain.java").directory(dir.toFile())
+        Profiled p = profile(JDKS.get(jdk), mode.equals("default") ? List.of() : List.of(mode), "Chain");
+        // Frames say what ran them: the mapping is the runtime and the kind of code.
+        assertWholeStacks(p.out, p.pid, "JDK " + jdk + " " + mode, mode.equals("-Xint") ? "[interpreted] java" : "[jit] java", p.log);
+    }
+
+    /** Compiles {@code MAIN.java} in {@link #dir}, runs it with {@code jvmArgs} and profiles it for 30 s after its warm-up. */
+    Profiled profile(Path bin, List<String> jvmArgs, String mainClass) throws Exception {
+        Process javac = new ProcessBuilder(bin.resolve("javac").toString(), mainClass + ".java").directory(dir.toFile())
                 .redirectErrorStream(true).start();
         assertEquals(0, javac.waitFor(), new String(javac.getInputStream().readAllBytes()));
         List<String> cmd = new ArrayList<>(List.of(bin.resolve("java").toString()));
-        if (!mode.equals("default")) {
-            cmd.add(mode);
-        }
-        cmd.addAll(List.of("-cp", dir.toString(), "Chain"));
+        cmd.addAll(jvmArgs);
+        cmd.addAll(List.of("-cp", dir.toString(), mainClass));
         Process jvm = new ProcessBuilder(cmd).directory(dir.toFile()).redirectErrorStream(true).start();
         Path out = dir.resolve("profiles");
         String log;
@@ -105,9 +111,85 @@ class JavaStacksProfileTest {
             Targets.kill(jvm);
         }
         assertTrue(Files.notExists(Path.of("/tmp/perf-" + jvm.pid() + ".map")), "no perf map: names come from the JVM's memory");
+        return new Profiled(out, jvm.pid(), log);
+    }
 
-        // Frames say what ran them: the mapping is the runtime and the kind of code.
-        assertWholeStacks(out, jvm.pid(), "JDK " + jdk + " " + mode, mode.equals("-Xint") ? "[interpreted] java" : "[jit] java", log);
+    record Profiled(Path out, long pid, String log) {}
+
+    /**
+     * Methods C2 inlined are frames of their own, as the JVM's debug information records them: {@code main → a →
+     * inner → mid → leaf}, where {@code inner} and {@code mid} are compiled into {@code a} (small and hot, and
+     * told so by CompileCommand, as the target's ground truth) and {@code leaf} and {@code a} never are. The frame
+     * {@code a}'s code stands for at its call to {@code leaf} is one pprof location with three lines,
+     * {@code mid, inner, a}; the test wants at least 95 % of the main thread's samples to show them so.
+     */
+    @ParameterizedTest(name = "JDK {0}")
+    @CsvSource({"25", "17", "11"})
+    void inlinedMethodsAreFramesOfTheirOwn(String jdk) throws Exception {
+        String leaf = """
+                        long s = x;
+                        for (int i = 0; i < 20_000; i++) {
+                            s = (s * 31 + i) % 1000003;
+                        }
+                        return s;
+                """;
+        Files.writeString(dir.resolve("Inlining.java"), "public class Inlining {\n    static volatile long sink;\n"
+                + method("leaf", leaf)
+                + "    static long mid(long x) {\n        return leaf(x) + 1;\n    }\n"
+                + "    static long inner(long x) {\n        return mid(x) ^ 3;\n    }\n"
+                + method("a", "        return inner(x) + 1;\n")
+                + """
+                    public static void main(String[] args) {
+                        long t = 0;
+                        for (long round = 0; ; round++) {
+                            t += a(round);
+                            if (round == 100_000) {
+                                System.out.println("warm " + t);
+                            }
+                        }
+                    }
+                }
+                """);
+        Profiled p = profile(JDKS.get(jdk), List.of("-XX:CompileCommand=quiet", "-XX:CompileCommand=inline,Inlining::mid",
+                "-XX:CompileCommand=inline,Inlining::inner", "-XX:CompileCommand=dontinline,Inlining::leaf",
+                "-XX:CompileCommand=dontinline,Inlining::a"), "Inlining");
+        List<String> chain = List.of("Inlining.leaf", "Inlining.mid", "Inlining.inner", "Inlining.a", "Inlining.main");
+        List<Boolean> inlined = List.of(false, true, true, false, false);
+        long main = 0;
+        long whole = 0;
+        Map<String, Long> others = new TreeMap<>();
+        for (Profiles.Stack s : Profiles.stacksOfDir(p.out)) {
+            if (s.pid() != p.pid || s.labels().get("tid").equals(Long.toString(p.pid))
+                    || !s.labels().get("thread_comm").equals("java")) {
+                continue;
+            }
+            main += s.count();
+            List<String> user = s.user();
+            List<Boolean> userInlined = new ArrayList<>();
+            for (int i = 0; i < s.functions().size(); i++) {
+                if (!s.files().get(i).equals("[kernel.kallsyms]")) {
+                    userInlined.add(s.inlined().get(i));
+                }
+            }
+            boolean ok = user.size() > chain.size() && user.subList(0, chain.size()).equals(chain)
+                    && userInlined.subList(0, chain.size()).equals(inlined)
+                    && userFiles(s).subList(0, chain.size()).stream().allMatch("[jit] java"::equals) && reachesRoot(user);
+            if (ok) {
+                whole += s.count();
+            } else {
+                others.merge(String.join(" <- ", user.subList(0, Math.min(user.size(), 8))) + " (inlined "
+                        + userInlined.subList(0, Math.min(user.size(), 8)) + ")", s.count(), Long::sum);
+            }
+        }
+        double share = main == 0 ? 0 : 100.0 * whole / main;
+        System.out.printf(Locale.ROOT, "JDK %s inlining: %d samples of the main thread, %.1f %% show leaf <- mid (inlined) "
+                + "<- inner (inlined) <- a <- main and reach the thread's root%n", jdk, main, share);
+        StringBuilder worst = new StringBuilder();
+        others.entrySet().stream().sorted(Map.Entry.<String, Long>comparingByValue().reversed()).limit(8)
+                .forEach(e -> worst.append("  ").append(e.getValue()).append("  ").append(e.getKey()).append('\n'));
+        assertTrue(main > 400, "main-thread samples: " + main + "\n" + p.log);
+        assertTrue(share >= 95, String.format(Locale.ROOT, "%.1f %% whole stacks with their inlined frames; the others:%n%s%s",
+                share, worst, p.log));
     }
 
     /**

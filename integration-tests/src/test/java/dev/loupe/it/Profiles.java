@@ -21,9 +21,11 @@ import java.util.zip.GZIPInputStream;
 public final class Profiles {
     /**
      * One sample: function names leaf first ("?" for an unsymbolized frame), mapping file per frame, labels, and
-     * its profile's time.
+     * its profile's time. A location with several lines (functions a compiler inlined into the last) is several
+     * frames here, innermost first, as pprof shows them; {@code inlined} is true for those inlined into the next.
      */
-    public record Stack(List<String> functions, List<String> files, long count, Map<String, String> labels, long timeNanos) {
+    public record Stack(List<String> functions, List<String> files, long count, Map<String, String> labels, long timeNanos,
+                        List<Boolean> inlined) {
         public long pid() {
             return Long.parseLong(labels.getOrDefault("pid", "-1"));
         }
@@ -81,16 +83,21 @@ public final class Profiles {
         for (Sample s : p.getSampleList()) {
             List<String> names = new ArrayList<>();
             List<String> files = new ArrayList<>();
+            List<Boolean> inlined = new ArrayList<>();
             for (long id : s.getLocationIdList()) {
                 Location l = locs.get(id);
-                names.add(l.getLineCount() == 0 ? "?" : p.getStringTable((int) fns.get(l.getLine(0).getFunctionId()).getName()));
                 Mapping m = maps.get(l.getMappingId());
-                files.add(m == null ? "" : p.getStringTable((int) m.getFilename()));
+                String file = m == null ? "" : p.getStringTable((int) m.getFilename());
+                for (int j = 0; j < Math.max(1, l.getLineCount()); j++) {
+                    names.add(l.getLineCount() == 0 ? "?" : p.getStringTable((int) fns.get(l.getLine(j).getFunctionId()).getName()));
+                    files.add(file);
+                    inlined.add(j < l.getLineCount() - 1);
+                }
             }
             Map<String, String> labels = new HashMap<>();
             s.getLabelList().forEach(lb -> labels.put(p.getStringTable((int) lb.getKey()),
                     lb.getStr() != 0 ? p.getStringTable((int) lb.getStr()) : Long.toString(lb.getNum())));
-            out.add(new Stack(names, files, s.getValue(0), labels, p.getTimeNanos()));
+            out.add(new Stack(names, files, s.getValue(0), labels, p.getTimeNanos(), inlined));
         }
         return out;
     }

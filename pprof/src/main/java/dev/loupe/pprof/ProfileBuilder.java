@@ -183,16 +183,34 @@ public final class ProfileBuilder {
      */
     public long locationAt(long mappingId, long address, String functionName) {
         int id = locationIds.first(mappingId, address);
-        return id != 0 ? id : newLocation(mappingId, address, functionName, null);
+        return id != 0 ? id : newLocation(mappingId, address, functionName, null, List.of());
+    }
+
+    /**
+     * As {@link #locationAt(long, long, String)}, for an address where a compiler inlined other functions into
+     * {@code functionName}: a new location gets a line for each of {@code inlined} (innermost first), then one for
+     * {@code functionName}, as pprof wants it ("the last entry represents the caller into which the preceding
+     * entries were inlined").
+     */
+    public long locationAt(long mappingId, long address, String functionName, List<String> inlined) {
+        int id = locationIds.first(mappingId, address);
+        return id != 0 ? id : newLocation(mappingId, address, functionName, null, functionName == null ? List.of() : inlined);
+    }
+
+    private int newLocation(long mappingId, long address, String functionName, String functionFile) {
+        return newLocation(mappingId, address, functionName, functionFile, List.of());
     }
 
     /** Adds a location; a known one was checked when it was added, so only new ones check their mapping. */
-    private int newLocation(long mappingId, long address, String functionName, String functionFile) {
+    private int newLocation(long mappingId, long address, String functionName, String functionFile, List<String> inlined) {
         if (mappingId < 0 || mappingId > mappings.size()) {
             throw new IllegalArgumentException("unknown mapping id " + mappingId);
         }
         int id = locations.size() + 1;
         Location.Builder b = Location.newBuilder().setId(id).setMappingId(mappingId).setAddress(address);
+        for (String callee : inlined) {
+            b.addLine(Line.newBuilder().setFunctionId(function(callee, null)));
+        }
         if (functionName != null) {
             b.addLine(Line.newBuilder().setFunctionId(function(functionName, functionFile)));
         }

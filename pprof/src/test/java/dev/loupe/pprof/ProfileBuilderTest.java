@@ -187,6 +187,26 @@ class ProfileBuilderTest {
     }
 
     @Test
+    void inlinedFunctionsAreTheLocationsFirstLinesInnermostFirst() {
+        ProfileBuilder b = new ProfileBuilder(PERIOD, T0);
+        long m = b.mapping(0x1000, 0x2000, 0, "[jit] java", null, true);
+        long at = b.locationAt(m, 0x1100, "A.outer", List.of("A.mid", "A.inner"));
+        assertEquals(at, b.locationAt(m, 0x1100, "A.outer"), "one location per address");
+        long plain = b.locationAt(m, 0x1200, "A.inner", List.of());
+        long unnamed = b.locationAt(m, 0x1300, null, List.of("A.never"));
+        b.addSample(new long[] {at, plain, unnamed}, 1, List.of());
+        Profile p = b.build(T0 + 1);
+        Location l = p.getLocation((int) at - 1);
+        List<String> lines = l.getLineList().stream()
+                .map(x -> s(p, p.getFunction((int) x.getFunctionId() - 1).getName())).toList();
+        assertEquals(List.of("A.mid", "A.inner", "A.outer"), lines, "the caller the others were inlined into last");
+        assertEquals(l.getLine(1).getFunctionId(), p.getLocation((int) plain - 1).getLine(0).getFunctionId(),
+                "an inlined function is the same Function as its own compiled code's");
+        assertEquals(0, p.getLocation((int) unnamed - 1).getLineCount(), "no name: no lines at all, not inlined ones alone");
+        assertEquals(List.of(), ParcaRules.violations(p));
+    }
+
+    @Test
     void functionsAreDeduplicatedOnNameAndFile() {
         ProfileBuilder b = new ProfileBuilder(PERIOD, T0);
         b.location(0, 1, "f", "f.c");

@@ -44,7 +44,8 @@ final class ProfileWindow {
             }
             previous = m;
             // Within one window an address in a mapping names one function: the first name seen is kept.
-            ids[i] = builder.locationAt(mappingId, f.address(), f.function());
+            ids[i] = f.inlined().isEmpty() ? builder.locationAt(mappingId, f.address(), f.function())
+                    : builder.locationAt(mappingId, f.address(), f.function(), f.inlined());
         }
         builder.addSample(ids, 1, labels);
     }

@@ -3,6 +3,8 @@ package dev.loupe.unwinder.hotspot;
 /**
  * A code blob of the code cache.
  *
+ * @param address              the blob itself (its header: HotSpot's {@code header_begin()}), where an nmethod's
+ *                             debug information is found from
  * @param start                the first byte of the blob's instructions (HotSpot's {@code code_begin()})
  * @param end                  the end of its instructions, exclusive ({@code code_end()})
  * @param frameCompleteAddress {@code start + _frame_complete_offset}: from here on the blob's frame is set up;
@@ -13,7 +15,7 @@ package dev.loupe.unwinder.hotspot;
  * @param name                 HotSpot's name for the blob ("nmethod", "Interpreter", a stub's name...)
  * @param method               an nmethod's {@code Method*}, else 0
  */
-public record CodeBlob(Kind kind, long start, long end, long frameCompleteAddress, int frameSizeBytes, String name, long method) {
+public record CodeBlob(Kind kind, long address, long start, long end, long frameCompleteAddress, int frameSizeBytes, String name, long method) {
     /**
      * What the blob is, from its {@code _kind} field (JDK 23+) or its C++ vtable (older JDKs): an nmethod (JIT-compiled
      * Java), the template interpreter (the BufferBlob named "Interpreter"), a RuntimeStub, an adapter

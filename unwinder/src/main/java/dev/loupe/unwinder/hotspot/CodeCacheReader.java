@@ -228,7 +228,7 @@ final class CodeCacheReader {
             }
             method = l.nmethodMethod.get(b, at);
         }
-        return new CodeBlob(kind, start, end, frameComplete, frameWords < 0 ? -1 : (int) frameWords * 8, name, method);
+        return new CodeBlob(kind, blob, start, end, frameComplete, frameWords < 0 ? -1 : (int) frameWords * 8, name, method);
     }
 
     private CodeBlob skip(String why) {

@@ -35,6 +35,7 @@ public final class HotSpotJvm implements AutoCloseable {
     private final String vmVersion;
     private final CodeCacheReader codeCacheReader;
     private final MethodNames methodNames;
+    private final NmethodScopes scopes; // null: the JVM's table lacks its debug-information fields
     private final Map<Long, Optional<String>> methodCache = new LinkedHashMap<>(1024, 0.75f, true) {
         @Override
         protected boolean removeEldestEntry(Map.Entry<Long, Optional<String>> e) {
@@ -54,6 +55,7 @@ public final class HotSpotJvm implements AutoCloseable {
         this.vmVersion = readVersion();
         this.codeCacheReader = new CodeCacheReader(mem, layout, vtables, this::blobName);
         this.methodNames = new MethodNames(mem, layout);
+        this.scopes = layout.scopes == null ? null : new NmethodScopes(mem, layout.scopes);
     }
 
     public static Optional<HotSpotJvm> open(Path procRoot, int pid) throws IOException, HotSpotException {
@@ -222,6 +224,34 @@ public final class HotSpotJvm implements AutoCloseable {
         }
         methodCache.put(method, name);
         return name;
+    }
+
+    /**
+     * Why inlined frames cannot be read from this JVM (its table lacks a field they need), or empty if they can.
+     */
+    public Optional<String> inliningUnavailable() {
+        return Optional.ofNullable(layout.scopesUnavailable);
+    }
+
+    /**
+     * The {@code Method*}s of the frames an nmethod's code at {@code pc} stands for: the methods compiled into it
+     * there by inlining, innermost first, then the nmethod's own {@code method}. A single element where nothing was
+     * inlined; null where its debug information cannot be read or does not hold together (see NmethodScopes).
+     * {@code pc} is a return address for a caller's frame (its call site's own record) or the sampled pc of a leaf
+     * (the record of the next safepoint, as HotSpot finds one). IOException: the process is gone.
+     */
+    public synchronized long[] scopeMethods(CodeBlob nmethod, long pc) throws IOException {
+        if (scopes == null || nmethod.kind() != CodeBlob.Kind.NMETHOD || nmethod.method() == 0) {
+            return null;
+        }
+        try {
+            return scopes.methodsAt(nmethod.address(), nmethod.start(), nmethod.method(), pc);
+        } catch (ProcMemFile.ProcessGoneException e) {
+            throw e;
+        } catch (IOException e) {
+            mem.readLong(layout.heapsAddress); // freed while read, or a process that is gone: this tells which
+            return null;
+        }
     }
 
     private String blobName(long address) throws IOException {

@@ -69,6 +69,19 @@ final class Layout {
     final long symbolBody;
     final long utf8Tag;
     final long vmRelease;                  // &Abstract_VM_Version::_s_vm_release, or 0
+    // Debug information, for inlined frames: null (with the reason) when the table lacks a field of it
+    final Scopes scopes;
+    final String scopesUnavailable;
+
+    /**
+     * Where an nmethod's PcDescs, scopes and metadata are (see {@link NmethodScopes}): in the C-heap immutable and
+     * mutable data (JDK 25: {@code immutableData} set) or inside the nmethod (JDK 11 to 22: {@code scopesDataBegin}
+     * set); the fields of the other kind are null.
+     */
+    record Scopes(long pcDescSize, Scalar pcOffset, Scalar scopeDecodeOffset, Scalar scopesPcsOffset,
+                  Scalar immutableData, Scalar immutableDataSize, Scalar scopesDataOffset, Scalar mutableData,
+                  Scalar relocationSize, Scalar mutableDataSize,
+                  Scalar scopesDataBegin, Scalar dependenciesOffset, Scalar metadataOffset, long headerBytes) {}
 
     Layout(VmStructs vs) throws HotSpotException {
         heapsAddress = vs.staticAddress("CodeCache", "_heaps");
@@ -156,6 +169,51 @@ final class Layout {
         Long utf8 = vs.intConstants().get("JVM_CONSTANT_Utf8");
         utf8Tag = utf8 == null ? 1 : utf8; // JVMS 4.4: CONSTANT_Utf8 is 1
         vmRelease = vs.field("Abstract_VM_Version", "_s_vm_release").map(VmStructs.Field::address).orElse(0L);
+        Scopes sc = null;
+        String why = null;
+        try {
+            sc = scopes(vs);
+        } catch (HotSpotException e) {
+            why = e.getMessage();
+        }
+        scopes = sc;
+        scopesUnavailable = why;
+    }
+
+    private static Scopes scopes(VmStructs vs) throws HotSpotException {
+        long pcDescSize = vs.sizeOf("PcDesc");
+        Scalar pcOffset = scalar(vs, "PcDesc", "_pc_offset");
+        Scalar decode = scalar(vs, "PcDesc", "_scope_decode_offset");
+        if (Math.max(pcOffset.end(), decode.end()) > pcDescSize) {
+            throw new HotSpotException("PcDesc fields lie beyond sizeof(PcDesc) " + pcDescSize);
+        }
+        Scalar pcs = scalar(vs, "nmethod", "_scopes_pcs_offset");
+        Scopes s;
+        if (vs.field("nmethod", "_immutable_data").isPresent()) {
+            s = new Scopes(pcDescSize, pcOffset, decode, pcs, pointer(vs, "nmethod", "_immutable_data"),
+                    scalar(vs, "nmethod", "_immutable_data_size"), scalar(vs, "nmethod", "_scopes_data_offset"),
+                    pointer(vs, "CodeBlob", "_mutable_data"), scalar(vs, "CodeBlob", "_relocation_size"),
+                    scalar(vs, "CodeBlob", "_mutable_data_size"), null, null, null, 0);
+        } else {
+            String owner = vs.field("nmethod", "_scopes_data_begin").isPresent() ? "nmethod" : "CompiledMethod";
+            s = new Scopes(pcDescSize, pcOffset, decode, pcs, null, null, null, null, null, null,
+                    pointer(vs, owner, "_scopes_data_begin"), scalar(vs, "nmethod", "_dependencies_offset"),
+                    scalar(vs, "nmethod", "_metadata_offset"), 0);
+        }
+        long max = 0;
+        for (Scalar f : new Scalar[] {s.scopesPcsOffset(), s.immutableData(), s.immutableDataSize(), s.scopesDataOffset(),
+                s.mutableData(), s.relocationSize(), s.mutableDataSize(), s.scopesDataBegin(), s.dependenciesOffset(),
+                s.metadataOffset()}) {
+            if (f != null) {
+                max = Math.max(max, f.end());
+            }
+        }
+        if (max > vs.sizeOf("nmethod")) {
+            throw new HotSpotException("nmethod debug-information fields lie beyond sizeof(nmethod) " + vs.sizeOf("nmethod"));
+        }
+        return new Scopes(s.pcDescSize(), s.pcOffset(), s.scopeDecodeOffset(), s.scopesPcsOffset(), s.immutableData(),
+                s.immutableDataSize(), s.scopesDataOffset(), s.mutableData(), s.relocationSize(), s.mutableDataSize(),
+                s.scopesDataBegin(), s.dependenciesOffset(), s.metadataOffset(), max);
     }
 
     private static Scalar pointer(VmStructs vs, String type, String name) throws HotSpotException {

@@ -1,8 +1,20 @@
 package dev.loupe.unwinder.symbolize;
 
+import java.util.List;
+
 /**
  * One symbolized frame. {@code address} is the runtime address looked up (return addresses already
  * moved back into the call instruction). {@code mapping} is null when no mapping is known and
  * {@code function} is null when no symbol covers the address: such frames are kept, never dropped.
+ * {@code inlined}: the functions a compiler inlined into {@code function} at this address, innermost first (pprof
+ * puts them as the location's first lines, {@code function} last); empty where none are known.
  */
-public record Frame(long address, MappingRef mapping, String function, boolean kernel) {}
+public record Frame(long address, MappingRef mapping, String function, boolean kernel, List<String> inlined) {
+    public Frame {
+        inlined = List.copyOf(inlined);
+    }
+
+    public Frame(long address, MappingRef mapping, String function, boolean kernel) {
+        this(address, mapping, function, kernel, List.of());
+    }
+}

@@ -9,7 +9,9 @@ import java.io.IOException;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.Comparator;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 
@@ -36,6 +38,7 @@ final class JavaFrames implements AutoCloseable {
     private long[] starts = new long[0];
     private long[] ends = new long[0];
     private long[] methods = new long[0];
+    private long[] blobs = new long[0];
     private String[] stubNames = new String[0];
     private long lastScan;
     private long lastScanCost;
@@ -103,31 +106,75 @@ final class JavaFrames implements AutoCloseable {
     }
 
     /**
-     * The name of the compiled method or stub whose code holds {@code pc}, or null. A miss scans the code cache again
-     * if the last scan is old enough: {@link #RESCAN_NANOS}, doubled (up to {@link #MAX_RESCAN_NANOS}) each time a
-     * rescan did not find the address (an address no blob holds is no reason to keep scanning), and never sooner
-     * than {@link #SCAN_COST_FACTOR} times the last scan's duration.
+     * The frames compiled code at {@code addr} stands for, innermost first: the methods C1/C2 inlined there, then the
+     * compiled method itself (last); one element for code without inlining there and for a stub ("[name]"); null if
+     * no blob holds the address. {@code callSite}: {@code addr} is a caller's return address moved back into its
+     * call (the call site's own debug record is at the return address); else a sampled pc. A miss scans the code
+     * cache again if the last scan is old enough: {@link #RESCAN_NANOS}, doubled (up to {@link #MAX_RESCAN_NANOS})
+     * each time a rescan did not find the address (an address no blob holds is no reason to keep scanning), and never
+     * sooner than {@link #SCAN_COST_FACTOR} times the last scan's duration.
      */
-    String compiled(long pc, java.util.function.LongSupplier nanoTime) {
-        int b = find(pc);
+    List<String> compiled(long addr, boolean callSite, java.util.function.LongSupplier nanoTime) {
+        int b = find(addr);
         if (b < 0) {
             long now = nanoTime.getAsLong();
             if (!attempted || now - lastScan >= Math.max(rescanAfter, SCAN_COST_FACTOR * lastScanCost)) {
                 rescan(now);
                 lastScanCost = nanoTime.getAsLong() - now;
-                b = find(pc);
+                b = find(addr);
                 rescanAfter = b >= 0 ? RESCAN_NANOS : Math.min(MAX_RESCAN_NANOS, rescanAfter * 2);
             }
         }
         if (b < 0) {
             return null;
         }
-        if (methods[b] != 0) {
-            return method(methods[b]);
+        if (methods[b] == 0) {
+            String name = stubNames[b];
+            return name == null || name.isEmpty() ? null : List.of("[" + name + "]");
         }
-        String name = stubNames[b];
-        return name == null || name.isEmpty() ? null : "[" + name + "]";
+        long pc = callSite ? addr + 1 : addr;
+        Scopes cached = scopes.get(pc);
+        if (cached != null && cached.blob == blobs[b]) {
+            return cached.names;
+        }
+        String own = method(methods[b]);
+        if (own == null) {
+            return null;
+        }
+        List<String> names = List.of(own);
+        try {
+            long[] chain = jvm.scopeMethods(new CodeBlob(CodeBlob.Kind.NMETHOD, blobs[b], starts[b], ends[b], -1, -1, "", methods[b]), pc);
+            if (chain != null && chain.length > 1) {
+                String[] n = new String[chain.length];
+                for (int i = 0; i < chain.length - 1; i++) {
+                    n[i] = method(chain[i]);
+                    if (n[i] == null) {
+                        n = null; // an inlined method without a name: the compiled method alone, rather than a guess
+                        break;
+                    }
+                }
+                if (n != null) {
+                    n[chain.length - 1] = own;
+                    names = List.of(n);
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            // gone, or debug information that does not hold together: the compiled method alone
+        }
+        scopes.put(pc, new Scopes(blobs[b], names));
+        return names;
     }
+
+    /** Decoded frames per pc, for the blob they were decoded in; emptied when a scan finds the code cache changed. */
+    private record Scopes(long blob, List<String> names) {}
+
+    static final int MAX_CACHED_SCOPES = 16_384;
+    private final Map<Long, Scopes> scopes = new LinkedHashMap<>(256, 0.75f, true) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<Long, Scopes> e) {
+            return size() > MAX_CACHED_SCOPES;
+        }
+    };
 
     private int find(long pc) {
         int i = Arrays.binarySearch(starts, pc);
@@ -156,17 +203,21 @@ final class JavaFrames implements AutoCloseable {
             long[] s = new long[n];
             long[] e = new long[n];
             long[] m = new long[n];
+            long[] a = new long[n];
             String[] names = new String[n];
             for (int i = 0; i < n; i++) {
                 s[i] = sorted[i].start();
                 e[i] = sorted[i].end();
                 m[i] = sorted[i].method();
+                a[i] = sorted[i].address();
                 names[i] = m[i] == 0 ? sorted[i].name() : null;
             }
             starts = s;
             ends = e;
             methods = m;
+            blobs = a;
             stubNames = names;
+            scopes.clear();
         } catch (IOException | HotSpotException | RuntimeException e) {
             // exiting or mid-change: the next miss after RESCAN_NANOS tries again
         }

@@ -86,7 +86,7 @@ final class ProcSymbolizer implements Symbolizer {
                     proc = processes.rereadOnMiss(pid, proc, startTicks);
                     m = proc.find(addr);
                 }
-                Frame f = m < 0 ? new Frame(addr, null, null, false) : resolve(pid, proc, m, addr);
+                Frame f = m < 0 ? new Frame(addr, null, null, false) : resolve(pid, proc, m, addr, i > 0);
                 if (f.function() == null) {
                     unresolved.incrementAndGet();
                 }
@@ -112,7 +112,8 @@ final class ProcSymbolizer implements Symbolizer {
         }
     }
 
-    private Frame resolve(int pid, ProcessState proc, int idx, long addr) {
+    /** {@code callSite}: addr is a caller's return address moved back into its call. */
+    private Frame resolve(int pid, ProcessState proc, int idx, long addr, boolean callSite) {
         MapEntry m = proc.mapping(idx);
         Binary bin = proc.binary(idx);
         if (bin == null) {
@@ -120,6 +121,7 @@ final class ProcSymbolizer implements Symbolizer {
             proc.resolved(idx, bin, new MappingRef(m.start(), m.end(), m.offset(), m.path(), bin.buildId(), bin.hasFunctions()));
         }
         String fn = null;
+        List<String> inlined = List.of();
         if (bin instanceof Binary.Loaded l) {
             long vaddr = l.elf().fileOffsetToVaddr(addr - m.start() + m.offset());
             if (vaddr != -1) {
@@ -128,12 +130,15 @@ final class ProcSymbolizer implements Symbolizer {
         } else if (bin == Binary.ANONYMOUS && ProcessPerfMap.jitCandidate(m)) {
             // A JVM's own names first: the same "pkg.Class.method" as its interpreted frames, before and after any
             // perf map (whose lines read "long pkg.Class.method(long)").
-            fn = compiledJava(pid, proc, idx, m, addr);
-            if (fn == null) {
+            List<String> java = compiledJava(pid, proc, idx, m, addr, callSite);
+            if (java != null) {
+                fn = java.getLast();
+                inlined = java.subList(0, java.size() - 1);
+            } else {
                 fn = jit(pid, proc, idx, m, addr);
             }
         }
-        return new Frame(addr, proc.ref(idx), fn, false);
+        return new Frame(addr, proc.ref(idx), fn, false, inlined);
     }
 
     /**
@@ -151,13 +156,16 @@ final class ProcSymbolizer implements Symbolizer {
                 name == null ? "[interpreted Java method]" : name, false);
     }
 
-    /** JIT code no perf map names, in a HotSpot JVM: the compiled method or stub whose code holds it. */
-    private String compiledJava(int pid, ProcessState proc, int idx, MapEntry m, long addr) {
+    /**
+     * JIT code no perf map names, in a HotSpot JVM: the compiled method or stub whose code holds it, after the methods
+     * inlined into it there (innermost first); null if none.
+     */
+    private List<String> compiledJava(int pid, ProcessState proc, int idx, MapEntry m, long addr, boolean callSite) {
         JavaFrames java = readJvmMemory ? proc.java(procRoot, pid) : null;
         if (java == null) {
             return null;
         }
-        String fn = java.compiled(addr, nanoTime);
+        List<String> fn = java.compiled(addr, callSite, nanoTime);
         if (fn != null && !java.jitPath().equals(proc.ref(idx).path())) {
             proc.resolved(idx, Binary.ANONYMOUS, new MappingRef(m.start(), m.end(), m.offset(), java.jitPath(), null, true));
         }

@@ -18,7 +18,7 @@ class CodeCacheUnwindTableTest {
     static final long NO_INFO = UnwindRule.stop(StopReason.NO_UNWIND_INFO);
 
     static CodeBlob blob(CodeBlob.Kind kind, long start, long end, long complete, int frame) {
-        return new CodeBlob(kind, start, end, complete, frame, kind.name(), kind == CodeBlob.Kind.NMETHOD ? 0x9000 : 0);
+        return new CodeBlob(kind, start - 0x100, start, end, complete, frame, kind.name(), kind == CodeBlob.Kind.NMETHOD ? 0x9000 : 0);
     }
 
     @Test

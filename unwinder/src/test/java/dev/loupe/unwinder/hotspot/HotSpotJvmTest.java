@@ -18,18 +18,23 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** The code cache and method names of real JDK 25 and JDK 17 JVMs, checked against the JVMs' own jcmd output. */
+/**
+ * The code cache, method names and inlined methods of real JDK 25, 17 and 11 JVMs, checked against the JVMs' own
+ * jcmd output and the inlining their CompileCommands order.
+ */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class HotSpotJvmTest {
     static final Path PROC = Path.of("/proc");
 
     private TargetJvm jdk25;
     private TargetJvm jdk17;
+    private TargetJvm jdk11;
 
     @BeforeAll
     void start(@TempDir Path dir) throws Exception {
         jdk25 = TargetJvm.start(TargetJvm.JDK25, dir.resolve("25"), 300_000);
         jdk17 = TargetJvm.start(TargetJvm.JDK17, dir.resolve("17"), 300_000);
+        jdk11 = TargetJvm.start(TargetJvm.JDK11, dir.resolve("11"), 300_000);
     }
 
     @AfterAll
@@ -39,6 +44,9 @@ class HotSpotJvmTest {
         }
         if (jdk17 != null) {
             jdk17.close();
+        }
+        if (jdk11 != null) {
+            jdk11.close();
         }
     }
 
@@ -50,6 +58,11 @@ class HotSpotJvmTest {
     @Test
     void jdk17() throws Exception {
         check(jdk17, "17");
+    }
+
+    @Test
+    void jdk11() throws Exception {
+        check(jdk11, "11");
     }
 
     /** One line of {@code jcmd PID Compiler.codelist}: "id level state name [header, code begin - code end]". */
@@ -128,7 +141,10 @@ class HotSpotJvmTest {
                 assertEquals(CodeBlob.Kind.NMETHOD, b.kind(), b.toString());
                 assertEquals(l.codeEnd(), b.end(), l + " vs " + b);
                 String name = jvm.methodName(b.method()).orElseThrow(() -> new AssertionError("no name for " + b));
-                assertEquals(l.method(), name, b.toString());
+                // JDK 11's VM-anonymous classes (lambdas, lambda forms) have no address in their Symbol; HotSpot's external name
+                // appends the Klass*, "/0x...", which we leave out (JDK 15+ hidden classes carry it in the Symbol).
+                String expected = version.equals("11") ? l.method().replaceFirst("/0x[0-9a-f]+\\.([^.]+)$", ".$1") : l.method();
+                assertEquals(expected, name, b.toString());
                 if (name.equals("HotSpotTarget.spinA")) {
                     spinA++;
                     assertTrue(b.frameSizeBytes() > 0 && b.frameSizeBytes() % 16 == 0, b.toString());
@@ -145,6 +161,7 @@ class HotSpotJvmTest {
                 spinB |= b.kind() == CodeBlob.Kind.NMETHOD && jvm.methodName(b.method()).orElse("").equals("HotSpotTarget.spinB");
             }
             assertTrue(spinB, "no nmethod named HotSpotTarget.spinB");
+            checkInlining(jvm, cc, version);
 
             // Pointers that are not Methods.
             assertTrue(jvm.methodName(0).isEmpty());
@@ -153,5 +170,50 @@ class HotSpotJvmTest {
             assertTrue(jvm.methodName(interp.start()).isEmpty()); // code, not metadata
             assertTrue(jvm.methodName(0x10000).isEmpty());        // unmapped
         }
+    }
+
+    /**
+     * Every pc of every nmethod of {@code outer} decodes to a chain ending in outer, and some pc (its call to spinC)
+     * to mid, inner, outer: the two methods the target's CompileCommands inline into it. spinC, never inlined, is in
+     * no chain; spinA's nmethods, which call nothing, stand for spinA alone.
+     */
+    private void checkInlining(HotSpotJvm jvm, CodeCache cc, String version) throws Exception {
+        assertTrue(jvm.inliningUnavailable().isEmpty(), jvm.inliningUnavailable().toString());
+        java.util.Set<List<String>> outerChains = new java.util.HashSet<>();
+        java.util.Set<List<String>> spinAChains = new java.util.HashSet<>();
+        int outer = 0;
+        int undecoded = 0;
+        int pcs = 0;
+        for (CodeBlob b : cc.blobs()) {
+            String name = b.kind() == CodeBlob.Kind.NMETHOD ? jvm.methodName(b.method()).orElse("") : "";
+            if (!name.equals("HotSpotTarget.outer") && !name.equals("HotSpotTarget.spinA")) {
+                continue;
+            }
+            outer += name.equals("HotSpotTarget.outer") ? 1 : 0;
+            for (long pc = b.start(); pc < b.end(); pc++) {
+                pcs++;
+                long[] chain = jvm.scopeMethods(b, pc);
+                if (chain == null) {
+                    undecoded++;
+                    continue;
+                }
+                List<String> names = new ArrayList<>();
+                for (long m : chain) {
+                    names.add(jvm.methodName(m).orElse("?"));
+                }
+                (name.equals("HotSpotTarget.outer") ? outerChains : spinAChains).add(names);
+            }
+        }
+        System.out.printf("JDK %s inlining: %d nmethods of outer; chains %s; spinA %s; %d of %d pcs undecoded%n",
+                version, outer, outerChains, spinAChains, undecoded, pcs);
+        assertTrue(outer >= 1, "no nmethod of HotSpotTarget.outer");
+        assertEquals(0, undecoded, "pcs whose debug information did not decode");
+        assertTrue(outerChains.contains(List.of("HotSpotTarget.mid", "HotSpotTarget.inner", "HotSpotTarget.outer")),
+                outerChains.toString());
+        for (List<String> c : outerChains) {
+            assertEquals("HotSpotTarget.outer", c.getLast(), c.toString());
+            assertFalse(c.contains("HotSpotTarget.spinC"), c.toString());
+        }
+        assertEquals(java.util.Set.of(List.of("HotSpotTarget.spinA")), spinAChains);
     }
 }

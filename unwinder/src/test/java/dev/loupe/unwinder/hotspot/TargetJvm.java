@@ -16,6 +16,8 @@ import java.util.concurrent.TimeUnit;
 final class TargetJvm implements AutoCloseable {
     static final Path JDK25 = Path.of("/usr/lib/jvm/temurin-25-jdk-amd64");
     static final Path JDK17 = Path.of("/usr/lib/jvm/java-17-openjdk-amd64");
+    /** Debian 11's JDK 11, unpacked there by {@code ./loupe test} (integration-tests/scripts/jdk11.sh). */
+    static final Path JDK11 = Path.of("/var/cache/loupe/jdk-11/usr/lib/jvm/java-11-openjdk-amd64");
 
     static final String SOURCE = """
             public class HotSpotTarget {
@@ -37,10 +39,32 @@ final class TargetJvm implements AutoCloseable {
                     return s;
                 }
 
+                static long spinC(long x) {
+                    long s = x;
+                    for (int i = 0; i < 50; i++) {
+                        s += (s >>> 3) ^ i;
+                    }
+                    return s;
+                }
+
+                // outer's nmethods hold inner and mid, inlined (JVM_OPTIONS say so, as ground truth), calling spinC.
+                static long mid(long x) {
+                    return spinC(x) + 1;
+                }
+
+                static long inner(long x) {
+                    return mid(x) ^ 3;
+                }
+
+                static long outer(long x) {
+                    return inner(x) + 7;
+                }
+
                 public static void main(String[] args) {
                     for (long n = 1; ; n++) {
                         sink += spinA(n);
                         sink += spinB(n);
+                        sink += outer(n);
                         if (n % 100000 == 0) {
                             System.out.println("iterations " + n);
                         }
@@ -48,6 +72,11 @@ final class TargetJvm implements AutoCloseable {
                 }
             }
             """;
+
+    /** What is inlined where: see outer, inner and mid in {@link #SOURCE}. */
+    static final List<String> JVM_OPTIONS = List.of("-XX:CompileCommand=quiet",
+            "-XX:CompileCommand=inline,HotSpotTarget::mid", "-XX:CompileCommand=inline,HotSpotTarget::inner",
+            "-XX:CompileCommand=dontinline,HotSpotTarget::spinC", "-XX:CompileCommand=dontinline,HotSpotTarget::outer");
 
     final Path jdk;
     final Process process;
@@ -74,8 +103,10 @@ final class TargetJvm implements AutoCloseable {
         Files.createDirectories(dir);
         Path src = dir.resolve("HotSpotTarget.java");
         Files.writeString(src, SOURCE);
-        Process p = new ProcessBuilder(List.of(jdk.resolve("bin/java").toString(), src.toString()))
-                .redirectErrorStream(true).start();
+        List<String> cmd = new java.util.ArrayList<>(List.of(jdk.resolve("bin/java").toString()));
+        cmd.addAll(JVM_OPTIONS);
+        cmd.add(src.toString());
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
         TargetJvm t = new TargetJvm(jdk, p);
         long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
         while (true) {
