@@ -35,7 +35,24 @@ class JavaStacksProfileTest {
     static final Map<String, Path> JDKS = Map.of("25", Path.of("/usr/lib/jvm/temurin-25-jdk-amd64/bin"),
             "17", Path.of("/usr/lib/jvm/java-17-openjdk-amd64/bin"),
             // Debian 11's, unpacked by ./loupe test (integration-tests/scripts/jdk11.sh): Debian 12 has no JDK 11
-            "11", Path.of("/var/cache/loupe/jdk-11/usr/lib/jvm/java-11-openjdk-amd64/bin"));
+            "11", Path.of("/var/cache/loupe/jdk-11/usr/lib/jvm/java-11-openjdk-amd64/bin"),
+            // Debian unstable's, in its own root file system (scripts/sid-jdks.sh), run chrooted by scripts/in-sid.sh:
+            // their glibc is newer than Debian 12's. The JVM's root is then not the agent's, as in a container.
+            "21", Path.of("/usr/lib/jvm/java-21-openjdk-amd64/bin"),
+            "8", Path.of("/usr/lib/jvm/java-8-openjdk-amd64/bin"));
+    static final Path SID = Path.of("/var/cache/loupe/sid-jdks");
+    static final Path IN_SID = Path.of("scripts/in-sid.sh").toAbsolutePath();
+
+    /** {@code program args...} for JDK {@code jdk}'s {@code bin/program}: chrooted into {@link #SID} for 8 and 21. */
+    static List<String> command(String jdk, String program, List<String> args) {
+        List<String> cmd = new ArrayList<>();
+        if (jdk.equals("8") || jdk.equals("21")) {
+            cmd.addAll(List.of(IN_SID.toString(), SID.toString()));
+        }
+        cmd.add(JDKS.get(jdk).resolve(program).toString());
+        cmd.addAll(args);
+        return cmd;
+    }
     static final List<String> CHAIN = List.of("Chain.c", "Chain.b", "Chain.a", "Chain.main");
 
     /** {@code static long NAME(long x) { if (x == Long.MIN_VALUE) { ~420 bytes never run } BODY }}. */
@@ -79,23 +96,28 @@ class JavaStacksProfileTest {
     Path dir;
 
     @ParameterizedTest(name = "JDK {0} {1}")
-    @CsvSource({"25, default", "17, default", "11, default", "25, -Xint"})
+    @CsvSource({"25, default", "21, default", "17, default", "11, default", "8, default", "25, -Xint"})
     void javaStacksAreNamedFromLeafToTheThreadsRoot(String jdk, String mode) throws Exception {
-        Files.writeString(dir.resolve("Chain.java"), program());
-        Profiled p = profile(JDKS.get(jdk), mode.equals("default") ? List.of() : List.of(mode), "Chain");
+        Profiled p = profile(jdk, mode.equals("default") ? List.of() : List.of(mode), "Chain", program());
         // Frames say what ran them: the mapping is the runtime and the kind of code.
         assertWholeStacks(p.out, p.pid, "JDK " + jdk + " " + mode, mode.equals("-Xint") ? "[interpreted] java" : "[jit] java", p.log);
     }
 
-    /** Compiles {@code MAIN.java} in {@link #dir}, runs it with {@code jvmArgs} and profiles it for 30 s after its warm-up. */
-    Profiled profile(Path bin, List<String> jvmArgs, String mainClass) throws Exception {
-        Process javac = new ProcessBuilder(bin.resolve("javac").toString(), mainClass + ".java").directory(dir.toFile())
-                .redirectErrorStream(true).start();
+    /**
+     * Compiles {@code source} as {@code MAIN.java} with JDK {@code jdk}, runs it with {@code jvmArgs} and profiles it
+     * for 30 s after its warm-up. For 8 and 21 the classes go under the other root's /tmp.
+     */
+    Profiled profile(String jdk, List<String> jvmArgs, String mainClass, String source) throws Exception {
+        boolean chrooted = jdk.equals("8") || jdk.equals("21");
+        Path seen = chrooted ? Path.of("/tmp", "loupe-java-stacks-" + ProcessHandle.current().pid() + "-" + System.nanoTime()) : dir;
+        Path classes = chrooted ? Files.createDirectories(SID.resolve(seen.toString().substring(1))) : dir;
+        Files.writeString(classes.resolve(mainClass + ".java"), source);
+        Process javac = new ProcessBuilder(command(jdk, "javac", List.of("-d", seen.toString(),
+                seen.resolve(mainClass + ".java").toString()))).redirectErrorStream(true).start();
         assertEquals(0, javac.waitFor(), new String(javac.getInputStream().readAllBytes()));
-        List<String> cmd = new ArrayList<>(List.of(bin.resolve("java").toString()));
-        cmd.addAll(jvmArgs);
-        cmd.addAll(List.of("-cp", dir.toString(), mainClass));
-        Process jvm = new ProcessBuilder(cmd).directory(dir.toFile()).redirectErrorStream(true).start();
+        List<String> args = new ArrayList<>(jvmArgs);
+        args.addAll(List.of("-cp", seen.toString(), mainClass));
+        Process jvm = new ProcessBuilder(command(jdk, "java", args)).directory(dir.toFile()).redirectErrorStream(true).start();
         Path out = dir.resolve("profiles");
         String log;
         try {
@@ -124,7 +146,7 @@ class JavaStacksProfileTest {
      * {@code mid, inner, a}; the test wants at least 95 % of the main thread's samples to show them so.
      */
     @ParameterizedTest(name = "JDK {0}")
-    @CsvSource({"25", "17", "11"})
+    @CsvSource({"25", "21", "17", "11", "8"})
     void inlinedMethodsAreFramesOfTheirOwn(String jdk) throws Exception {
         String leaf = """
                         long s = x;
@@ -133,7 +155,7 @@ class JavaStacksProfileTest {
                         }
                         return s;
                 """;
-        Files.writeString(dir.resolve("Inlining.java"), "public class Inlining {\n    static volatile long sink;\n"
+        String source = "public class Inlining {\n    static volatile long sink;\n"
                 + method("leaf", leaf)
                 + "    static long mid(long x) {\n        return leaf(x) + 1;\n    }\n"
                 + "    static long inner(long x) {\n        return mid(x) ^ 3;\n    }\n"
@@ -149,10 +171,10 @@ class JavaStacksProfileTest {
                         }
                     }
                 }
-                """);
-        Profiled p = profile(JDKS.get(jdk), List.of("-XX:CompileCommand=quiet", "-XX:CompileCommand=inline,Inlining::mid",
+                """;
+        Profiled p = profile(jdk, List.of("-XX:CompileCommand=quiet", "-XX:CompileCommand=inline,Inlining::mid",
                 "-XX:CompileCommand=inline,Inlining::inner", "-XX:CompileCommand=dontinline,Inlining::leaf",
-                "-XX:CompileCommand=dontinline,Inlining::a"), "Inlining");
+                "-XX:CompileCommand=dontinline,Inlining::a"), "Inlining", source);
         List<String> chain = List.of("Inlining.leaf", "Inlining.mid", "Inlining.inner", "Inlining.a", "Inlining.main");
         List<Boolean> inlined = List.of(false, true, true, false, false);
         long main = 0;

@@ -100,8 +100,9 @@ public final class SymbolTable {
 
     /**
      * Collects symbols in any order; {@link #build()} sorts them and keeps one symbol per address. Among
-     * aliases at one address it prefers a known size, then fewer leading underscores ({@code getpid} over
-     * {@code __getpid}), then global over weak over local binding, then the first added.
+     * aliases at one address it prefers a known size, then any name over glibc's internal {@code __GI_} aliases,
+     * then fewer leading underscores ({@code getpid} over {@code __getpid}), then global over weak over local
+     * binding, then the first added.
      */
     public static final class Builder {
         /** Binding ranks for {@link #add(long, long, int, byte[], int, int)}: lower is preferred. */
@@ -284,6 +285,10 @@ public final class SymbolTable {
             if ((size(a) > 0) != (size(b) > 0)) {
                 return size(a) > 0;
             }
+            boolean ia = internalAlias(a);
+            if (ia != internalAlias(b)) {
+                return !ia;
+            }
             int ua = underscores(a);
             int ub = underscores(b);
             if (ua != ub) {
@@ -295,6 +300,14 @@ public final class SymbolTable {
                 return ra < rb;
             }
             return a < b;
+        }
+
+        /** glibc's hidden internal aliases ({@code __GI___clone3} beside {@code __clone3}): never the name users know. */
+        private boolean internalAlias(int i) {
+            byte[] blk = block(i);
+            int off = off(i);
+            return len(i) > 5 && blk[off] == '_' && blk[off + 1] == '_' && blk[off + 2] == 'G' && blk[off + 3] == 'I'
+                    && blk[off + 4] == '_';
         }
 
         private int underscores(int i) {

@@ -56,8 +56,11 @@ final class CodeCacheReader {
         return new CodeCache(heaps, blobs);
     }
 
-    /** The CodeHeap pointers of {@code CodeCache::_heaps} (a GrowableArray). */
+    /** The CodeHeap pointers of {@code CodeCache::_heaps} (a GrowableArray), or JDK 8's one {@code CodeCache::_heap}. */
     private long[] heaps() throws IOException, HotSpotException {
+        if (l.singleHeap) {
+            return new long[] {mem.readLong(l.heapsAddress)};
+        }
         long array = mem.readLong(l.heapsAddress);
         if (array == 0) {
             throw new HotSpotException("CodeCache::_heaps is null");

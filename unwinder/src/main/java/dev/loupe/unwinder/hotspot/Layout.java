@@ -28,9 +28,10 @@ final class Layout {
     }
 
     // Code cache
-    final long heapsAddress;               // &CodeCache::_heaps
-    final Scalar arrayLen;                 // GrowableArrayBase::_len
-    final Scalar arrayData;                // GrowableArray<...>::_data
+    final long heapsAddress;               // &CodeCache::_heaps (JDK 9+), or &CodeCache::_heap (JDK 8: one heap)
+    final boolean singleHeap;              // heapsAddress holds the one CodeHeap*, not a GrowableArray of them
+    final Scalar arrayLen;                 // GrowableArrayBase::_len (null with a single heap)
+    final Scalar arrayData;                // GrowableArray<...>::_data (null with a single heap)
     final long heapMemory;                 // CodeHeap::_memory (a VirtualSpace)
     final long heapSegmap;                 // CodeHeap::_segmap
     final Scalar heapLog2SegmentSize;
@@ -75,8 +76,8 @@ final class Layout {
 
     /**
      * Where an nmethod's PcDescs, scopes and metadata are (see {@link NmethodScopes}): in the C-heap immutable and
-     * mutable data (JDK 25: {@code immutableData} set) or inside the nmethod (JDK 11 to 22: {@code scopesDataBegin}
-     * set); the fields of the other kind are null.
+     * mutable data (JDK 25: {@code immutableData} set) or inside the nmethod (JDK 9 to 22: {@code scopesDataBegin}
+     * set; JDK 8: {@code scopesDataOffset} set, header-relative); the fields of the other kinds are null.
      */
     record Scopes(long pcDescSize, Scalar pcOffset, Scalar scopeDecodeOffset, Scalar scopesPcsOffset,
                   Scalar immutableData, Scalar immutableDataSize, Scalar scopesDataOffset, Scalar mutableData,
@@ -84,11 +85,18 @@ final class Layout {
                   Scalar scopesDataBegin, Scalar dependenciesOffset, Scalar metadataOffset, long headerBytes) {}
 
     Layout(VmStructs vs) throws HotSpotException {
-        heapsAddress = vs.staticAddress("CodeCache", "_heaps");
-        // GrowableArrayBase since JDK 16, GenericGrowableArray before
-        arrayLen = scalar(vs, vs.field("GrowableArrayBase", "_len").isPresent() ? "GrowableArrayBase" : "GenericGrowableArray", "_len");
-        arrayData = vs.field("GrowableArray<CodeHeap*>", "_data").isPresent()
-                ? pointer(vs, "GrowableArray<CodeHeap*>", "_data") : pointer(vs, "GrowableArray<int>", "_data");
+        singleHeap = vs.field("CodeCache", "_heaps").isEmpty() && vs.field("CodeCache", "_heap").isPresent();
+        if (singleHeap) {
+            heapsAddress = vs.staticAddress("CodeCache", "_heap");
+            arrayLen = null;
+            arrayData = null;
+        } else {
+            heapsAddress = vs.staticAddress("CodeCache", "_heaps");
+            // GrowableArrayBase since JDK 16, GenericGrowableArray before
+            arrayLen = scalar(vs, vs.field("GrowableArrayBase", "_len").isPresent() ? "GrowableArrayBase" : "GenericGrowableArray", "_len");
+            arrayData = vs.field("GrowableArray<CodeHeap*>", "_data").isPresent()
+                    ? pointer(vs, "GrowableArray<CodeHeap*>", "_data") : pointer(vs, "GrowableArray<int>", "_data");
+        }
         heapMemory = vs.offset("CodeHeap", "_memory");
         heapSegmap = vs.offset("CodeHeap", "_segmap");
         heapLog2SegmentSize = scalar(vs, "CodeHeap", "_log2_segment_size");
@@ -194,6 +202,10 @@ final class Layout {
                     scalar(vs, "nmethod", "_immutable_data_size"), scalar(vs, "nmethod", "_scopes_data_offset"),
                     pointer(vs, "CodeBlob", "_mutable_data"), scalar(vs, "CodeBlob", "_relocation_size"),
                     scalar(vs, "CodeBlob", "_mutable_data_size"), null, null, null, 0);
+        } else if (vs.field("nmethod", "_scopes_data_offset").isPresent()) { // JDK 8: every section header-relative
+            s = new Scopes(pcDescSize, pcOffset, decode, pcs, null, null, scalar(vs, "nmethod", "_scopes_data_offset"),
+                    null, null, null, null, scalar(vs, "nmethod", "_dependencies_offset"),
+                    scalar(vs, "nmethod", "_metadata_offset"), 0);
         } else {
             String owner = vs.field("nmethod", "_scopes_data_begin").isPresent() ? "nmethod" : "CompiledMethod";
             s = new Scopes(pcDescSize, pcOffset, decode, pcs, null, null, null, null, null, null,

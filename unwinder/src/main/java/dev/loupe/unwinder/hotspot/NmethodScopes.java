@@ -17,7 +17,8 @@ import java.util.Arrays;
  * <li>the metadata index is 1-based into the nmethod's metadata array ({@code metadata_at}).</li>
  * </ul>
  * Where these live differs by JDK, and is taken from the JVM's own table, never its version: up to JDK 22
- * everything is inside the nmethod (CompiledMethod's {@code _scopes_data_begin}, header-relative
+ * everything is inside the nmethod (CompiledMethod's {@code _scopes_data_begin}, or JDK 8's header-relative
+ * {@code _scopes_data_offset}; header-relative
  * {@code _scopes_pcs_offset}, {@code _dependencies_offset} and {@code _metadata_offset}); from JDK 25 the PcDescs and
  * scopes are in the C-heap block {@code _immutable_data} and the metadata follows the relocations in
  * {@code _mutable_data}. The CompressedStream's integers lost the zero byte in JDK 21 (UNSIGNED5 with one excluded
@@ -119,7 +120,7 @@ final class NmethodScopes {
         } else {
             pcsBegin = blob + l.scopesPcsOffset().get(h, 0);
             pcsEnd = blob + l.dependenciesOffset().get(h, 0);
-            dataBegin = l.scopesDataBegin().get(h, 0);
+            dataBegin = l.scopesDataBegin() != null ? l.scopesDataBegin().get(h, 0) : blob + l.scopesDataOffset().get(h, 0);
             dataEnd = pcsBegin;
             metaBegin = blob + l.metadataOffset().get(h, 0);
             metaEnd = dataBegin;

@@ -436,6 +436,14 @@ class ElfFileTest {
         binding.add(0x10, 4, SymbolTable.Builder.WEAK, names, 10, 4);
         binding.add(0x10, 4, SymbolTable.Builder.GLOBAL, names, 5, 4);
         assertEquals("glob", binding.build().lookup(0x12));
+
+        // glibc's internal alias loses to its public twin, whichever was added first (Debian unstable's libc
+        // debug file names clone3's code __GI___clone3 and __clone3, both local, the internal one first).
+        SymbolTable.Builder glibc = new SymbolTable.Builder();
+        byte[] clone = "__GI___clone3 __clone3".getBytes();
+        glibc.add(0x20, 8, SymbolTable.Builder.LOCAL, clone, 0, 13);
+        glibc.add(0x20, 8, SymbolTable.Builder.LOCAL, clone, 14, 8);
+        assertEquals("__clone3", glibc.build().lookup(0x24));
         assertEquals(0, SymbolTable.EMPTY.size());
         assertNull(SymbolTable.EMPTY.lookup(5));
     }

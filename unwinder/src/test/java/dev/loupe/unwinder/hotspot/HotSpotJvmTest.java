@@ -29,12 +29,16 @@ class HotSpotJvmTest {
     private TargetJvm jdk25;
     private TargetJvm jdk17;
     private TargetJvm jdk11;
+    private TargetJvm jdk21;
+    private TargetJvm jdk8;
 
     @BeforeAll
     void start(@TempDir Path dir) throws Exception {
         jdk25 = TargetJvm.start(TargetJvm.JDK25, dir.resolve("25"), 300_000);
         jdk17 = TargetJvm.start(TargetJvm.JDK17, dir.resolve("17"), 300_000);
         jdk11 = TargetJvm.start(TargetJvm.JDK11, dir.resolve("11"), 300_000);
+        jdk21 = TargetJvm.start(TargetJvm.SID, TargetJvm.JDK21, dir, 300_000);
+        jdk8 = TargetJvm.start(TargetJvm.SID, TargetJvm.JDK8, dir, 300_000);
     }
 
     @AfterAll
@@ -45,8 +49,10 @@ class HotSpotJvmTest {
         if (jdk17 != null) {
             jdk17.close();
         }
-        if (jdk11 != null) {
-            jdk11.close();
+        for (TargetJvm t : new TargetJvm[] {jdk11, jdk21, jdk8}) {
+            if (t != null) {
+                t.close();
+            }
         }
     }
 
@@ -63,6 +69,22 @@ class HotSpotJvmTest {
     @Test
     void jdk11() throws Exception {
         check(jdk11, "11");
+    }
+
+    /** Debian unstable's JDK 21, in its own root file system (as in a container). */
+    @Test
+    void jdk21() throws Exception {
+        check(jdk21, "21");
+    }
+
+    /**
+     * Debian unstable's JDK 8 (8u504), in its own root file system: one code heap ({@code CodeCache::_heap}), the
+     * header-relative debug information of an nmethod, HotSpot's own version 25.x. Its jcmd has no Compiler.codelist
+     * (JDK 9+), so the blobs are checked by their names and inlining alone.
+     */
+    @Test
+    void jdk8() throws Exception {
+        check(jdk8, "8");
     }
 
     /** One line of {@code jcmd PID Compiler.codelist}: "id level state name [header, code begin - code end]". */
@@ -89,7 +111,7 @@ class HotSpotJvmTest {
         try (HotSpotJvm jvm = HotSpotJvm.open(PROC, t.pid()).orElseThrow()) {
             System.out.printf("JDK %s: open %.1f ms, %d VMStructs fields, %d types%n", version, (System.nanoTime() - o0) / 1e6,
                     jvm.structs().fields().size(), jvm.structs().types().size());
-            assertTrue(jvm.vmVersion().startsWith(version), jvm.vmVersion());
+            assertTrue(jvm.vmVersion().startsWith(version.equals("8") ? "25." : version), jvm.vmVersion()); // 8's HotSpot is 25.x
             CodeCache cc = null;
             long best = Long.MAX_VALUE;
             for (int i = 0; i < 5; i++) { // warm, then the best of a few
@@ -108,10 +130,18 @@ class HotSpotJvmTest {
             System.out.println("no frame size: " + cc.blobs().stream().filter(b -> b.frameSizeBytes() < 0)
                     .map(b -> b.kind() + " " + b.name()).toList());
             assertEquals(0, jvm.lastSkippedBlobs(), jvm.lastSkipReasons().toString());
-            assertFalse(cc.heaps().isEmpty());
+            assertEquals(version.equals("8") ? 1 : 3, cc.heaps().size(), "JDK 8 has one code heap, later JDKs three by default");
             assertEquals(1, counts.getOrDefault(CodeBlob.Kind.INTERPRETER, 0), counts.toString());
-            assertTrue(counts.getOrDefault(CodeBlob.Kind.RUNTIME_STUB, 0) >= 3, counts.toString());
-            assertTrue(counts.getOrDefault(CodeBlob.Kind.ADAPTER, 0) >= 1, counts.toString());
+            if (version.equals("8")) {
+                // JDK 8's libjvm exports neither a blob kind nor vtable symbols (only ~500 dynamic symbols): blobs
+                // other than nmethods and the interpreter (told by name) are OTHER. The unwind table needs only their
+                // frame sizes, and stubs keep their own names.
+                assertEquals(0, counts.getOrDefault(CodeBlob.Kind.RUNTIME_STUB, 0) + counts.getOrDefault(CodeBlob.Kind.ADAPTER, 0));
+                assertTrue(counts.getOrDefault(CodeBlob.Kind.OTHER, 0) >= 10, counts.toString());
+            } else {
+                assertTrue(counts.getOrDefault(CodeBlob.Kind.RUNTIME_STUB, 0) >= 3, counts.toString());
+                assertTrue(counts.getOrDefault(CodeBlob.Kind.ADAPTER, 0) >= 1, counts.toString());
+            }
             assertTrue(counts.getOrDefault(CodeBlob.Kind.NMETHOD, 0) >= 10, counts.toString());
             for (CodeBlob b : cc.blobs()) {
                 assertTrue(b.start() <= b.end(), b.toString());
@@ -127,11 +157,24 @@ class HotSpotJvmTest {
             }
 
             // Every nmethod jcmd lists (it lists those alive) is one we found, same code range, same method name.
-            List<Listed> listed = codelist(t);
+            List<Listed> listed = version.equals("8") ? null : codelist(t);
             Map<Long, CodeBlob> byStart = new java.util.HashMap<>();
             cc.blobs().forEach(b -> byStart.put(b.start(), b));
             int matched = 0;
             int spinA = 0;
+            if (listed == null) { // JDK 8: every nmethod names its method, and spinA's frame is as on later JDKs
+                for (CodeBlob b : cc.blobs()) {
+                    if (b.kind() == CodeBlob.Kind.NMETHOD) {
+                        String name = jvm.methodName(b.method()).orElseThrow(() -> new AssertionError("no name for " + b));
+                        if (name.equals("HotSpotTarget.spinA")) {
+                            spinA++;
+                            assertTrue(b.frameSizeBytes() > 0 && b.frameSizeBytes() % 16 == 0, b.toString());
+                            assertTrue(b.start() < b.frameCompleteAddress() && b.frameCompleteAddress() < b.end(), b.toString());
+                        }
+                    }
+                }
+                listed = List.of();
+            }
             for (Listed l : listed) {
                 CodeBlob b = byStart.get(l.codeBegin());
                 if (b == null) {
@@ -153,7 +196,7 @@ class HotSpotJvmTest {
             }
             System.out.printf("JDK %s: jcmd lists %d nmethods, %d match ours by [start, end) and name; spinA %d%n",
                     version, listed.size(), matched, spinA);
-            assertTrue(listed.size() >= 10);
+            assertTrue(version.equals("8") || listed.size() >= 10);
             assertTrue(matched >= listed.size() * 9 / 10, matched + " of " + listed.size());
             assertTrue(spinA >= 1, "no nmethod of HotSpotTarget.spinA that jcmd also lists");
             boolean spinB = false;
