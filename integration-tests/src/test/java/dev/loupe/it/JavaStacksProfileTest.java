@@ -122,6 +122,9 @@ class JavaStacksProfileTest {
         String log;
         try {
             awaitWarm(jvm);
+            // A perf map of an earlier process that had this pid (other tests make JVMs write theirs) is not this
+            // JVM's, which writes none: it goes, so that no name can come from it.
+            Files.deleteIfExists(Path.of("/tmp/perf-" + jvm.pid() + ".map"));
             try (AgentProcess agent = AgentProcess.start(dir, "--pid", Long.toString(jvm.pid()), "--frequency", "99",
                     "--duration", "30s", "--output", out.toString(), "--http", "off", "--jvm-symbols", "off",
                     "--jvm-code-cache", "on")) {
@@ -240,6 +243,7 @@ class JavaStacksProfileTest {
         String log;
         try {
             awaitWarm(jvm);
+            Files.deleteIfExists(Path.of("/tmp/perf-" + jvm.pid() + ".map")); // an earlier process's, as above
             String caps = "+bpf,+perfmon,+sys_ptrace,+dac_read_search,+syslog,+checkpoint_restore";
             List<String> cmd = new ArrayList<>(List.of("setpriv", "--reuid=" + SERVICE_UID, "--regid=" + SERVICE_UID,
                     "--clear-groups", "--inh-caps=-all," + caps, "--ambient-caps=-all," + caps, "--bounding-set=-all," + caps,
