@@ -6,9 +6,7 @@
 set -euo pipefail
 dir="$1"
 [ -f "$dir/.complete" ] && exit 0
-mirror=$(sed -n 's/^URIs: *\([^ ]*\).*/\1/p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)
-[ -n "$mirror" ] || mirror=$(sed -n 's/^deb \(\[[^]]*\] \)\?\([^ ]*\) .*/\2/p' /etc/apt/sources.list 2>/dev/null | head -1)
-[ -n "$mirror" ] || { echo "jdk11: no Debian mirror in /etc/apt/sources.list(.d)" >&2; exit 1; }
+mirror=$("$(dirname "$0")/debian-mirror.sh")
 apt="$dir.apt"
 rm -rf "$apt" "$dir.partial"
 mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$apt/debs" "$dir.partial"

@@ -8,14 +8,5 @@
 set -euo pipefail
 dir="$1"
 [ -f "$dir/.complete" ] && exit 0
-mirror=$(sed -n 's/^URIs: *\([^ ]*\).*/\1/p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)
-[ -n "$mirror" ] || mirror=$(sed -n 's/^deb \(\[[^]]*\] \)\?\([^ ]*\) .*/\2/p' /etc/apt/sources.list 2>/dev/null | head -1)
-[ -n "$mirror" ] || { echo "sid-jdks: no Debian mirror in /etc/apt/sources.list(.d)" >&2; exit 1; }
-command -v debootstrap >/dev/null || { echo "sid-jdks: debootstrap missing (apt-get install debootstrap)" >&2; exit 1; }
-rm -rf "$dir.partial"
-mkdir -p "$(dirname "$dir")"
-debootstrap --variant=minbase --include=openjdk-8-jdk-headless,openjdk-21-jdk-headless,libc6-dbg sid "$dir.partial" "$mirror" >&2
-rm -rf "$dir"
-mv "$dir.partial" "$dir"
+"$(dirname "$0")/debian-root.sh" sid "$dir" openjdk-8-jdk-headless,openjdk-21-jdk-headless,libc6-dbg
 for v in 8 21; do "$(dirname "$0")/in-sid.sh" "$dir" "/usr/lib/jvm/java-$v-openjdk-amd64/bin/java" -version >&2; done
-touch "$dir/.complete"

@@ -65,6 +65,20 @@ class JavaStacksProfileTest {
         return b.append("        }\n").append(body).append("    }\n").toString();
     }
 
+    /** main calling a(round) forever; "warm" once the 100,000 calls of the JIT warm-up are done; the class's end. */
+    static final String MAIN = """
+                public static void main(String[] args) {
+                    long t = 0;
+                    for (long round = 0; ; round++) {
+                        t += a(round);
+                        if (round == 100_000) {
+                            System.out.println("warm " + t);
+                        }
+                    }
+                }
+            }
+            """;
+
     static String program() {
         String leaf = """
                         long s = x;
@@ -78,18 +92,7 @@ class JavaStacksProfileTest {
                 + method("c", "        return (x % 10) < 7 ? leaf70(x) : leaf30(x);\n")
                 + method("b", "        return c(x) + 1;\n")
                 + method("a", "        return b(x) + 1;\n")
-                + """
-                    public static void main(String[] args) {
-                        long t = 0;
-                        for (long round = 0; ; round++) {
-                            t += a(round);
-                            if (round == 100_000) {
-                                System.out.println("warm " + t);
-                            }
-                        }
-                    }
-                }
-                """;
+                + MAIN;
     }
 
     @TempDir
@@ -163,18 +166,7 @@ class JavaStacksProfileTest {
                 + "    static long mid(long x) {\n        return leaf(x) + 1;\n    }\n"
                 + "    static long inner(long x) {\n        return mid(x) ^ 3;\n    }\n"
                 + method("a", "        return inner(x) + 1;\n")
-                + """
-                    public static void main(String[] args) {
-                        long t = 0;
-                        for (long round = 0; ; round++) {
-                            t += a(round);
-                            if (round == 100_000) {
-                                System.out.println("warm " + t);
-                            }
-                        }
-                    }
-                }
-                """;
+                + MAIN;
         Profiled p = profile(jdk, List.of("-XX:CompileCommand=quiet", "-XX:CompileCommand=inline,Inlining::mid",
                 "-XX:CompileCommand=inline,Inlining::inner", "-XX:CompileCommand=dontinline,Inlining::leaf",
                 "-XX:CompileCommand=dontinline,Inlining::a"), "Inlining", source);
