@@ -156,49 +156,46 @@ class HotSpotJvmTest {
                 assertEquals(b.kind() == CodeBlob.Kind.NMETHOD, b.method() != 0, b.toString());
             }
 
-            // Every nmethod jcmd lists (it lists those alive) is one we found, same code range, same method name.
-            List<Listed> listed = version.equals("8") ? null : codelist(t);
-            Map<Long, CodeBlob> byStart = new java.util.HashMap<>();
-            cc.blobs().forEach(b -> byStart.put(b.start(), b));
-            int matched = 0;
             int spinA = 0;
-            if (listed == null) { // JDK 8: every nmethod names its method, and spinA's frame is as on later JDKs
+            if (version.equals("8")) {
+                // JDK 8's jcmd has no Compiler.codelist (JDK 9+): every nmethod must name its method.
+                int named = 0;
                 for (CodeBlob b : cc.blobs()) {
                     if (b.kind() == CodeBlob.Kind.NMETHOD) {
                         String name = jvm.methodName(b.method()).orElseThrow(() -> new AssertionError("no name for " + b));
-                        if (name.equals("HotSpotTarget.spinA")) {
-                            spinA++;
-                            assertTrue(b.frameSizeBytes() > 0 && b.frameSizeBytes() % 16 == 0, b.toString());
-                            assertTrue(b.start() < b.frameCompleteAddress() && b.frameCompleteAddress() < b.end(), b.toString());
-                        }
+                        named++;
+                        spinA += checkSpinA(name, b);
                     }
                 }
-                listed = List.of();
-            }
-            for (Listed l : listed) {
-                CodeBlob b = byStart.get(l.codeBegin());
-                if (b == null) {
-                    continue; // compiled after our snapshot, or flushed: checked by count below
+                System.out.printf("JDK 8: %d nmethods, every one named; spinA %d%n", named, spinA);
+            } else {
+                // Every nmethod jcmd lists (it lists those alive) is one we found, same code range, same method name.
+                List<Listed> listed = codelist(t);
+                Map<Long, CodeBlob> byStart = new java.util.HashMap<>();
+                cc.blobs().forEach(b -> byStart.put(b.start(), b));
+                int matched = 0;
+                for (Listed l : listed) {
+                    CodeBlob b = byStart.get(l.codeBegin());
+                    if (b == null) {
+                        continue; // compiled after our snapshot, or flushed: checked by count below
+                    }
+                    matched++;
+                    assertEquals(CodeBlob.Kind.NMETHOD, b.kind(), b.toString());
+                    assertEquals(l.codeEnd(), b.end(), l + " vs " + b);
+                    String name = jvm.methodName(b.method()).orElseThrow(() -> new AssertionError("no name for " + b));
+                    // JDK 11's VM-anonymous classes (lambdas, lambda forms) have no address in their Symbol; HotSpot's
+                    // external name appends the Klass*, "/0x...", which we leave out (JDK 15+ hidden classes carry it
+                    // in the Symbol).
+                    String expected = version.equals("11") ? l.method().replaceFirst("/0x[0-9a-f]+\\.([^.]+)$", ".$1") : l.method();
+                    assertEquals(expected, name, b.toString());
+                    spinA += checkSpinA(name, b);
                 }
-                matched++;
-                assertEquals(CodeBlob.Kind.NMETHOD, b.kind(), b.toString());
-                assertEquals(l.codeEnd(), b.end(), l + " vs " + b);
-                String name = jvm.methodName(b.method()).orElseThrow(() -> new AssertionError("no name for " + b));
-                // JDK 11's VM-anonymous classes (lambdas, lambda forms) have no address in their Symbol; HotSpot's external name
-                // appends the Klass*, "/0x...", which we leave out (JDK 15+ hidden classes carry it in the Symbol).
-                String expected = version.equals("11") ? l.method().replaceFirst("/0x[0-9a-f]+\\.([^.]+)$", ".$1") : l.method();
-                assertEquals(expected, name, b.toString());
-                if (name.equals("HotSpotTarget.spinA")) {
-                    spinA++;
-                    assertTrue(b.frameSizeBytes() > 0 && b.frameSizeBytes() % 16 == 0, b.toString());
-                    assertTrue(b.start() < b.frameCompleteAddress() && b.frameCompleteAddress() < b.end(), b.toString());
-                }
+                System.out.printf("JDK %s: jcmd lists %d nmethods, %d match ours by [start, end) and name; spinA %d%n",
+                        version, listed.size(), matched, spinA);
+                assertTrue(listed.size() >= 10);
+                assertTrue(matched >= listed.size() * 9 / 10, matched + " of " + listed.size());
             }
-            System.out.printf("JDK %s: jcmd lists %d nmethods, %d match ours by [start, end) and name; spinA %d%n",
-                    version, listed.size(), matched, spinA);
-            assertTrue(version.equals("8") || listed.size() >= 10);
-            assertTrue(matched >= listed.size() * 9 / 10, matched + " of " + listed.size());
-            assertTrue(spinA >= 1, "no nmethod of HotSpotTarget.spinA that jcmd also lists");
+            assertTrue(spinA >= 1, "no nmethod of HotSpotTarget.spinA (that jcmd also lists, where it lists)");
             boolean spinB = false;
             for (CodeBlob b : cc.blobs()) {
                 spinB |= b.kind() == CodeBlob.Kind.NMETHOD && jvm.methodName(b.method()).orElse("").equals("HotSpotTarget.spinB");
@@ -213,6 +210,16 @@ class HotSpotJvmTest {
             assertTrue(jvm.methodName(interp.start()).isEmpty()); // code, not metadata
             assertTrue(jvm.methodName(0x10000).isEmpty());        // unmapped
         }
+    }
+
+    /** 1 for an nmethod of spinA, whose frame must be a compiled one (size, frame-complete point); else 0. */
+    private static int checkSpinA(String name, CodeBlob b) {
+        if (!name.equals("HotSpotTarget.spinA")) {
+            return 0;
+        }
+        assertTrue(b.frameSizeBytes() > 0 && b.frameSizeBytes() % 16 == 0, b.toString());
+        assertTrue(b.start() < b.frameCompleteAddress() && b.frameCompleteAddress() < b.end(), b.toString());
+        return 1;
     }
 
     /**
