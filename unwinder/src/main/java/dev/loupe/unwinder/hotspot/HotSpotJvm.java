@@ -215,11 +215,8 @@ public final class HotSpotJvm implements AutoCloseable {
         Optional<String> name;
         try {
             name = methodNames.name(method);
-        } catch (ProcMemFile.ProcessGoneException e) {
-            throw e;
         } catch (IOException e) {
-            // An unmapped address, or a process that is gone: the JVM's own static data tells which.
-            mem.readLong(layout.heapsAddress);
+            rethrowIfGone(e);
             name = Optional.empty();
         }
         methodCache.put(method, name);
@@ -246,12 +243,21 @@ public final class HotSpotJvm implements AutoCloseable {
         }
         try {
             return scopes.methodsAt(nmethod.address(), nmethod.start(), nmethod.method(), pc);
-        } catch (ProcMemFile.ProcessGoneException e) {
-            throw e;
         } catch (IOException e) {
-            mem.readLong(layout.heapsAddress); // freed while read, or a process that is gone: this tells which
+            rethrowIfGone(e); // else freed while read
             return null;
         }
+    }
+
+    /**
+     * A read of the JVM's memory failed: an unmapped (or freed) address, or a process that is gone. Rethrows in the
+     * second case, which the JVM's own static data, readable while it lives, tells.
+     */
+    private void rethrowIfGone(IOException e) throws IOException {
+        if (e instanceof ProcMemFile.ProcessGoneException) {
+            throw e;
+        }
+        mem.readLong(layout.heapsAddress);
     }
 
     private String blobName(long address) throws IOException {
@@ -259,10 +265,8 @@ public final class HotSpotJvm implements AutoCloseable {
         if (n == null) {
             try {
                 n = strings.read(address, 1024);
-            } catch (ProcMemFile.ProcessGoneException e) {
-                throw e;
             } catch (IOException e) {
-                mem.readLong(layout.heapsAddress);
+                rethrowIfGone(e);
                 n = "?";
             }
             if (blobNames.size() >= MAX_CACHED_BLOB_NAMES) {

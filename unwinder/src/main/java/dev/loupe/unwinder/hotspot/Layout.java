@@ -196,26 +196,35 @@ final class Layout {
             throw new HotSpotException("PcDesc fields lie beyond sizeof(PcDesc) " + pcDescSize);
         }
         Scalar pcs = scalar(vs, "nmethod", "_scopes_pcs_offset");
-        Scopes s;
+        Scalar immutableData = null;
+        Scalar immutableDataSize = null;
+        Scalar scopesDataOffset = null;
+        Scalar mutableData = null;
+        Scalar relocationSize = null;
+        Scalar mutableDataSize = null;
+        Scalar scopesDataBegin = null;
+        Scalar dependenciesOffset = null;
+        Scalar metadataOffset = null;
         if (vs.field("nmethod", "_immutable_data").isPresent()) {
-            s = new Scopes(pcDescSize, pcOffset, decode, pcs, pointer(vs, "nmethod", "_immutable_data"),
-                    scalar(vs, "nmethod", "_immutable_data_size"), scalar(vs, "nmethod", "_scopes_data_offset"),
-                    pointer(vs, "CodeBlob", "_mutable_data"), scalar(vs, "CodeBlob", "_relocation_size"),
-                    scalar(vs, "CodeBlob", "_mutable_data_size"), null, null, null, 0);
-        } else if (vs.field("nmethod", "_scopes_data_offset").isPresent()) { // JDK 8: every section header-relative
-            s = new Scopes(pcDescSize, pcOffset, decode, pcs, null, null, scalar(vs, "nmethod", "_scopes_data_offset"),
-                    null, null, null, null, scalar(vs, "nmethod", "_dependencies_offset"),
-                    scalar(vs, "nmethod", "_metadata_offset"), 0);
+            immutableData = pointer(vs, "nmethod", "_immutable_data");
+            immutableDataSize = scalar(vs, "nmethod", "_immutable_data_size");
+            scopesDataOffset = scalar(vs, "nmethod", "_scopes_data_offset");
+            mutableData = pointer(vs, "CodeBlob", "_mutable_data");
+            relocationSize = scalar(vs, "CodeBlob", "_relocation_size");
+            mutableDataSize = scalar(vs, "CodeBlob", "_mutable_data_size");
         } else {
-            String owner = vs.field("nmethod", "_scopes_data_begin").isPresent() ? "nmethod" : "CompiledMethod";
-            s = new Scopes(pcDescSize, pcOffset, decode, pcs, null, null, null, null, null, null,
-                    pointer(vs, owner, "_scopes_data_begin"), scalar(vs, "nmethod", "_dependencies_offset"),
-                    scalar(vs, "nmethod", "_metadata_offset"), 0);
+            if (vs.field("nmethod", "_scopes_data_offset").isPresent()) { // JDK 8: every section header-relative
+                scopesDataOffset = scalar(vs, "nmethod", "_scopes_data_offset");
+            } else {
+                scopesDataBegin = pointer(vs, vs.field("nmethod", "_scopes_data_begin").isPresent() ? "nmethod" : "CompiledMethod",
+                        "_scopes_data_begin");
+            }
+            dependenciesOffset = scalar(vs, "nmethod", "_dependencies_offset");
+            metadataOffset = scalar(vs, "nmethod", "_metadata_offset");
         }
         long max = 0;
-        for (Scalar f : new Scalar[] {s.scopesPcsOffset(), s.immutableData(), s.immutableDataSize(), s.scopesDataOffset(),
-                s.mutableData(), s.relocationSize(), s.mutableDataSize(), s.scopesDataBegin(), s.dependenciesOffset(),
-                s.metadataOffset()}) {
+        for (Scalar f : new Scalar[] {pcs, immutableData, immutableDataSize, scopesDataOffset, mutableData, relocationSize,
+                mutableDataSize, scopesDataBegin, dependenciesOffset, metadataOffset}) {
             if (f != null) {
                 max = Math.max(max, f.end());
             }
@@ -223,9 +232,8 @@ final class Layout {
         if (max > vs.sizeOf("nmethod")) {
             throw new HotSpotException("nmethod debug-information fields lie beyond sizeof(nmethod) " + vs.sizeOf("nmethod"));
         }
-        return new Scopes(s.pcDescSize(), s.pcOffset(), s.scopeDecodeOffset(), s.scopesPcsOffset(), s.immutableData(),
-                s.immutableDataSize(), s.scopesDataOffset(), s.mutableData(), s.relocationSize(), s.mutableDataSize(),
-                s.scopesDataBegin(), s.dependenciesOffset(), s.metadataOffset(), max);
+        return new Scopes(pcDescSize, pcOffset, decode, pcs, immutableData, immutableDataSize, scopesDataOffset, mutableData,
+                relocationSize, mutableDataSize, scopesDataBegin, dependenciesOffset, metadataOffset, max);
     }
 
     private static Scalar pointer(VmStructs vs, String type, String name) throws HotSpotException {
