@@ -43,10 +43,15 @@ class JavaStacksProfileTest {
     static final Path SID = Path.of("/var/cache/loupe/sid-jdks");
     static final Path IN_SID = Path.of("scripts/in-sid.sh").toAbsolutePath();
 
-    /** {@code program args...} for JDK {@code jdk}'s {@code bin/program}: chrooted into {@link #SID} for 8 and 21. */
+    /** JDK 8 and 21 run chrooted into {@link #SID}. */
+    static boolean chrooted(String jdk) {
+        return jdk.equals("8") || jdk.equals("21");
+    }
+
+    /** {@code program args...} for JDK {@code jdk}'s {@code bin/program}, chrooted where {@link #chrooted}. */
     static List<String> command(String jdk, String program, List<String> args) {
         List<String> cmd = new ArrayList<>();
-        if (jdk.equals("8") || jdk.equals("21")) {
+        if (chrooted(jdk)) {
             cmd.addAll(List.of(IN_SID.toString(), SID.toString()));
         }
         cmd.add(JDKS.get(jdk).resolve(program).toString());
@@ -111,9 +116,8 @@ class JavaStacksProfileTest {
      * for 30 s after its warm-up. For 8 and 21 the classes go under the other root's /tmp.
      */
     Profiled profile(String jdk, List<String> jvmArgs, String mainClass, String source) throws Exception {
-        boolean chrooted = jdk.equals("8") || jdk.equals("21");
-        Path seen = chrooted ? Path.of("/tmp", "loupe-java-stacks-" + ProcessHandle.current().pid() + "-" + System.nanoTime()) : dir;
-        Path classes = chrooted ? Files.createDirectories(SID.resolve(seen.toString().substring(1))) : dir;
+        Path seen = chrooted(jdk) ? Path.of("/tmp", "loupe-java-stacks-" + ProcessHandle.current().pid() + "-" + System.nanoTime()) : dir;
+        Path classes = chrooted(jdk) ? Files.createDirectories(SID.resolve(seen.toString().substring(1))) : dir;
         Files.writeString(classes.resolve(mainClass + ".java"), source);
         Process javac = new ProcessBuilder(command(jdk, "javac", List.of("-d", seen.toString(),
                 seen.resolve(mainClass + ".java").toString()))).redirectErrorStream(true).start();
