@@ -82,7 +82,8 @@ final class Layout {
     record Scopes(long pcDescSize, Scalar pcOffset, Scalar scopeDecodeOffset, Scalar scopesPcsOffset,
                   Scalar immutableData, Scalar immutableDataSize, Scalar scopesDataOffset, Scalar mutableData,
                   Scalar relocationSize, Scalar mutableDataSize,
-                  Scalar scopesDataBegin, Scalar dependenciesOffset, Scalar metadataOffset, long headerBytes) {}
+                  Scalar scopesDataBegin, Scalar dependenciesOffset, Scalar metadataOffset, Scalar compileId,
+                  long headerBytes) {}
 
     Layout(VmStructs vs) throws HotSpotException {
         singleHeap = vs.field("CodeCache", "_heaps").isEmpty() && vs.field("CodeCache", "_heap").isPresent();
@@ -222,9 +223,10 @@ final class Layout {
             dependenciesOffset = scalar(vs, "nmethod", "_dependencies_offset");
             metadataOffset = scalar(vs, "nmethod", "_metadata_offset");
         }
+        Scalar compileId = scalar(vs, "nmethod", "_compile_id");
         long max = 0;
         for (Scalar f : new Scalar[] {pcs, immutableData, immutableDataSize, scopesDataOffset, mutableData, relocationSize,
-                mutableDataSize, scopesDataBegin, dependenciesOffset, metadataOffset}) {
+                mutableDataSize, scopesDataBegin, dependenciesOffset, metadataOffset, compileId}) {
             if (f != null) {
                 max = Math.max(max, f.end());
             }
@@ -233,7 +235,7 @@ final class Layout {
             throw new HotSpotException("nmethod debug-information fields lie beyond sizeof(nmethod) " + vs.sizeOf("nmethod"));
         }
         return new Scopes(pcDescSize, pcOffset, decode, pcs, immutableData, immutableDataSize, scopesDataOffset, mutableData,
-                relocationSize, mutableDataSize, scopesDataBegin, dependenciesOffset, metadataOffset, max);
+                relocationSize, mutableDataSize, scopesDataBegin, dependenciesOffset, metadataOffset, compileId, max);
     }
 
     private static Scalar pointer(VmStructs vs, String type, String name) throws HotSpotException {

@@ -3,6 +3,8 @@ package dev.loupe.unwinder.hotspot;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.Map;
 
 /**
  * The methods inlined at a pc of an nmethod, from its debug information as HotSpot itself reads it
@@ -60,23 +62,20 @@ final class NmethodScopes {
         if (s == null) {
             return null;
         }
-        int descs = (int) ((s.pcsEnd - s.pcsBegin) / l.pcDescSize());
-        ByteBuffer pcs = mem.read(s.pcsBegin, (int) (s.pcsEnd - s.pcsBegin));
+        PcDescs d = pcDescs(blob, l.compileId().get(h, 0), s);
         // The first PcDesc at or after the pc: a binary search, as the PcDescs are sorted by offset.
-        int lo = 0;
-        int hi = descs;
-        while (lo < hi) {
-            int mid = (lo + hi) >>> 1;
-            if (l.pcOffset().get(pcs, mid * (int) l.pcDescSize()) < pcOffset) {
-                lo = mid + 1;
-            } else {
-                hi = mid;
+        int at = Arrays.binarySearch(d.pcOffsets, (int) pcOffset);
+        if (at < 0) {
+            at = -at - 1;
+        } else {
+            while (at > 0 && d.pcOffsets[at - 1] == pcOffset) {
+                at--; // the first of equal offsets, as HotSpot's search finds
             }
         }
-        if (lo == descs) {
+        if (at == d.pcOffsets.length) {
             return null;
         }
-        long decode = l.scopeDecodeOffset().get(pcs, lo * (int) l.pcDescSize());
+        long decode = d.decodeOffsets[at];
         if (decode == 0) {
             return new long[] {method}; // no scope recorded here: the compiled method itself
         }
@@ -94,6 +93,43 @@ final class NmethodScopes {
             }
         }
         return null;
+    }
+
+    /**
+     * An nmethod's PcDescs as two sorted arrays, kept for the last {@link #MAX_CACHED_NMETHODS} nmethods looked up, so
+     * that the many sampled pcs of one hot nmethod read its PcDescs once. An entry is for a blob address, compile id
+     * and sections: a blob freed and reused by another compilation does not match it.
+     */
+    private record PcDescs(long compileId, Sections sections, int[] pcOffsets, int[] decodeOffsets) {}
+
+    static final int MAX_CACHED_NMETHODS = 64;
+    /** Larger nmethods' PcDescs are read for each lookup, not kept (at most 32 KiB of arrays an entry). */
+    static final int MAX_CACHED_DESCS = 4096;
+    private final Map<Long, PcDescs> pcDescs = new LinkedHashMap<>(16, 0.75f, true) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<Long, PcDescs> e) {
+            return size() > MAX_CACHED_NMETHODS;
+        }
+    };
+
+    private PcDescs pcDescs(long blob, long compileId, Sections s) throws IOException {
+        PcDescs d = pcDescs.get(blob);
+        if (d != null && d.compileId == compileId && d.sections.equals(s)) {
+            return d;
+        }
+        int n = (int) ((s.pcsEnd - s.pcsBegin) / l.pcDescSize());
+        ByteBuffer pcs = mem.read(s.pcsBegin, (int) (s.pcsEnd - s.pcsBegin));
+        int[] offsets = new int[n];
+        int[] decodes = new int[n];
+        for (int i = 0; i < n; i++) {
+            offsets[i] = (int) l.pcOffset().get(pcs, i * (int) l.pcDescSize());
+            decodes[i] = (int) l.scopeDecodeOffset().get(pcs, i * (int) l.pcDescSize());
+        }
+        d = new PcDescs(compileId, s, offsets, decodes);
+        if (n <= MAX_CACHED_DESCS) {
+            pcDescs.put(blob, d);
+        }
+        return d;
     }
 
     private record Sections(long pcsBegin, long pcsEnd, long dataBegin, long dataEnd, long metaBegin, long metaEnd) {}
