@@ -150,17 +150,8 @@ final class Layout {
         }
         nmethodMethod = vs.field("nmethod", "_method").isPresent()
                 ? pointer(vs, "nmethod", "_method") : pointer(vs, "CompiledMethod", "_method");
-        long max = 0;
-        for (Scalar s : new Scalar[] {blobName, blobSize, codeBegin, codeEnd, codeOffset, dataOffset, frameCompleteOffset,
-                frameSize, kind, nmethodMethod}) {
-            if (s != null) {
-                max = Math.max(max, s.end());
-            }
-        }
-        if (max > vs.sizeOf("nmethod")) {
-            throw new HotSpotException("CodeBlob fields lie beyond sizeof(nmethod) " + vs.sizeOf("nmethod"));
-        }
-        blobReadBytes = max;
+        blobReadBytes = nmethodBytes(vs, "CodeBlob", blobName, blobSize, codeBegin, codeEnd, codeOffset, dataOffset,
+                frameCompleteOffset, frameSize, kind, nmethodMethod);
 
         methodConstMethod = pointer(vs, "Method", "_constMethod");
         constMethodConstants = pointer(vs, "ConstMethod", "_constants");
@@ -224,18 +215,24 @@ final class Layout {
             metadataOffset = scalar(vs, "nmethod", "_metadata_offset");
         }
         Scalar compileId = scalar(vs, "nmethod", "_compile_id");
+        long max = nmethodBytes(vs, "nmethod debug-information", pcs, immutableData, immutableDataSize, scopesDataOffset,
+                mutableData, relocationSize, mutableDataSize, scopesDataBegin, dependenciesOffset, metadataOffset, compileId);
+        return new Scopes(pcDescSize, pcOffset, decode, pcs, immutableData, immutableDataSize, scopesDataOffset, mutableData,
+                relocationSize, mutableDataSize, scopesDataBegin, dependenciesOffset, metadataOffset, compileId, max);
+    }
+
+    /** The bytes of an nmethod's header to read to see every one of {@code fields} (null ones skipped), checked. */
+    private static long nmethodBytes(VmStructs vs, String what, Scalar... fields) throws HotSpotException {
         long max = 0;
-        for (Scalar f : new Scalar[] {pcs, immutableData, immutableDataSize, scopesDataOffset, mutableData, relocationSize,
-                mutableDataSize, scopesDataBegin, dependenciesOffset, metadataOffset, compileId}) {
+        for (Scalar f : fields) {
             if (f != null) {
                 max = Math.max(max, f.end());
             }
         }
         if (max > vs.sizeOf("nmethod")) {
-            throw new HotSpotException("nmethod debug-information fields lie beyond sizeof(nmethod) " + vs.sizeOf("nmethod"));
+            throw new HotSpotException(what + " fields lie beyond sizeof(nmethod) " + vs.sizeOf("nmethod"));
         }
-        return new Scopes(pcDescSize, pcOffset, decode, pcs, immutableData, immutableDataSize, scopesDataOffset, mutableData,
-                relocationSize, mutableDataSize, scopesDataBegin, dependenciesOffset, metadataOffset, compileId, max);
+        return max;
     }
 
     private static Scalar pointer(VmStructs vs, String type, String name) throws HotSpotException {
