@@ -69,7 +69,7 @@ public final class ReferenceUnwinder {
 
     /** The caller's frame, or why there is none (exactly one is non-null). */
     public record Step(Frame caller, StopReason stop) {
-        static Step stop(StopReason r) {
+        public static Step stop(StopReason r) {
             return new Step(null, r);
         }
     }
@@ -78,11 +78,33 @@ public final class ReferenceUnwinder {
     public record Walk(List<Frame> frames, StopReason end) {}
 
     /**
+     * A runtime's step for its own rule kind (from {@link UnwindRule#FIRST_RUNTIME_KIND}): the spec of that runtime's
+     * BPF step, in the runtime's package (e.g. HotSpot's interpreter frames).
+     */
+    @FunctionalInterface
+    public interface RuntimeStep {
+        Step step(Frame f, Memory mem);
+    }
+
+    /** The runtime steps by rule kind (null for a kind none handles): none by default. */
+    @FunctionalInterface
+    public interface RuntimeSteps {
+        RuntimeSteps NONE = kind -> null;
+
+        RuntimeStep forKind(int kind);
+    }
+
+    /**
      * The step the walk takes from {@code f} in mapping {@code m}: the table's rule, or, where the table has no
      * unwind info, {@link #noFdeStep}.
      */
     public static Step step(Mapped m, Frame f, Tables tables, Memory mem) {
-        Step s = step(m.table(), m.bias(), f, mem);
+        return step(m, f, tables, mem, RuntimeSteps.NONE);
+    }
+
+    /** As above, with runtimes' steps for their rule kinds. */
+    public static Step step(Mapped m, Frame f, Tables tables, Memory mem, RuntimeSteps runtimes) {
+        Step s = step(m.table(), m.bias(), f, mem, runtimes);
         return s.stop() == StopReason.NO_UNWIND_INFO ? noFdeStep(f, tables, mem) : s;
     }
 
@@ -144,6 +166,11 @@ public final class ReferenceUnwinder {
      * (no frame-pointer step where it has no unwind info: that is {@link #step(Mapped, Frame, Tables, Memory)}).
      */
     public static Step step(UnwindTable table, long bias, Frame f, Memory mem) {
+        return step(table, bias, f, mem, RuntimeSteps.NONE);
+    }
+
+    /** As above; a runtime's rule kind is stepped by {@code runtimes}' step for it (MALFORMED_FDE if none). */
+    public static Step step(UnwindTable table, long bias, Frame f, Memory mem, RuntimeSteps runtimes) {
         long lookup = (f.exactPc() ? f.pc() : f.pc() - 1) - bias;
         long rule = table.lookup(lookup);
         if (rule == UnwindRule.NOT_COVERED) {
@@ -171,15 +198,13 @@ public final class ReferenceUnwinder {
                 }
                 return new Step(new Frame(pc.getAsLong(), sp.getAsLong(), bp.getAsLong(), true, true), null);
             }
-            case UnwindRule.KIND_JAVA_INTERP -> {
-                return javaInterpreterStep(f, mem);
-            }
             case UnwindRule.KIND_STOP -> {
                 StopReason r = UnwindRule.stopReason(rule);
                 return Step.stop(r == null ? StopReason.MALFORMED_FDE : r);
             }
             default -> {
-                return Step.stop(StopReason.MALFORMED_FDE);
+                RuntimeStep r = UnwindRule.kind(rule) >= UnwindRule.FIRST_RUNTIME_KIND ? runtimes.forKind(UnwindRule.kind(rule)) : null;
+                return r == null ? Step.stop(StopReason.MALFORMED_FDE) : r.step(f, mem);
             }
         }
         if (Long.compareUnsigned(cfa, f.sp()) <= 0) {
@@ -212,44 +237,13 @@ public final class ReferenceUnwinder {
         return new Step(new Frame(ra.getAsLong(), cfa, bp, bpKnown, false), null);
     }
 
-    /**
-     * A HotSpot interpreter frame ({@link UnwindRule#KIND_JAVA_INTERP}): pc = [bp+8], bp = [bp], sp = the saved
-     * sender SP at [bp-8] if it lies at or above bp+16 and within {@link #NO_FDE_MAX_FRAME_BYTES} of sp, else bp+16.
-     * The frame's {@code Method*} ([bp-24]) is {@link #javaInterpreterMethod}.
-     */
-    public static Step javaInterpreterStep(Frame f, Memory mem) {
-        if (!f.bpKnown()) {
-            return Step.stop(StopReason.RBP_UNKNOWN);
-        }
-        long bp = f.bp();
-        OptionalLong senderSp = mem.read64(bp + UnwindRule.JAVA_INTERP_SENDER_SP_OFFSET);
-        OptionalLong savedBp = mem.read64(bp);
-        OptionalLong ra = mem.read64(bp + 8);
-        if (senderSp.isEmpty() || savedBp.isEmpty() || ra.isEmpty()) {
-            return Step.stop(StopReason.MEMORY_READ_FAILED);
-        }
-        if (ra.getAsLong() == 0) {
-            return Step.stop(StopReason.ZERO_RETURN_ADDRESS);
-        }
-        long sp = bp + 16;
-        long sender = senderSp.getAsLong();
-        if (Long.compareUnsigned(sender, sp) >= 0 && Long.compareUnsigned(sender - f.sp(), NO_FDE_MAX_FRAME_BYTES) < 0) {
-            sp = sender;
-        }
-        if (Long.compareUnsigned(sp, f.sp()) <= 0) {
-            return Step.stop(StopReason.NO_PROGRESS);
-        }
-        return new Step(new Frame(ra.getAsLong(), sp, savedBp.getAsLong(), true, false), null);
-    }
-
-    /** The {@code Method*} of a HotSpot interpreter frame at {@code bp}, or empty if unreadable or 0. */
-    public static OptionalLong javaInterpreterMethod(long bp, Memory mem) {
-        OptionalLong m = mem.read64(bp + UnwindRule.JAVA_INTERP_METHOD_OFFSET);
-        return m.isPresent() && m.getAsLong() != 0 ? m : OptionalLong.empty();
-    }
-
     /** Walks from {@code leaf} for at most {@code maxFrames} frames (the leaf included). */
     public static Walk walk(Frame leaf, Tables tables, Memory mem, int maxFrames) {
+        return walk(leaf, tables, mem, maxFrames, RuntimeSteps.NONE);
+    }
+
+    /** As above, with runtimes' steps for their rule kinds. */
+    public static Walk walk(Frame leaf, Tables tables, Memory mem, int maxFrames, RuntimeSteps runtimes) {
         List<Frame> frames = new ArrayList<>();
         frames.add(leaf);
         Frame f = leaf;
@@ -258,7 +252,7 @@ public final class ReferenceUnwinder {
             if (m == null) {
                 return new Walk(frames, StopReason.NO_TABLE);
             }
-            Step s = step(m, f, tables, mem);
+            Step s = step(m, f, tables, mem, runtimes);
             if (s.caller() == null) {
                 return new Walk(frames, s.stop());
             }

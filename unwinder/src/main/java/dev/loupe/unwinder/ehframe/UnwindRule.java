@@ -5,13 +5,14 @@ package dev.loupe.unwinder.ehframe;
  * {@code struct unwind_rule { u8 kind; u8 aux; s16 rbp_offset; s32 cfa_offset; }}):
  *
  * <pre>
- * bits  0..7   kind        KIND_CFA_RSP, KIND_CFA_RBP, KIND_PLT, KIND_SIGNAL, KIND_STOP, KIND_JAVA_INTERP
+ * bits  0..7   kind        KIND_CFA_RSP, KIND_CFA_RBP, KIND_PLT, KIND_SIGNAL, KIND_STOP; runtimes' kinds from
+ *                          FIRST_RUNTIME_KIND (KIND_JAVA_INTERP)
  * bits  8..15  aux         STOP: the {@link StopReason} code; otherwise the RBP rule (RBP_*)
  * bits 16..31  rbp_offset  RBP_SAVED: caller's RBP is at CFA + rbp_offset (signed); else 0
  * bits 32..63  cfa_offset  CFA_RSP/CFA_RBP: CFA = RSP/RBP + cfa_offset (signed); PLT: the threshold; else 0
  * </pre>
  *
- * In every kind except SIGNAL, STOP and JAVA_INTERP the return address is at CFA-8 and the caller's RSP is the CFA.
+ * In the CFA kinds and PLT the return address is at CFA-8 and the caller's RSP is the CFA.
  */
 public final class UnwindRule {
     /** CFA = RSP + cfa_offset. */
@@ -35,20 +36,16 @@ public final class UnwindRule {
     /** No unwinding past this PC; aux is the {@link StopReason} code. */
     public static final int KIND_STOP = 4;
     /**
-     * HotSpot's template interpreter (x86-64): the frame is RBP-based and holds, below RBP, the sender's SP
-     * ({@code [RBP-8]}, {@link #JAVA_INTERP_SENDER_SP_OFFSET}) and the {@code Method*} being run ({@code [RBP-24]},
-     * {@link #JAVA_INTERP_METHOD_OFFSET}); the return address is at RBP+8 and the caller's RBP at RBP. The caller's
-     * SP is the saved sender SP, not RBP+16: a compiled caller reached the interpreter through an adapter that
-     * extended the stack for the callee's locals. The walker reports the frame as the {@code Method*} (tagged, see
-     * the kernel ABI's {@code JAVA_METHOD_TAG}) instead of its PC, which only says "the interpreter".
+     * Rule kinds from here on are runtimes' frames, each stepped by its runtime's own BPF step (one header each,
+     * dispatched by kind in profiler.bpf.c's {@code runtime_step}) and specified by a
+     * {@link ReferenceUnwinder.RuntimeStep} in the runtime's package. loupe_abi.h's {@code RULE_RUNTIME_FIRST}.
      */
-    public static final int KIND_JAVA_INTERP = 5;
-    public static final int JAVA_INTERP_SENDER_SP_OFFSET = -8;
-    public static final int JAVA_INTERP_METHOD_OFFSET = -24;
-    /** The bit set in a user "frame" that is an interpreter frame's {@code Method*} ({@link #isJavaMethodFrame}). */
-    public static final int JAVA_METHOD_TAG_BIT = 62;
-    private static final long JAVA_METHOD_TAG = 1L << JAVA_METHOD_TAG_BIT;
-    private static final long USER_ADDRESS_MASK = (1L << 47) - 1;
+    public static final int FIRST_RUNTIME_KIND = 5;
+    /**
+     * HotSpot's template interpreter (x86-64; {@code hotspot.bpf.h}, spec {@code hotspot.InterpreterFrameStep}): an
+     * RBP-based frame that the walker reports as its {@code Method*} ({@code FrameType.HOTSPOT_METHOD}).
+     */
+    public static final int KIND_JAVA_INTERP = FIRST_RUNTIME_KIND;
 
     /** RBP is unchanged in the caller. */
     public static final int RBP_UNCHANGED = 0;
@@ -66,21 +63,6 @@ public final class UnwindRule {
     public static final long NOT_COVERED = 0xffL;
 
     private UnwindRule() {}
-
-    /** Whether a walked user "frame" is a HotSpot interpreter frame's {@code Method*} (tag bit and a user address). */
-    public static boolean isJavaMethodFrame(long frame) {
-        return (frame & ~(JAVA_METHOD_TAG | USER_ADDRESS_MASK)) == 0 && (frame & JAVA_METHOD_TAG) != 0;
-    }
-
-    /** The {@code Method*} of a frame {@link #isJavaMethodFrame} accepts. */
-    public static long javaMethod(long frame) {
-        return frame & USER_ADDRESS_MASK;
-    }
-
-    /** What the walker reports for an interpreter frame running {@code method}. */
-    public static long javaMethodFrame(long method) {
-        return JAVA_METHOD_TAG | (method & USER_ADDRESS_MASK);
-    }
 
     public static long cfa(int kind, long cfaOffset, int rbpRule, int rbpOffset) {
         return (kind & 0xffL) | (rbpRule & 0xffL) << 8 | (rbpOffset & 0xffffL) << 16 | (cfaOffset & 0xffffffffL) << 32;

@@ -108,7 +108,8 @@ public final class HotSpotJvm implements AutoCloseable {
         }
     }
 
-    private static boolean isLibjvm(String path) {
+    /** Whether a mapped file is HotSpot's libjvm.so: what makes a process a JVM (the one definition). */
+    public static boolean isLibjvm(String path) {
         return path.endsWith("/libjvm.so");
     }
 

@@ -12,6 +12,14 @@ public record MapEntry(long start, long end, String perms, long offset, int devM
         return inode != 0 && path.startsWith("/");
     }
 
+    /**
+     * Executable memory no file backs, where runtimes put the code they generate (JIT compilers): anonymous or named
+     * anonymous ({@code [anon:...]}) memory, not the kernel's {@code [vdso]} or {@code [vsyscall]}.
+     */
+    public boolean anonymousCode() {
+        return executable() && !fileBacked() && !path.equals("[vdso]") && !path.equals("[vsyscall]");
+    }
+
     /** The name of this mapping under /proc/PID/map_files/. */
     public String mapFilesName() {
         return Long.toHexString(start) + "-" + Long.toHexString(end);

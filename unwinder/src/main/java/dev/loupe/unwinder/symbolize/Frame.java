@@ -7,11 +7,17 @@ import java.util.List;
  * moved back into the call instruction). {@code mapping} is null when no mapping is known and
  * {@code function} is null when no symbol covers the address: such frames are kept, never dropped.
  * {@code inlined}: the functions a compiler inlined into {@code function} at this address, innermost first (pprof
- * puts them as the location's first lines, {@code function} last); empty where none are known.
+ * puts them as the location's first lines, {@code function} last); empty where none are known. {@code file} and
+ * {@code line}: the source position a runtime gave for the frame (null and 0 where unknown).
  */
-public record Frame(long address, MappingRef mapping, String function, boolean kernel, List<String> inlined) {
+public record Frame(long address, MappingRef mapping, String function, boolean kernel, List<String> inlined, String file,
+                    int line) {
     public Frame {
         inlined = List.copyOf(inlined);
+    }
+
+    public Frame(long address, MappingRef mapping, String function, boolean kernel, List<String> inlined) {
+        this(address, mapping, function, kernel, inlined, null, 0);
     }
 
     public Frame(long address, MappingRef mapping, String function, boolean kernel) {

@@ -1,11 +1,12 @@
 package dev.loupe.unwinder.symbolize;
 
-import dev.loupe.unwinder.ehframe.UnwindRule;
 import dev.loupe.unwinder.proc.MapEntry;
 import dev.loupe.unwinder.proc.ProcessRegistry;
 import dev.loupe.unwinder.proc.Vdso;
+import dev.loupe.unwinder.runtime.FrameType;
+import dev.loupe.unwinder.runtime.RuntimeFrame;
+import dev.loupe.unwinder.runtime.RuntimeRegistry;
 
-import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
@@ -13,9 +14,9 @@ import java.util.function.LongSupplier;
 /**
  * Symbolizes from /proc, composing one part per job: {@link ProcessTable} (each process's executable
  * mappings and when to re-read them), {@link BinaryCache} (symbol tables of mapped files, by file identity,
- * with {@link DebugSymbolFiles}), {@link VdsoSymbols}, {@link KernelSymbols.Loader} (kallsyms) and, per
- * process, {@link ProcessPerfMap} (JIT code named by {@code /tmp/perf-PID.map}). This class walks the
- * addresses and makes the frames.
+ * with {@link DebugSymbolFiles}), {@link VdsoSymbols}, {@link KernelSymbols.Loader} (kallsyms) and the process's
+ * runtimes ({@link RuntimeRegistry}: frames the walker tagged, and code in memory no file backs). This class walks
+ * the addresses and makes the frames; it names no runtime.
  *
  * <p>Threading: symbolize* run on one thread (the poll thread); the counters and caches that
  * {@link #stats()} reads are safe to read from any thread.
@@ -31,28 +32,15 @@ final class ProcSymbolizer implements Symbolizer {
     private final BinaryCache binaries;
     private final VdsoSymbols vdso;
     private final KernelSymbols.Loader kernel;
-    private final Path procRoot;
-    private volatile boolean readJvmMemory = true;
+    private final RuntimeRegistry runtimes;
     private final LongSupplier nanoTime;
-    private final PerfMapFile.Limits perfMapLimits;
-    private final long perfMapTotalBytes;
-    private final ProcessPerfMap.Counters perfMapCounters = new ProcessPerfMap.Counters();
     private final AtomicLong frames = new AtomicLong();
     private final AtomicLong unresolved = new AtomicLong();
     private boolean internalErrorLogged;
 
-    /** All processes' perf maps together hold at most this much heap (each also within {@link PerfMapFile.Limits#DEFAULT}). */
-    static final long PERF_MAP_TOTAL_BYTES = 32L << 20;
-
-    ProcSymbolizer(Options o, ProcessRegistry registry) {
-        this(o, registry, PerfMapFile.Limits.DEFAULT, PERF_MAP_TOTAL_BYTES);
-    }
-
-    ProcSymbolizer(Options o, ProcessRegistry registry, PerfMapFile.Limits perfMapLimits, long perfMapTotalBytes) {
-        this.procRoot = o.procRoot();
+    ProcSymbolizer(Options o, ProcessRegistry registry, RuntimeRegistry runtimes) {
         this.nanoTime = o.nanoTime();
-        this.perfMapLimits = perfMapLimits;
-        this.perfMapTotalBytes = perfMapTotalBytes;
+        this.runtimes = runtimes;
         this.processes = new ProcessTable(registry, o.nanoTime());
         this.debugFiles = new DebugSymbolFiles(o.procRoot(), o.maxCacheBytes());
         this.binaries = new BinaryCache(o.procRoot(), o.maxCacheBytes(), o.nanoTime(), debugFiles);
@@ -60,24 +48,22 @@ final class ProcSymbolizer implements Symbolizer {
         this.kernel = new KernelSymbols.Loader(o.kallsyms(), o.nanoTime());
     }
 
-    @Override
-    public Symbolizer readJvmMemory(boolean on) {
-        readJvmMemory = on;
-        return this;
-    }
-
     // ---------------- user space ----------------
 
     @Override
-    public void symbolizeUser(int pid, long processStartNs, long[] addrs, int count, List<Frame> out) {
+    public int symbolizeUser(int pid, long processStartNs, long[] addrs, int count, List<Frame> out) {
         int n = Math.max(0, Math.min(count, addrs.length));
         int base = out.size();
+        int hints = 0;
         try {
             long startTicks = processStartNs > 0 ? processStartNs / ProcessRegistry.NANOS_PER_TICK : -1;
             ProcessState proc = processes.lookup(pid, startTicks);
+            boolean lastInRuntimeCode = false;
             for (int i = 0; i < n; i++) {
-                if (UnwindRule.isJavaMethodFrame(addrs[i])) {
-                    out.add(interpretedJava(pid, proc, addrs[i]));
+                FrameType tagged = FrameType.of(addrs[i]);
+                if (tagged != null) {
+                    out.add(tagged(pid, proc, tagged, addrs[i]));
+                    lastInRuntimeCode = false;
                     continue;
                 }
                 long addr = i == 0 ? addrs[i] : addrs[i] - 1; // return address -> inside the call
@@ -87,16 +73,34 @@ final class ProcSymbolizer implements Symbolizer {
                     m = proc.find(addr);
                 }
                 Frame f = m < 0 ? new Frame(addr, null, null, false) : resolve(pid, proc, m, addr, i > 0);
+                // In a runtime's code: named by it, or in a mapping it named (code compiled since its last read).
+                lastInRuntimeCode = m >= 0 && proc.mapping(m).anonymousCode()
+                        && (f.function() != null || !proc.mapping(m).path().equals(f.mapping().path()));
                 if (f.function() == null) {
                     unresolved.incrementAndGet();
+                    if (f.mapping() == null || isAnonymous(f.mapping().path())) {
+                        hints |= UNNAMED_CODE;
+                    }
+                } else if (proc != null && !f.kernel() && proc.runtimes(runtimes, pid).replacesNative(f.function())) {
+                    continue; // a runtime's own frames stand for it
                 }
                 out.add(f);
+            }
+            if (lastInRuntimeCode) {
+                hints |= ENDS_IN_RUNTIME_CODE;
             }
             frames.addAndGet(n);
         } catch (RuntimeException e) {
             // A bug, not bad input (that is handled above): keep every frame as an address, say so once.
             bareFrames(e, addrs, n, out, base, false);
+            return 0;
         }
+        return hints;
+    }
+
+    /** No file and no kernel pseudo-file ([vdso], [stack]) behind it: plain or named ([anon:...]) anonymous memory. */
+    private static boolean isAnonymous(String path) {
+        return path == null || path.isEmpty() || path.startsWith("[anon");
     }
 
     private void bareFrames(RuntimeException e, long[] addrs, int n, List<Frame> out, int base, boolean kernel) {
@@ -120,75 +124,41 @@ final class ProcSymbolizer implements Symbolizer {
             bin = binary(pid, m);
             proc.resolved(idx, bin, new MappingRef(m.start(), m.end(), m.offset(), m.path(), bin.buildId(), bin.hasFunctions()));
         }
-        String fn = null;
-        List<String> inlined = List.of();
         if (bin instanceof Binary.Loaded l) {
             long vaddr = l.elf().fileOffsetToVaddr(addr - m.start() + m.offset());
-            if (vaddr != -1) {
-                fn = l.symbols().lookup(vaddr);
-            }
-        } else if (bin == Binary.ANONYMOUS && ProcessPerfMap.jitCandidate(m)) {
-            // A JVM's own names first: the same "pkg.Class.method" as its interpreted frames, before and after any
-            // perf map (whose lines read "long pkg.Class.method(long)").
-            List<String> java = compiledJava(pid, proc, idx, m, addr, callSite);
-            if (java != null) {
-                fn = java.getLast();
-                inlined = java.subList(0, java.size() - 1);
-            } else {
-                fn = jit(pid, proc, idx, m, addr);
+            String fn = vaddr == -1 ? null : l.symbols().lookup(vaddr);
+            return new Frame(addr, proc.ref(idx), fn, false);
+        }
+        if (bin == Binary.ANONYMOUS && m.anonymousCode()) {
+            RuntimeFrame rf = proc.runtimes(runtimes, pid).code(addr, callSite, nanoTime.getAsLong());
+            if (rf != null) {
+                if (!rf.mapping().equals(proc.ref(idx).path())) {
+                    // The mapping is named for the runtime that names its code ("[jit] node"), not left without a name.
+                    proc.resolved(idx, Binary.ANONYMOUS, new MappingRef(m.start(), m.end(), m.offset(), rf.mapping(), null, true));
+                }
+                return frame(addr, proc.ref(idx), rf);
             }
         }
-        return new Frame(addr, proc.ref(idx), fn, false, inlined);
+        return new Frame(addr, proc.ref(idx), null, false);
     }
 
     /**
-     * An interpreter frame the walker reported as its {@code Method*}: named by the JVM's own metadata, in the
-     * process's {@code [interpreted] EXE} mapping (the tagged values' range), so that a profile tells interpreted
-     * frames from {@code [jit] EXE} ones; "[interpreted Java method]" if the JVM cannot be read or the pointer is stale.
+     * A frame the walker reported as a runtime's own value (an interpreter frame's {@code Method*}): named by the
+     * process's runtime, in the mapping it names for that kind of frame (so a profile tells such frames apart);
+     * "[TYPE]" if no runtime of the process can name it.
      */
-    private Frame interpretedJava(int pid, ProcessState proc, long frame) {
-        JavaFrames java = proc == null || !readJvmMemory ? null : proc.java(procRoot, pid);
-        String name = java == null ? null : java.method(UnwindRule.javaMethod(frame));
-        if (name == null) {
+    private Frame tagged(int pid, ProcessState proc, FrameType type, long frame) {
+        RuntimeFrame rf = proc == null ? null : proc.runtimes(runtimes, pid).taggedFrame(type, type.value(frame));
+        if (rf == null || rf.function() == null) {
             unresolved.incrementAndGet();
+            MappingRef m = rf == null ? null : proc.taggedMapping(type, rf.mapping());
+            return new Frame(frame, m, "[" + type.description() + "]", false);
         }
-        return new Frame(frame, java == null ? null : java.interpretedMapping(),
-                name == null ? "[interpreted Java method]" : name, false);
+        return frame(frame, proc.taggedMapping(type, rf.mapping()), rf);
     }
 
-    /**
-     * JIT code no perf map names, in a HotSpot JVM: the compiled method or stub whose code holds it, after the methods
-     * inlined into it there (innermost first); null if none.
-     */
-    private List<String> compiledJava(int pid, ProcessState proc, int idx, MapEntry m, long addr, boolean callSite) {
-        JavaFrames java = readJvmMemory ? proc.java(procRoot, pid) : null;
-        if (java == null) {
-            return null;
-        }
-        List<String> fn = java.compiled(addr, callSite, nanoTime);
-        if (fn != null && !java.jitPath().equals(proc.ref(idx).path())) {
-            proc.resolved(idx, Binary.ANONYMOUS, new MappingRef(m.start(), m.end(), m.offset(), java.jitPath(), null, true));
-        }
-        return fn;
-    }
-
-    /**
-     * JIT code: named by the process's perf map, if it writes one; then its mappings are named for the
-     * runtime ({@code [jit] node}) rather than left without a name.
-     */
-    private String jit(int pid, ProcessState proc, int idx, MapEntry m, long addr) {
-        ProcessPerfMap map = proc.perfMap();
-        if (map == null) {
-            map = new ProcessPerfMap(pid, procRoot, perfMapLimits, perfMapCounters);
-            proc.perfMap(map);
-        }
-        ProcessPerfMap pm = map;
-        String fn = pm.lookup(addr, nanoTime.getAsLong(),
-                () -> perfMapTotalBytes - (processes.perfMapBytes() - pm.heapBytes())); // what the others leave
-        if (pm.found() && !pm.jitPath().equals(proc.ref(idx).path())) {
-            proc.resolved(idx, Binary.ANONYMOUS, new MappingRef(m.start(), m.end(), m.offset(), pm.jitPath(), null, true));
-        }
-        return fn;
+    private static Frame frame(long address, MappingRef mapping, RuntimeFrame rf) {
+        return new Frame(address, mapping, rf.function(), false, rf.inlined(), rf.file(), rf.line());
     }
 
     private Binary binary(int pid, MapEntry m) {
@@ -229,8 +199,7 @@ final class ProcSymbolizer implements Symbolizer {
         return new Stats(processes.size(), binaries.size(), binaries.failures() + vdso.failures(), unresolved.get(),
                 processes.mapsReads(), processes.mapsReadFailures(), k == null ? 0 : k.table.size(), frames.get(),
                 binaries.weight(), binaries.unreadable(), processes.malformedMapsLines(), processes.pidReuses(),
-                debugFiles.used(), perfMapCounters.entries.get(), perfMapCounters.linesSkipped.get(),
-                perfMapCounters.bytesOverCap.get());
+                debugFiles.used());
     }
 
     @Override

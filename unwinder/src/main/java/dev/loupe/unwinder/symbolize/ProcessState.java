@@ -1,10 +1,15 @@
 package dev.loupe.unwinder.symbolize;
 
 import dev.loupe.unwinder.proc.MapEntry;
+import dev.loupe.unwinder.runtime.FrameType;
+import dev.loupe.unwinder.runtime.ProcessRuntimes;
+import dev.loupe.unwinder.runtime.RuntimeRegistry;
 
 import java.time.Duration;
 import java.util.Arrays;
+import java.util.EnumMap;
 import java.util.List;
+import java.util.Map;
 
 /**
  * What the symbolizer knows of one process: its executable mappings as last read, sorted by start, each
@@ -61,10 +66,10 @@ final class ProcessState {
     /** When a re-read last found another start time than a sample's (0: never). */
     private long mismatchAtNanos;
     private boolean failureLogged;
-    /** The process's perf map, made on its first JIT frame; carried over refreshes of the same process. */
-    private ProcessPerfMap perfMap;
-    private JavaFrames java; // a HotSpot JVM's own names for its Java frames (null: none, or not looked for yet)
-    private boolean javaLooked;
+    /** The runtimes this process runs, as of these mappings (null: not looked up yet). */
+    private ProcessRuntimes runtimes;
+    /** The mapping of each kind of tagged frame (one instance per process: profiles key mappings by identity). */
+    private final Map<FrameType, MappingRef> taggedMappings = new EnumMap<>(FrameType.class);
     /** Last lookup (racy writes from several threads are fine: any recent time keeps it alive). */
     volatile long accessedAtNanos;
 
@@ -92,9 +97,7 @@ final class ProcessState {
         Arrays.sort(mappings, (a, b) -> Long.compareUnsigned(a.start(), b.start()));
         ProcessState p = new ProcessState(startTicks, mappings, settled ? Phase.SETTLED : Phase.READ, now);
         if (previous != null && previous.readable() && previous.startTicks == startTicks) {
-            p.perfMap = previous.perfMap;
-            p.java = previous.java;
-            p.javaLooked = previous.javaLooked && (previous.java != null || !p.mapsLibjvm());
+            p.taggedMappings.putAll(previous.taggedMappings);
             for (int i = 0; i < mappings.length; i++) {
                 int j = previous.find(p.starts[i]);
                 if (j >= 0 && previous.mappings[j].equals(mappings[i]) && previous.binaries[j] != null
@@ -189,36 +192,22 @@ final class ProcessState {
         return hi >= 0 && Long.compareUnsigned(addr, mappings[hi].end()) < 0 ? hi : -1;
     }
 
-    /** The process's JVM read from outside, opened on first use; null if it maps no libjvm.so or cannot be read. */
-    JavaFrames java(java.nio.file.Path procRoot, int pid) {
-        if (!javaLooked) {
-            javaLooked = true;
-            java = mapsLibjvm() ? JavaFrames.open(procRoot, pid).orElse(null) : null;
+    /** The runtimes this process runs, from {@code registry} on first use for these mappings. */
+    ProcessRuntimes runtimes(RuntimeRegistry registry, int pid) {
+        if (runtimes == null) {
+            runtimes = phase == Phase.UNREADABLE ? ProcessRuntimes.NONE : registry.of(pid, startTicks, Arrays.asList(mappings));
         }
-        return java;
+        return runtimes;
     }
 
-    private boolean mapsLibjvm() {
-        for (MapEntry m : mappings) {
-            if (m.path().endsWith("/libjvm.so")) {
-                return true;
-            }
+    /** The mapping of frames of tagged type {@code type} named {@code name} (made once per process). */
+    MappingRef taggedMapping(FrameType type, String name) {
+        MappingRef m = taggedMappings.get(type);
+        if (m == null || !m.path().equals(name)) {
+            m = new MappingRef(type.rangeStart(), type.rangeEnd(), 0, name, null, true);
+            taggedMappings.put(type, m);
         }
-        return false;
-    }
-
-    /** The perf map, or null if none was made yet. */
-    ProcessPerfMap perfMap() {
-        return perfMap;
-    }
-
-    void perfMap(ProcessPerfMap m) {
-        perfMap = m;
-    }
-
-    /** Heap held by this process's perf map. */
-    long perfMapBytes() {
-        return perfMap == null ? 0 : perfMap.heapBytes();
+        return m;
     }
 
     MapEntry mapping(int i) {

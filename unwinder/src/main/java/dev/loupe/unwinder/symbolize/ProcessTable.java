@@ -136,15 +136,6 @@ final class ProcessTable {
         processes.put(pid, p);
     }
 
-    /** Heap held by the kept processes' perf maps (each map once: a refresh hands it on). */
-    long perfMapBytes() {
-        long sum = 0;
-        for (ProcessState p : processes.values()) {
-            sum += p.perfMapBytes();
-        }
-        return sum;
-    }
-
     /** Processes whose state is kept (unreadable ones included). */
     long size() {
         return processes.size();

@@ -1,6 +1,7 @@
 package dev.loupe.unwinder.symbolize;
 
 import dev.loupe.unwinder.proc.ProcessRegistry;
+import dev.loupe.unwinder.runtime.RuntimeRegistry;
 
 import java.nio.file.Path;
 import java.util.List;
@@ -13,16 +14,26 @@ import java.util.function.LongSupplier;
  */
 public interface Symbolizer extends AutoCloseable {
     /**
-     * Appends one frame per user address of process {@code pid}. Never throws for bad processes or files.
+     * A bit of {@link #symbolizeUser}'s result: a frame lies in memory no file backs (or in no mapping) and nothing
+     * named it, as code a runtime generated since it was last read does.
+     */
+    int UNNAMED_CODE = 1;
+    /** A bit of {@link #symbolizeUser}'s result: the last frame is in code a runtime generated (its table may lag). */
+    int ENDS_IN_RUNTIME_CODE = 2;
+
+    /**
+     * Appends one frame per user address of process {@code pid} (less the native frames a runtime's own frames stand
+     * for). Never throws for bad processes or files.
      *
      * @param processStartNs the process's start time in ns since boot as the kernel reported it with the
      *                       sample (exact PID-reuse detection), or 0 if unknown
+     * @return hints for whoever reads runtimes' code: {@link #UNNAMED_CODE}, {@link #ENDS_IN_RUNTIME_CODE}
      */
-    void symbolizeUser(int pid, long processStartNs, long[] addrs, int count, List<Frame> out);
+    int symbolizeUser(int pid, long processStartNs, long[] addrs, int count, List<Frame> out);
 
     /** As above, for a process whose start time is not known. */
-    default void symbolizeUser(int pid, long[] addrs, int count, List<Frame> out) {
-        symbolizeUser(pid, 0, addrs, count, out);
+    default int symbolizeUser(int pid, long[] addrs, int count, List<Frame> out) {
+        return symbolizeUser(pid, 0, addrs, count, out);
     }
 
     /** Appends one frame per kernel address. */
@@ -33,21 +44,23 @@ public interface Symbolizer extends AutoCloseable {
     @Override
     void close();
 
+    /** A symbolizer of native code only, with a process registry of its own. */
     static Symbolizer create(Options options) {
-        return new ProcSymbolizer(options, new ProcessRegistry(options.procRoot(), 1 << 16));
+        ProcessRegistry registry = new ProcessRegistry(options.procRoot(), 1 << 16);
+        return new ProcSymbolizer(options, registry, RuntimeRegistry.none(registry));
+    }
+
+    /** A symbolizer of native code only that reads processes through {@code registry}, shared with other consumers. */
+    static Symbolizer create(Options options, ProcessRegistry registry) {
+        return new ProcSymbolizer(options, registry, RuntimeRegistry.none(registry));
     }
 
     /**
-     * Whether HotSpot JVMs' Java frames are named from the JVM's own memory (code cache, {@code Method*}s); on by
-     * default. Returns this.
+     * A symbolizer that reads processes through {@code registry} and names runtimes' frames through {@code runtimes}
+     * (both shared with the other consumers of /proc and of runtimes).
      */
-    default Symbolizer readJvmMemory(boolean on) {
-        return this;
-    }
-
-    /** A symbolizer that reads processes through {@code registry}, shared with other consumers of /proc. */
-    static Symbolizer create(Options options, ProcessRegistry registry) {
-        return new ProcSymbolizer(options, registry);
+    static Symbolizer create(Options options, ProcessRegistry registry, RuntimeRegistry runtimes) {
+        return new ProcSymbolizer(options, registry, runtimes);
     }
 
     /**
@@ -89,12 +102,8 @@ public interface Symbolizer extends AutoCloseable {
      * @param malformedMapsLines lines of /proc/PID/maps that could not be parsed
      * @param pidReuses          pids found to belong to a new process
      * @param debugFiles         separate debug files (/usr/lib/debug/.build-id) used for stripped binaries
-     * @param perfMapEntries     lines of JIT perf maps (/tmp/perf-PID.map) read into symbol tables
-     * @param perfMapLinesSkipped malformed perf-map lines skipped
-     * @param perfMapBytesOverCap perf-map bytes left unread because a map reached its size limits
      */
     record Stats(long processes, long binaries, long binaryFailures, long unresolvedFrames, long mapsReads,
                  long mapsReadFailures, long kernelSymbols, long frames, long cachedSymbolBytes,
-                 long unreadableBinaries, long malformedMapsLines, long pidReuses, long debugFiles,
-                 long perfMapEntries, long perfMapLinesSkipped, long perfMapBytesOverCap) {}
+                 long unreadableBinaries, long malformedMapsLines, long pidReuses, long debugFiles) {}
 }

@@ -1,5 +1,6 @@
 package dev.loupe.unwinder.hotspot;
 
+import dev.loupe.unwinder.runtime.FrameType;
 import dev.loupe.unwinder.ehframe.ReferenceUnwinder;
 import dev.loupe.unwinder.ehframe.StopReason;
 import dev.loupe.unwinder.ehframe.UnwindRule;
@@ -69,28 +70,31 @@ class CodeCacheUnwindTableTest {
         Map<Long, Long> stack = Map.of(0x7000L - 24, 0x5555L, 0x7000L - 8, 0x7100L, 0x7000L, 0x7200L, 0x7008L, 0x4444L);
         ReferenceUnwinder.Memory mem = a -> stack.containsKey(a) ? OptionalLong.of(stack.get(a)) : OptionalLong.empty();
         ReferenceUnwinder.Frame f = new ReferenceUnwinder.Frame(0x21500, 0x6f00, 0x7000, true, true);
-        ReferenceUnwinder.Step s = ReferenceUnwinder.javaInterpreterStep(f, mem);
+        ReferenceUnwinder.Step s = InterpreterFrameStep.INSTANCE.step(f, mem);
         assertNull(s.stop());
         assertEquals(new ReferenceUnwinder.Frame(0x4444, 0x7100, 0x7200, true, false), s.caller());
-        assertEquals(OptionalLong.of(0x5555), ReferenceUnwinder.javaInterpreterMethod(0x7000, mem));
+        assertEquals(OptionalLong.of(0x5555), InterpreterFrameStep.method(0x7000, mem));
 
         // A sender SP below bp+16 is no caller's SP (a call stub's own frame): bp+16 instead.
         Map<Long, Long> low = Map.of(0x7000L - 8, 0x6000L, 0x7000L, 0x7200L, 0x7008L, 0x4444L);
-        ReferenceUnwinder.Step t = ReferenceUnwinder.javaInterpreterStep(f,
+        ReferenceUnwinder.Step t = InterpreterFrameStep.INSTANCE.step(f,
                 a -> low.containsKey(a) ? OptionalLong.of(low.get(a)) : OptionalLong.empty());
         assertEquals(0x7010, t.caller().sp());
         ReferenceUnwinder.Frame unknownBp = new ReferenceUnwinder.Frame(0x21500, 0x6f00, 0, false, true);
-        assertEquals(StopReason.RBP_UNKNOWN, ReferenceUnwinder.javaInterpreterStep(unknownBp, mem).stop());
+        assertEquals(StopReason.RBP_UNKNOWN, InterpreterFrameStep.INSTANCE.step(unknownBp, mem).stop());
     }
 
     @Test
-    void javaMethodFramesAreTaggedUserAddresses() {
-        long frame = UnwindRule.javaMethodFrame(0x7f12_3456_7890L);
-        assertEquals(0x4000_7f12_3456_7890L, frame);
-        assertEquals(true, UnwindRule.isJavaMethodFrame(frame));
-        assertEquals(0x7f12_3456_7890L, UnwindRule.javaMethod(frame));
-        assertEquals(false, UnwindRule.isJavaMethodFrame(0x7f12_3456_7890L)); // a plain address
-        assertEquals(false, UnwindRule.isJavaMethodFrame(-1L << 16 | 33)); // a stop marker
-        assertEquals(false, UnwindRule.isJavaMethodFrame(0xffff_ffff_8100_0000L)); // a kernel address
+    void interpreterFramesAreTaggedWithTheirTypeAndTheWalkDispatchesTheirKind() {
+        long frame = FrameType.HOTSPOT_METHOD.frame(0x7f12_3456_7890L);
+        assertEquals(0x4000_7f12_3456_7890L, frame); // bit 62, as JDK 8-25 profiles have had them
+        assertEquals(FrameType.HOTSPOT_METHOD, FrameType.of(frame));
+        assertEquals(0x7f12_3456_7890L, FrameType.HOTSPOT_METHOD.value(frame));
+        assertNull(FrameType.of(0x7f12_3456_7890L)); // a plain address
+        assertNull(FrameType.of(-1L << 16 | 33)); // a stop marker
+        assertNull(FrameType.of(0xffff_ffff_8100_0000L)); // a kernel address
+        assertNull(FrameType.of(1L << 61 | 0x1000)); // a type no runtime registered
+        assertEquals(InterpreterFrameStep.INSTANCE, InterpreterFrameStep.steps().forKind(UnwindRule.KIND_JAVA_INTERP));
+        assertNull(InterpreterFrameStep.steps().forKind(UnwindRule.KIND_JAVA_INTERP + 1));
     }
 }

@@ -1,6 +1,8 @@
 package dev.loupe.unwinder.symbolize;
 
+import dev.loupe.unwinder.perfmap.PerfMapRuntime;
 import dev.loupe.unwinder.proc.ProcessRegistry;
+import dev.loupe.unwinder.runtime.RuntimeRegistry;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -42,9 +44,17 @@ class JitPerfMapTest {
         return out;
     }
 
-    private Symbolizer symbolizer(Path proc, ProcSymbolizerTest.Clock clock, PerfMapFile.Limits limits, long total) {
+    private PerfMapRuntime perfMaps;
+
+    private Symbolizer symbolizer(Path proc, ProcSymbolizerTest.Clock clock, long total) {
         Symbolizer.Options o = new Symbolizer.Options(proc, dir.resolve("none"), 1 << 20, clock);
-        return new ProcSymbolizer(o, new ProcessRegistry(proc, 1 << 10), limits, total);
+        ProcessRegistry registry = new ProcessRegistry(proc, 1 << 10);
+        perfMaps = PerfMapRuntime.reading(proc, 262_144, 16 << 20, total);
+        return Symbolizer.create(o, registry, new RuntimeRegistry(List.of(perfMaps), registry, clock));
+    }
+
+    private long entries() {
+        return perfMaps.counters().get("entries");
     }
 
     @Test
@@ -59,7 +69,7 @@ class JitPerfMapTest {
         // The host's pid names another file in the process's /tmp: not the one the process wrote.
         Files.writeString(tmp.resolve("perf-8080.map"), "7f1000001000 100 WRONG\n");
         ProcSymbolizerTest.Clock clock = new ProcSymbolizerTest.Clock();
-        try (Symbolizer s = symbolizer(proc, clock, PerfMapFile.Limits.DEFAULT, ProcSymbolizer.PERF_MAP_TOTAL_BYTES)) {
+        try (Symbolizer s = symbolizer(proc, clock, PerfMapRuntime.DEFAULT_TOTAL_BYTES)) {
             List<Frame> f = stack(s, 8080, JIT + 0x1010, JIT + 0x2051, JIT + 0x3001);
             assertEquals("JS:*leaf /srv/app.js:3:14", f.get(0).function());
             assertEquals("JS:*mid /srv/app.js:7:13", f.get(1).function());
@@ -72,8 +82,8 @@ class JitPerfMapTest {
             assertNull(m.buildId());
             assertSame(m, f.get(1).mapping(), "one MappingRef for the mapping");
             assertSame(m, f.get(2).mapping());
-            assertEquals(2, s.stats().perfMapEntries());
-            assertEquals(1, s.stats().perfMapLinesSkipped());
+            assertEquals(2, entries());
+            assertEquals(1, perfMaps.counters().get("lines_skipped"));
 
             // New code: the next miss re-reads, but not within a second of the last read.
             Files.writeString(tmp.resolve("perf-7.map"), "7f1000003000 80 JS:*later /srv/app.js:9:1\n", StandardOpenOption.APPEND);
@@ -81,14 +91,14 @@ class JitPerfMapTest {
             assertNull(stack(s, 8080, JIT + 0x3001).get(0).function(), "rate-limited: read 0.5 s ago");
             clock.advance(Duration.ofMillis(600));
             assertEquals("JS:*later /srv/app.js:9:1", stack(s, 8080, JIT + 0x3001).get(0).function());
-            assertEquals(3, s.stats().perfMapEntries(), "the appended line only");
+            assertEquals(3, entries(), "the appended line only");
             // Hits do not read the file: a line added now stays unknown while only known code is sampled.
             Files.writeString(tmp.resolve("perf-7.map"), "7f1000004000 80 JS:*unseen /srv/app.js:11:1\n", StandardOpenOption.APPEND);
             clock.advance(Duration.ofSeconds(5));
             for (int i = 0; i < 100; i++) {
                 assertEquals("JS:*leaf /srv/app.js:3:14", stack(s, 8080, JIT + 0x1010).get(0).function());
             }
-            assertEquals(3, s.stats().perfMapEntries());
+            assertEquals(3, entries());
             // The node binary's own frames are untouched by all this.
             assertEquals("/usr/bin/node", stack(s, 8080, 0x401010).get(0).mapping().path());
         }
@@ -101,7 +111,7 @@ class JitPerfMapTest {
         Files.createDirectories(proc.resolve("82/root/tmp"));
         ProcSymbolizerTest.fakeProcess(proc, 82, 1000, JIT_LINE); // no status, no exe: gone or unreadable
         ProcSymbolizerTest.Clock clock = new ProcSymbolizerTest.Clock();
-        try (Symbolizer s = symbolizer(proc, clock, PerfMapFile.Limits.DEFAULT, ProcSymbolizer.PERF_MAP_TOTAL_BYTES)) {
+        try (Symbolizer s = symbolizer(proc, clock, PerfMapRuntime.DEFAULT_TOTAL_BYTES)) {
             for (int pid : new int[] {81, 82}) {
                 for (int i = 0; i < 3; i++) {
                     Frame f = stack(s, pid, JIT + 0x1010).get(0);
@@ -112,11 +122,11 @@ class JitPerfMapTest {
                     clock.advance(Duration.ofSeconds(2));
                 }
             }
-            assertEquals(0, s.stats().perfMapEntries());
+            assertEquals(0, entries());
         }
     }
 
-    /** The perf map is held by the process's state: gone with it after the idle expiry, read afresh when the process is back. */
+    /** The perf map is held by the process's runtimes: gone with them after the idle expiry, read afresh when the process is back. */
     @Test
     void perfMapIsReleasedWithTheProcessStateAndAPidReuseReadsTheNewProcessMap() throws Exception {
         Path proc = dir.resolve("proc");
@@ -124,16 +134,16 @@ class JitPerfMapTest {
         process(proc, 91, 91, 1000);
         Files.writeString(tmp.resolve("perf-90.map"), "7f1000001000 100 first\n7f1000002000 100 second\n");
         ProcSymbolizerTest.Clock clock = new ProcSymbolizerTest.Clock();
-        try (Symbolizer s = symbolizer(proc, clock, PerfMapFile.Limits.DEFAULT, ProcSymbolizer.PERF_MAP_TOTAL_BYTES)) {
+        try (Symbolizer s = symbolizer(proc, clock, PerfMapRuntime.DEFAULT_TOTAL_BYTES)) {
             assertEquals("first", stack(s, 90, JIT + 0x1000).get(0).function());
-            assertEquals(2, s.stats().perfMapEntries());
-            for (int i = 0; i < 7; i++) { // only 91 is sampled for 70 s
+            assertEquals(2, entries());
+            for (int i = 0; i < 13; i++) { // only 91 is sampled for 130 s
                 clock.advance(Duration.ofSeconds(10));
                 stack(s, 91, JIT + 0x1000);
             }
             assertEquals(1, s.stats().processes(), "90's state, and its perf map, are gone");
             assertEquals("second", stack(s, 90, JIT + 0x2000).get(0).function());
-            assertEquals(4, s.stats().perfMapEntries(), "read again from scratch");
+            assertEquals(4, entries(), "read again from scratch");
 
             // The pid now belongs to a new process (another start time) with a map of its own.
             ProcSymbolizerTest.fakeProcess(proc, 90, 2000, NODE_LINE, JIT_LINE);
@@ -158,25 +168,16 @@ class JitPerfMapTest {
         }
         ProcSymbolizerTest.Clock clock = new ProcSymbolizerTest.Clock();
         long total = 3L << 20;
-        try (Symbolizer s = symbolizer(proc, clock, PerfMapFile.Limits.DEFAULT, total)) {
+        try (Symbolizer s = symbolizer(proc, clock, total)) {
             assertEquals("JS:*function_number_0", stack(s, 70, JIT).get(0).function());
-            assertEquals(20_000, s.stats().perfMapEntries(), "the first map fits");
-            assertEquals(0, s.stats().perfMapBytesOverCap());
+            assertEquals(20_000, entries(), "the first map fits");
+            assertEquals(0, perfMaps.counters().get("bytes_over_cap"));
             assertEquals("JS:*function_number_0", stack(s, 71, JIT).get(0).function());
-            long second = s.stats().perfMapEntries() - 20_000;
+            long second = entries() - 20_000;
             assertTrue(second > 0 && second < 20_000, "the second gets the rest of the budget: " + second + " entries");
-            assertTrue(s.stats().perfMapBytesOverCap() > 0);
+            assertTrue(perfMaps.counters().get("bytes_over_cap") > 0);
             assertNull(stack(s, 71, JIT + 19_999 * 0x20L).get(0).function(), "beyond its share: unknown, no error");
         }
     }
 
-    @Test
-    void statusGivesTheOwnNamespacePidAndTheUids() {
-        String nested = "Name:\tnode\nUid:\t1000\t1001\t1000\t1001\nNSpid:\t4242\t300\t7\n";
-        assertEquals(7, ProcessPerfMap.nsPid(nested, 4242), "the innermost namespace's pid");
-        assertEquals(4242, ProcessPerfMap.nsPid("Name:\tnode\nNSpid:\t4242\n", 4242));
-        assertEquals(4242, ProcessPerfMap.nsPid("Name:\told kernel\nPid:\t4242\n", 4242), "no NSpid line: the pid");
-        assertEquals(List.of(1000, 1001, 1000, 1001), java.util.Arrays.stream(ProcessPerfMap.uids(nested)).boxed().toList());
-        assertEquals(0, ProcessPerfMap.uids("Name:\tx\n").length);
-    }
 }

@@ -1,4 +1,4 @@
-package dev.loupe.unwinder.symbolize;
+package dev.loupe.unwinder.perfmap;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;

@@ -1,4 +1,4 @@
-package dev.loupe.unwinder.symbolize;
+package dev.loupe.unwinder.perfmap;
 
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;

@@ -1,89 +1,69 @@
-package dev.loupe.unwinder.symbolize;
+package dev.loupe.unwinder.perfmap;
 
-import dev.loupe.unwinder.proc.MapEntry;
 import dev.loupe.unwinder.proc.ProcMaps;
+import dev.loupe.unwinder.runtime.RuntimeFrame;
+import dev.loupe.unwinder.runtime.RuntimeProcess;
 
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.LongSupplier;
 
 /**
  * The perf map of one process: {@code /proc/PID/root/tmp/perf-NSPID.map}, where NSPID is the pid the
  * process has in its own PID namespace (the last field of {@code NSpid:} in its status; a container's
  * process writes the file under its own pid, in its own /tmp). Read on a miss only — an address in
  * anonymous executable memory the table does not name — and then at most every {@link #REREAD_NANOS};
- * never on a timer. Held by the process's {@link ProcessState}, so it goes when the state does (idle
- * sweep, pid reuse).
+ * never on a timer. Opened by the {@link PerfMapRuntime} once per process and closed with it.
  *
- * <p>Not thread-safe: used by the symbolizing thread.
+ * <p>Thread-safe (its methods are synchronized): the sampling thread and the latency stacks' symbolizer name frames.
  */
-final class ProcessPerfMap {
+final class ProcessPerfMap implements RuntimeProcess {
     static final long REREAD_NANOS = Duration.ofSeconds(1).toNanos();
-
-    /** Counters over every process, for {@link Symbolizer.Stats}. */
-    static final class Counters {
-        final AtomicLong entries = new AtomicLong();
-        final AtomicLong linesSkipped = new AtomicLong();
-        final AtomicLong bytesOverCap = new AtomicLong();
-    }
 
     private final int pid;
     private final Path procRoot;
-    private final PerfMapFile.Limits limits;
-    private final Counters counters;
+    private final PerfMapRuntime runtime;
+    private final String jitPath;
     private PerfMapFile file;
-    private String jitPath = "[jit]";
     private boolean everRead;
-    private boolean found;
     private long lastReadNanos;
 
-    ProcessPerfMap(int pid, Path procRoot, PerfMapFile.Limits limits, Counters counters) {
+    ProcessPerfMap(int pid, String exe, Path procRoot, PerfMapRuntime runtime) {
         this.pid = pid;
         this.procRoot = procRoot;
-        this.limits = limits;
-        this.counters = counters;
-    }
-
-    /** Whether perf maps may name code in this mapping: executable memory not backed by a file. */
-    static boolean jitCandidate(MapEntry m) {
-        return m.executable() && !m.fileBacked() && !m.path().equals("[vdso]") && !m.path().equals("[vsyscall]");
+        this.runtime = runtime;
+        this.jitPath = "[jit] " + exe;
     }
 
     /**
-     * The perf map's name for {@code addr}, or null. A miss reads the file if it was not read within
-     * {@link #REREAD_NANOS}; {@code heapAllowance} is asked then (the bytes this table may hold).
+     * The perf map's name for {@code addr}, in the mapping {@code [jit] EXECUTABLE} (e.g. {@code [jit] node}), or
+     * null. A miss reads the file if it was not read within {@link #REREAD_NANOS}, within the heap the runtime's other
+     * maps leave.
      */
-    String lookup(long addr, long now, LongSupplier heapAllowance) {
+    @Override
+    public synchronized RuntimeFrame code(long addr, boolean callSite, long now) {
         String name = file == null ? null : file.lookup(addr);
-        if (name != null || (everRead && now - lastReadNanos < REREAD_NANOS)) {
-            return name;
+        if (name == null && !(everRead && now - lastReadNanos < REREAD_NANOS)) {
+            everRead = true;
+            lastReadNanos = now;
+            read(runtime.allowance(this));
+            name = file == null ? null : file.lookup(addr);
         }
-        everRead = true;
-        lastReadNanos = now;
-        read(heapAllowance.getAsLong());
-        return file == null ? null : file.lookup(addr);
+        return name == null ? null : RuntimeFrame.of(name, jitPath);
     }
 
-    /** Whether the process has a perf map (one was read at least once). */
-    boolean found() {
-        return found;
-    }
-
-    /** The mapping name for its JIT code: {@code [jit] EXECUTABLE}, e.g. {@code [jit] node}. */
-    String jitPath() {
-        return jitPath;
-    }
-
-    long heapBytes() {
+    synchronized long heapBytes() {
         return file == null ? 0 : file.heapBytes();
     }
 
     /** The file (null before the process's status was read), for tests. */
-    PerfMapFile file() {
+    synchronized PerfMapFile file() {
         return file;
+    }
+
+    @Override
+    public void close() {
+        runtime.closed(this);
     }
 
     private void read(long heapAllowance) {
@@ -93,13 +73,10 @@ final class ProcessPerfMap {
         long entries = file.entriesAdded();
         long skipped = file.linesSkipped();
         long over = file.bytesOverCap();
-        PerfMapFile.Outcome o = file.read(heapAllowance);
-        if (o != PerfMapFile.Outcome.MISSING && o != PerfMapFile.Outcome.REFUSED) {
-            found = true;
-        }
-        counters.entries.addAndGet(file.entriesAdded() - entries);
-        counters.linesSkipped.addAndGet(file.linesSkipped() - skipped);
-        counters.bytesOverCap.addAndGet(file.bytesOverCap() - over);
+        file.read(heapAllowance);
+        runtime.entries.addAndGet(file.entriesAdded() - entries);
+        runtime.linesSkipped.addAndGet(file.linesSkipped() - skipped);
+        runtime.bytesOverCap.addAndGet(file.bytesOverCap() - over);
     }
 
     /** Finds the file from the process's status: its own-namespace pid and its uids. False if unreadable. */
@@ -113,19 +90,7 @@ final class ProcessPerfMap {
         }
         int nsPid = nsPid(status, pid);
         int[] uids = uids(status);
-        try {
-            Path exe = Files.readSymbolicLink(dir.resolve("exe"));
-            String name = exe.getFileName() == null ? "" : exe.getFileName().toString();
-            if (name.endsWith(" (deleted)")) {
-                name = name.substring(0, name.length() - " (deleted)".length());
-            }
-            if (!name.isEmpty()) {
-                jitPath = "[jit] " + name;
-            }
-        } catch (IOException | RuntimeException e) {
-            // a kernel thread, a gone process, no permission: the mapping is "[jit]"
-        }
-        file = new PerfMapFile(dir.resolve("root").resolve("tmp").resolve("perf-" + nsPid + ".map"), limits,
+        file = new PerfMapFile(dir.resolve("root").resolve("tmp").resolve("perf-" + nsPid + ".map"), runtime.limits,
                 uids.length == 0 ? null : uids);
         return true;
     }

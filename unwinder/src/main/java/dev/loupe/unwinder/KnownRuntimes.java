@@ -1,0 +1,26 @@
+package dev.loupe.unwinder;
+
+import dev.loupe.unwinder.hotspot.HotSpotRuntime;
+import dev.loupe.unwinder.perfmap.PerfMapRuntime;
+import dev.loupe.unwinder.runtime.ManagedRuntime;
+
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Set;
+import java.util.function.LongSupplier;
+
+/**
+ * The runtimes Loupe knows, in the order they are asked to name code (a JVM's own names before its perf map's): the
+ * one place a runtime is listed. Adding one is a line here, its package, and its BPF step.
+ */
+public final class KnownRuntimes {
+    private KnownRuntimes() {}
+
+    /** Every known runtime, reading processes through {@code procRoot}, but those named in {@code off}. */
+    public static List<ManagedRuntime> all(Path procRoot, LongSupplier nanoTime, Set<String> off) {
+        return List.<ManagedRuntime>of(
+                        HotSpotRuntime.reading(procRoot, nanoTime),
+                        PerfMapRuntime.reading(procRoot))
+                .stream().filter(r -> !off.contains(r.name())).toList();
+    }
+}

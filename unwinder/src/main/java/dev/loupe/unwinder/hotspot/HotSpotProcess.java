@@ -1,0 +1,274 @@
+package dev.loupe.unwinder.hotspot;
+
+import dev.loupe.unwinder.runtime.CodeTable;
+import dev.loupe.unwinder.runtime.FrameType;
+import dev.loupe.unwinder.runtime.RescanSchedule;
+import dev.loupe.unwinder.runtime.RuntimeFrame;
+import dev.loupe.unwinder.runtime.RuntimeProcess;
+
+import java.io.IOException;
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.LongSupplier;
+
+/**
+ * One JVM, read from outside through its one {@link HotSpotJvm} by both consumers: names (an interpreter frame's
+ * {@code Method*}; JIT code by the code blob that holds the address, with the methods C1/C2 inlined at the pc) and the
+ * walker's table for its code cache ({@link CodeCacheUnwindTable}). One read of the code cache serves both, on one
+ * {@link RescanSchedule}: after a change, when samples or lookups show code the last read lacked, and on a back-off
+ * otherwise. Code compiled since the last read has no rows and no name until the next.
+ *
+ * <p>Thread-safe: the sampling thread names, the unwind table thread asks for tables; both under this object's lock
+ * (a read of a big code cache holds it for tens of milliseconds).
+ */
+final class HotSpotProcess implements RuntimeProcess {
+    private static final System.Logger LOG = System.getLogger(HotSpotProcess.class.getName());
+    /** Decoded inlining chains kept per pc (emptied when a read finds the code cache changed). */
+    static final int MAX_CACHED_SCOPES = 16_384;
+
+    private final HotSpotRuntime runtime;
+    private final int pid;
+    private final HotSpotJvm jvm;
+    private final LongSupplier nanoTime;
+    private final String jitMapping;
+    private final String interpretedMapping;
+
+    private final RescanSchedule schedule = new RescanSchedule();
+    private Blobs blobs = Blobs.EMPTY;
+    private boolean read; // a read of the blobs succeeded once
+    private long fingerprint;
+    private long lastFullRead;
+    private long signature;
+    private boolean tablesWanted;
+    private CodeTable table;
+    private int generation;
+    private int handedOut = -1;
+    private final Map<Long, Scopes> scopes = new LinkedHashMap<>(256, 0.75f, true) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<Long, Scopes> e) {
+            return size() > MAX_CACHED_SCOPES;
+        }
+    };
+
+    HotSpotProcess(HotSpotRuntime runtime, int pid, HotSpotJvm jvm, String exe, LongSupplier nanoTime) {
+        this.runtime = runtime;
+        this.pid = pid;
+        this.jvm = jvm;
+        this.nanoTime = nanoTime;
+        this.jitMapping = "[jit] " + exe;
+        this.interpretedMapping = "[interpreted] " + exe;
+    }
+
+    /** An interpreter frame's {@code Method*}: "pkg.Class.method", in {@code [interpreted] EXE}. */
+    @Override
+    public synchronized RuntimeFrame taggedFrame(FrameType type, long method) {
+        String name = type == FrameType.HOTSPOT_METHOD ? method(method) : null;
+        return new RuntimeFrame(name, null, 0, List.of(), interpretedMapping);
+    }
+
+    /**
+     * Compiled code: the methods C1/C2 inlined at the pc (innermost first), then the compiled method; a stub by its own
+     * name in brackets; null if no blob of the last read holds the address (then a read is hinted, and made if due).
+     */
+    @Override
+    public synchronized RuntimeFrame code(long addr, boolean callSite, long now) {
+        int b = blobs.find(addr);
+        if (b < 0) {
+            schedule.hint(now);
+            if (schedule.due(now)) {
+                read(now, false);
+                b = blobs.find(addr);
+            }
+        }
+        if (b < 0) {
+            return null;
+        }
+        Blobs bs = blobs;
+        if (bs.methods[b] == 0) {
+            String name = bs.stubNames[b];
+            return name == null || name.isEmpty() ? null : RuntimeFrame.of("[" + name + "]", jitMapping);
+        }
+        long pc = callSite ? addr + 1 : addr; // a call site's own debug record is at its return address
+        Scopes cached = scopes.get(pc);
+        List<String> names = cached != null && cached.blob == bs.blobs[b] ? cached.names : null;
+        if (names == null) {
+            names = inlining(bs, b, pc);
+            if (names == null) {
+                return null;
+            }
+            scopes.put(pc, new Scopes(bs.blobs[b], names));
+        }
+        return new RuntimeFrame(names.getLast(), null, 0, names.subList(0, names.size() - 1), jitMapping);
+    }
+
+    /** The compiled method at blob {@code b}, after the methods inlined at {@code pc}; null if it has no name. */
+    private List<String> inlining(Blobs bs, int b, long pc) {
+        String own = method(bs.methods[b]);
+        if (own == null) {
+            return null;
+        }
+        try {
+            long[] chain = jvm.scopeMethods(new CodeBlob(CodeBlob.Kind.NMETHOD, bs.blobs[b], bs.starts[b], bs.ends[b], -1, -1, "",
+                    bs.methods[b]), pc);
+            if (chain != null && chain.length > 1) {
+                String[] n = new String[chain.length];
+                for (int i = 0; i < chain.length - 1; i++) {
+                    n[i] = method(chain[i]);
+                    if (n[i] == null) {
+                        return List.of(own); // an inlined method without a name: the compiled method alone, not a guess
+                    }
+                }
+                n[chain.length - 1] = own;
+                return List.of(n);
+            }
+        } catch (IOException | RuntimeException e) {
+            // gone, or debug information that does not hold together: the compiled method alone
+        }
+        return List.of(own);
+    }
+
+    private String method(long method) {
+        try {
+            return jvm.methodName(method).orElse(null);
+        } catch (IOException | RuntimeException e) {
+            return null;
+        }
+    }
+
+    @Override
+    public synchronized CodeTable codeTable(long now) {
+        tablesWanted = true;
+        if (table == null) {
+            read(now, true);
+        }
+        if (table != null) {
+            handedOut = table.generation();
+        }
+        return table;
+    }
+
+    @Override
+    public synchronized boolean refreshCode(long now) {
+        if (schedule.due(now)) {
+            read(now, false);
+        }
+        return table != null && table.generation() != handedOut;
+    }
+
+    @Override
+    public synchronized void unknownCode(long now) {
+        schedule.hint(now);
+    }
+
+    /**
+     * Reads the code cache: its segment maps first (a 128th of the heap: unchanged, the blobs almost surely are too,
+     * though a full read still runs at least every {@link RescanSchedule#MAX_RESCAN_NANOS} for what they cannot show,
+     * a block reused at its size), then the blobs; a new set of blobs replaces the names' and, once tables are wanted,
+     * the table. {@code full}: skip the segment-map shortcut.
+     */
+    private void read(long now, boolean full) {
+        long start = nanoTime.getAsLong();
+        boolean changed = false;
+        try {
+            long f = jvm.codeCacheFingerprint();
+            if (full || !read || f != fingerprint || start - lastFullRead >= RescanSchedule.MAX_RESCAN_NANOS || table == null && tablesWanted) {
+                fingerprint = f;
+                lastFullRead = start;
+                runtime.scans.incrementAndGet();
+                CodeCache cache = jvm.codeCache();
+                long sig = signature(cache);
+                changed = !read || sig != signature;
+                if (changed) {
+                    signature = sig;
+                    blobs = Blobs.of(cache);
+                    scopes.clear();
+                    read = true;
+                }
+                if (tablesWanted && (changed || table == null)) {
+                    build(cache);
+                }
+            }
+        } catch (IOException e) {
+            runtime.scanFailures.incrementAndGet(); // exiting, or mid-change: the next read tries again
+        } catch (HotSpotException | RuntimeException e) {
+            runtime.scanFailures.incrementAndGet();
+            LOG.log(System.Logger.Level.WARNING, "jit tables: cannot read the code cache of pid " + pid + ": " + e);
+        }
+        schedule.read(start, nanoTime.getAsLong(), changed);
+    }
+
+    private void build(CodeCache cache) {
+        try {
+            String name = "[jit] pid " + pid;
+            CodeCacheUnwindTable.Built built = CodeCacheUnwindTable.build(name, cache);
+            if (table == null) {
+                LOG.log(System.Logger.Level.INFO, "jit tables: pid " + pid + " (" + jvm.vmVersion() + "): "
+                        + built.compiledBlobs() + " compiled blobs, " + built.interpreterBlobs() + " interpreter, "
+                        + built.undescribedBlobs() + " without a frame size; " + built.table().rowCount() + " rows");
+            }
+            table = new CodeTable(built.table(), cache.heaps().stream().map(h -> new CodeTable.Range(h.low(), h.high())).toList(),
+                    ++generation);
+            runtime.tablesBuilt.incrementAndGet();
+        } catch (Exception e) {
+            runtime.scanFailures.incrementAndGet();
+            LOG.log(System.Logger.Level.WARNING, "jit tables: no table for pid " + pid + ": " + e.getMessage());
+        }
+    }
+
+    private static long signature(CodeCache cache) {
+        long h = 1125899906842597L;
+        for (CodeBlob b : cache.blobs()) {
+            h = 31 * h + b.start();
+            h = 31 * h + b.end();
+            h = 31 * h + b.frameSizeBytes();
+            h = 31 * h + b.kind().ordinal();
+        }
+        return h;
+    }
+
+    @Override
+    public void close() {
+        try {
+            jvm.close();
+        } catch (Exception e) {
+            // a file descriptor only
+        }
+    }
+
+    /** Decoded frames per pc, for the blob they were decoded in. */
+    private record Scopes(long blob, List<String> names) {}
+
+    /**
+     * The last read's blobs in primitive arrays sorted by start (40 bytes a blob: a big JVM has tens of thousands); a
+     * blob's name is kept only where it has no {@code Method*} (stubs, a few hundred).
+     */
+    private record Blobs(long[] starts, long[] ends, long[] methods, long[] blobs, String[] stubNames) {
+        static final Blobs EMPTY = new Blobs(new long[0], new long[0], new long[0], new long[0], new String[0]);
+
+        static Blobs of(CodeCache cache) {
+            CodeBlob[] sorted = cache.blobs().toArray(new CodeBlob[0]);
+            Arrays.sort(sorted, Comparator.comparingLong(CodeBlob::start));
+            int n = sorted.length;
+            Blobs b = new Blobs(new long[n], new long[n], new long[n], new long[n], new String[n]);
+            for (int i = 0; i < n; i++) {
+                b.starts[i] = sorted[i].start();
+                b.ends[i] = sorted[i].end();
+                b.methods[i] = sorted[i].method();
+                b.blobs[i] = sorted[i].address();
+                b.stubNames[i] = b.methods[i] == 0 ? sorted[i].name() : null;
+            }
+            return b;
+        }
+
+        int find(long pc) {
+            int i = Arrays.binarySearch(starts, pc);
+            if (i < 0) {
+                i = -i - 2;
+            }
+            return i >= 0 && pc < ends[i] ? i : -1;
+        }
+    }
+}

@@ -1,0 +1,45 @@
+package dev.loupe.unwinder.runtime;
+
+import dev.loupe.unwinder.proc.MapEntry;
+
+import java.io.IOException;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+
+/**
+ * A language runtime whose code the native unwinder can neither walk nor name by itself: a JIT's code heaps, an
+ * interpreter's frames. Each implementation is a package of its own ({@code hotspot}, {@code perfmap}); the agent
+ * holds a list of them ({@code KnownRuntimes}) and nothing else names one. A runtime is detected from a process's
+ * executable mappings and opened once per process ({@link RuntimeRegistry}); the {@link RuntimeProcess} then serves
+ * both the symbolizer (names) and the unwind tables (code tables, rescans).
+ *
+ * <p>Implementations are thread-safe: {@link #detect} and {@link #open} are called from the sampling thread, the
+ * unwind table thread and the latency stacks' symbolizer.
+ */
+public interface ManagedRuntime {
+    /** A short name for logs ({@code hotspot}, {@code perf-map}). */
+    String name();
+
+    /** Whether the process runs this runtime, judged from its executable mappings alone (no I/O; called often). */
+    boolean detect(List<MapEntry> executable);
+
+    /**
+     * Opens the runtime of process {@code pid}, which {@link #detect} accepted; empty when it cannot be read (the
+     * runtime says why, once, in the log: its frames then stay native). {@code exe} is the basename of the process's
+     * executable ({@code java}, {@code node}), for mapping names.
+     *
+     * @throws IOException the process is gone
+     */
+    Optional<RuntimeProcess> open(int pid, String exe) throws IOException;
+
+    /** The tagged frame types this runtime's BPF step writes (none for a runtime named from its code addresses). */
+    default Set<FrameType> frameTypes() {
+        return Set.of();
+    }
+
+    /** Counters for logs and tests (name to value since start); empty by default. */
+    default java.util.Map<String, Long> counters() {
+        return java.util.Map.of();
+    }
+}

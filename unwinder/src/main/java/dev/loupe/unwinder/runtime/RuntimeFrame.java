@@ -1,0 +1,26 @@
+package dev.loupe.unwinder.runtime;
+
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * A frame as a runtime names it: its function, the source file and line where known, the functions inlined into it
+ * at this point (innermost first: pprof puts them as the location's first lines), and the name of the mapping its
+ * frames are shown in ({@code [jit] java}, {@code [interpreted] java}), which tells a profile's reader what kind of
+ * code it was.
+ *
+ * @param function null when the runtime knows the frame's kind but not its name (a stale pointer, unreadable memory)
+ * @param file null when unknown
+ * @param line 0 when unknown
+ */
+public record RuntimeFrame(String function, String file, int line, List<String> inlined, String mapping) {
+    public RuntimeFrame {
+        Objects.requireNonNull(mapping, "mapping");
+        inlined = List.copyOf(inlined);
+    }
+
+    /** A named function without source position or inlining. */
+    public static RuntimeFrame of(String function, String mapping) {
+        return new RuntimeFrame(function, null, 0, List.of(), mapping);
+    }
+}
