@@ -106,27 +106,43 @@ struct unwind_page {
 	__u32 row_count;
 };
 
-/* A rule's kind (dev.loupe.unwinder.ehframe.UnwindRule.KIND_*). */
+/*
+ * A rule's kind (dev.loupe.unwinder.ehframe.UnwindRule.KIND_*): the registry of kinds. Native code's kinds come
+ * first; from RULE_RUNTIME_FIRST on each kind is a runtime's frame, stepped by that runtime's own header
+ * (hotspot.bpf.h, ...) through runtime_step in profiler.bpf.c, the one place that dispatches them.
+ */
 enum rule_kind {
 	RULE_CFA_RSP = 0,
 	RULE_CFA_RBP = 1,
 	RULE_PLT     = 2,
 	RULE_SIGNAL  = 3,
 	RULE_STOP    = 4,
-	RULE_JAVA_INTERP = 5, /* HotSpot's template interpreter: RBP frame, sender SP and Method* below RBP */
+	RULE_RUNTIME_FIRST = 5,
+	RULE_JAVA_INTERP = RULE_RUNTIME_FIRST, /* hotspot.bpf.h: HotSpot's template interpreter */
 };
 
 /*
- * HotSpot interpreter frames (UnwindRule.JAVA_*): where one keeps the sender's SP and its Method*, from RBP
- * (x86-64, JDK 8 to 25), and the bit set in the user "frame" that reports the Method* (below 2^47) in place of
- * the interpreter's PC, which names no method.
+ * Tagged frames: a user "frame" that is a runtime's own value (an interpreter frame's Method*, ...) rather than a
+ * pc, written by the runtime's step in place of the native frame it stands for. Bits FRAME_TYPE_SHIFT..62 hold the
+ * frame type, the bits below the value; bit 63 is clear, so neither a user address (below 2^47) nor a marker (every
+ * top bit set) is one. enum frame_type is the registry of types (dev.loupe.unwinder.runtime.FrameType).
  */
-enum java_frame {
-	JAVA_INTERP_SENDER_SP_OFFSET = -8,
-	JAVA_INTERP_METHOD_OFFSET    = -24,
-	JAVA_METHOD_TAG_BIT          = 62,
+enum frame_tag {
+	FRAME_TYPE_SHIFT = 56,
 };
-#define JAVA_METHOD_TAG (1ULL << JAVA_METHOD_TAG_BIT)
+enum frame_type {
+	FRAME_TYPE_HOTSPOT_METHOD = 0x40, /* hotspot.bpf.h: an interpreter frame's Method* (bit 62, as before types) */
+};
+#define FRAME_TAG(type) ((__u64)(type) << FRAME_TYPE_SHIFT)
+
+/*
+ * HotSpot interpreter frames (dev.loupe.unwinder.hotspot.InterpreterFrameStep): where one keeps the sender's SP and
+ * its Method*, from RBP (x86-64, JDK 8 to 25).
+ */
+enum hotspot_interp_frame {
+	HOTSPOT_INTERP_SENDER_SP_OFFSET = -8,
+	HOTSPOT_INTERP_METHOD_OFFSET    = -24,
+};
 
 /* A rule's aux byte for the CFA kinds: how the caller's RBP is recovered (UnwindRule.RBP_*). */
 enum rbp_rule {
@@ -193,8 +209,17 @@ struct proc_unwind {
 	__u32 count;
 };
 
-#define MAPPING_SEARCH_STEPS 12 /* up to 4096 executable mappings per process */
-#define ROW_SEARCH_STEPS 16     /* a page holds at most 65536 rows */
+/*
+ * The walker's bounded binary searches. A process's mappings: up to 2^MAPPING_SEARCH_STEPS (4096) executable
+ * mappings; Java registers no process with more (UnwindTarget.MAX_MAPPINGS_PER_PROCESS). A page's rows: at most 2^16
+ * (UnwindTable.PAGE_SHIFT: pc_low is 16 bits, so rows of a page are distinct).
+ */
+enum mapping_search {
+	MAPPING_SEARCH_STEPS = 12,
+};
+enum row_search {
+	ROW_SEARCH_STEPS = 16,
+};
 
 /*
  * One member per enum Java checks. clang writes into BTF only the types something uses; profiler.bpf.c's
@@ -206,7 +231,11 @@ struct abi_constants {
 	enum unwind_marker unwind_marker;
 	enum stat stat;
 	enum rule_kind rule_kind;
-	enum java_frame java_frame;
+	enum frame_tag frame_tag;
+	enum frame_type frame_type;
+	enum hotspot_interp_frame hotspot_interp_frame;
+	enum mapping_search mapping_search;
+	enum row_search row_search;
 	enum rbp_rule rbp_rule;
 	enum signal_frame_offset signal_frame_offset;
 	enum stop_reason stop_reason;

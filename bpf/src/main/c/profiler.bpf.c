@@ -401,41 +401,20 @@ stop:
 }
 
 /*
- * A HotSpot interpreter frame (RULE_JAVA_INTERP; ReferenceUnwinder.javaInterpreterStep is its spec). The frame is
- * RBP-based: [bp] the caller's RBP, [bp+8] the return address, [bp-8] the sender's SP, [bp-24] the Method*. The
- * caller's SP is the sender SP (a compiled caller's adapter extended the stack for the callee's locals), unless
- * it is below bp+16 or implausibly far: then bp+16. The frame just pushed becomes the tagged Method*, which
- * names the method where the interpreter's PC names only the interpreter. Returns 1 to stop.
+ * Runtimes' frames: one step per runtime, each in its own header (included here, where the walk's state and helpers
+ * are defined), dispatched on the rule kind from this one place. A new runtime adds its header, its kinds in
+ * loupe_abi.h's enum rule_kind, and a case here.
  */
-static __always_inline long java_interp_step(struct unwind_state *st, struct sample *s)
+#include "hotspot.bpf.h"
+
+static __always_inline long runtime_step(__u32 kind, struct unwind_state *st, struct sample *s)
 {
-	if (!st->w.bp_known)
-		return unwind_stop(&st->w, s, STOP_RBP_UNKNOWN);
-	__u64 bp = st->w.bp;
-	/* [bp-24] Method*, [bp-16] last SP, [bp-8] sender SP, [bp] caller's RBP, [bp+8] return address */
-	__u64 f[5] = {};
-	if (bpf_probe_read_user(f, sizeof(f), (void *)(bp + JAVA_INTERP_METHOD_OFFSET)))
-		return unwind_stop(&st->w, s, STOP_READ_FAILED);
-	if (f[4] == 0)
-		return unwind_stop(&st->w, s, STOP_ZERO_RA);
-	__u64 sp = bp + 16;
-	if (f[2] >= sp && f[2] - st->w.sp < NO_FDE_MAX_FRAME_BYTES)
-		sp = f[2];
-	if (sp <= st->w.sp)
-		return unwind_stop(&st->w, s, STOP_NO_PROGRESS);
-	__u64 method = f[0];
-	if (method != 0 && method < (1ULL << 47) && st->w.n > 0) {
-		__u32 idx = st->w.base + st->w.n - 1;
-		if (idx < MAX_FRAMES)
-			s->frames[idx] = method | JAVA_METHOD_TAG;
+	switch (kind) {
+	case RULE_JAVA_INTERP:
+		return hotspot_interp_step(st, s);
+	default:
+		return unwind_stop(&st->w, s, STOP_MALFORMED);
 	}
-	st->table_frames++;
-	st->w.sp = sp;
-	st->w.pc = f[4];
-	st->w.bp = f[3];
-	st->w.bp_known = 1;
-	st->w.exact_pc = 0;
-	return 0;
 }
 
 /* One table step: caller's pc/sp/bp from the rule at pc (no_fde_step where it has no unwind info). Returns 1
@@ -452,8 +431,8 @@ static __always_inline long table_step(struct unwind_state *st, struct sample *s
 	__u64 cfa;
 	if (kind == RULE_STOP && aux == STOP_NO_UNWIND_INFO)
 		return no_fde_step(st, s);
-	if (kind == RULE_JAVA_INTERP)
-		return java_interp_step(st, s);
+	if (kind >= RULE_RUNTIME_FIRST)
+		return runtime_step(kind, st, s);
 	st->table_frames++;
 	switch (kind) {
 	case RULE_CFA_RSP:

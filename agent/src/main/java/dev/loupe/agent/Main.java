@@ -2,6 +2,8 @@ package dev.loupe.agent;
 
 import dev.loupe.agent.http.DebugHttpServer;
 import dev.loupe.agent.jvm.JvmSymbols;
+import dev.loupe.unwinder.KnownRuntimes;
+import dev.loupe.unwinder.runtime.RuntimeRegistry;
 import dev.loupe.agent.logging.LogFormat;
 import dev.loupe.agent.sampling.Agent;
 import dev.loupe.agent.sampling.Clocks;
@@ -36,6 +38,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 
 /**
  * {@code loupe run [options]}. Exit codes: 0 done, 1 runtime failure, 2 bad arguments or config,
@@ -47,6 +50,8 @@ public final class Main {
      * (the BPF program checks each process's start time, so a reused pid never meets stale tables); every
      * 500 ms the uploader thread used 111 ms of CPU a minute at steady state, 26 ms at 5 s.
      */
+    /** The runtime --jvm-code-cache off leaves out. */
+    private static final String HOTSPOT = "hotspot";
     static final long EXIT_SCAN_NANOS = java.util.concurrent.TimeUnit.SECONDS.toNanos(5);
 
     private Main() {}
@@ -166,11 +171,15 @@ public final class Main {
         }
         // One reader of /proc for the symbolizer and the unwind tables: a process one of them reads is pushed to the other.
         ProcessRegistry processes;
+        RuntimeRegistry runtimes;
         Agent agent;
         try {
             processes = ProcessRegistry.host();
+            // One reader of each process's runtimes (a JVM's memory, a perf map) for names and tables alike.
+            runtimes = new RuntimeRegistry(KnownRuntimes.all(processes.procRoot(), System::nanoTime,
+                    config.get(Options.JVM_CODE_CACHE) ? Set.of() : Set.of(HOTSPOT)), processes, System::nanoTime);
             agent = new Agent(config.frequencyHz(), config.interval(), new KernelSampleSource(sampler),
-                    Symbolizer.create(Symbolizer.Options.defaults(), processes).readJvmMemory(config.get(Options.JVM_CODE_CACHE)),
+                    Symbolizer.create(Symbolizer.Options.defaults(), processes, runtimes),
                     sinks, Clocks.system(),
                     Agent.Options.defaults(Map.of("node", HostName.get())));
         } catch (RuntimeException e) {
@@ -184,21 +193,20 @@ public final class Main {
             if (config.unwindTables()) {
                 // Only with tables: the uploader listens to the process registry and queues every new process.
                 UnwindTableUploader unwind = new UnwindTableUploader(new KernelUnwindTarget(sampler.unwindMaps()),
-                        UnwindTableUploader.TableBuilder.ehFrame(), processes, EXIT_SCAN_NANOS, System::nanoTime,
+                        UnwindTableUploader.TableBuilder.ehFrame(), processes, runtimes, EXIT_SCAN_NANOS, System::nanoTime,
                         config.pids().isEmpty() ? pid -> true : config.pids()::contains);
-                unwind.jvmCodeCache(config.get(Options.JVM_CODE_CACHE));
                 agent.unwindTables(unwind);
                 UnwindMetrics.register(unwind, metrics);
                 unwind.start();
             }
             if (config.get(Options.JVM_SYMBOLS)) {
-                jvmSymbols(processes).ifPresent(agent::jvmSymbols);
+                jvmSymbols(processes).ifPresent(agent::addSampleObserver);
             }
             // Always there, so that a reload can add probes; the kernel side is loaded with the first probe.
             // Caller stacks (stacks: true) are symbolized by a symbolizer of their own (one thread each) over the shared registry.
             ProbeManager.start(config.probes(), ProbeManager.Options.defaults(config.probesMaxFunctions()),
                     () -> Symbolizer.create(new Symbolizer.Options(Path.of("/proc"), Path.of("/proc/kallsyms"),
-                            16L << 20, System::nanoTime), processes).readJvmMemory(config.get(Options.JVM_CODE_CACHE)),
+                            16L << 20, System::nanoTime), processes, runtimes),
                     RegressionTracker.open(config.stateDir().resolve("latency-baselines"), regressionSettings(config),
                             System::currentTimeMillis)).ifPresent(agent::addSideProfiles);
         } catch (RuntimeException e) {

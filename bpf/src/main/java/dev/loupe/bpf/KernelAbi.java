@@ -113,7 +113,7 @@ public final class KernelAbi {
 
     /** The C enums of loupe_abi.h whose Java values the caller supplies (the unwinder's), checked complete. */
     public static final List<String> UNWINDER_ENUMS = List.of("rule_kind", "rbp_rule", "signal_frame_offset", "stop_reason",
-            "proc_clock", "no_fde_limit", "java_frame");
+            "proc_clock", "no_fde_limit", "frame_tag", "frame_type", "hotspot_interp_frame", "row_search");
 
     /** The C enums of loupe_abi.h defined in Java here, by enum name: enumerator to Java's value. */
     static final Map<String, Map<String, Long>> PROFILER_ENUMS = Map.of(
@@ -124,6 +124,7 @@ public final class KernelAbi {
                     "SAMPLE_F_FP_FALLBACK", (long) RawSample.FP_FALLBACK, "SAMPLE_F_UNWIND_STOPPED", (long) RawSample.UNWIND_STOPPED,
                     "SAMPLE_F_PID_OUTSIDE", (long) RawSample.PID_OUTSIDE),
             "unwind_marker", Map.of("UNWIND_REASON_BITS", (long) UNWIND_REASON_BITS),
+            "mapping_search", Map.of("MAPPING_SEARCH_STEPS", (long) UnwindMaps.MAPPING_SEARCH_STEPS),
             "stat", ordinals(STATS),
             "mapping_kind", Map.of("MAPPING_FP", (long) UnwindMaps.KIND_FRAME_POINTERS, "MAPPING_TABLE", (long) UnwindMaps.KIND_TABLE,
                     "MAPPING_STOP", (long) UnwindMaps.KIND_STOP),

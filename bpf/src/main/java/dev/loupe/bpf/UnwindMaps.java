@@ -18,6 +18,8 @@ public final class UnwindMaps {
     public static final int KIND_FRAME_POINTERS = 0;
     public static final int KIND_TABLE = 1;
     public static final int KIND_STOP = 2;
+    /** Steps of the walker's binary search of a process's mappings (loupe_abi.h's MAPPING_SEARCH_STEPS). */
+    public static final int MAPPING_SEARCH_STEPS = 12;
     private static final int BATCH = 1 << 14;
 
     /**

@@ -1,5 +1,6 @@
 package dev.loupe.agent.jvm;
 
+import dev.loupe.agent.sampling.SampleObserver;
 import dev.loupe.unwinder.proc.ProcessRegistry;
 
 import java.io.IOException;
@@ -22,7 +23,7 @@ import java.util.function.LongSupplier;
  * its file system, where the perf-map reader finds it. One log line per JVM attached, and one per JVM skipped with
  * the reason; later rewrites are logged at debug level.
  */
-public final class JvmSymbols implements AutoCloseable {
+public final class JvmSymbols implements SampleObserver {
     private static final System.Logger LOG = System.getLogger(JvmSymbols.class.getName());
     /** The shortest time between two {@code Compiler.perfmap} runs in one JVM. */
     static final long RERUN_NANOS = TimeUnit.SECONDS.toNanos(30);
@@ -108,6 +109,16 @@ public final class JvmSymbols implements AutoCloseable {
     }
 
     /** A process seen in a sample, start unknown (a reused pid is noticed only by the background checks). */
+    /** A sampled process: asked for a new perf map if it showed unknown code ({@link #newCode}), else considered. */
+    @Override
+    public void sampled(int pid, long processStartNs, boolean unknownCode) {
+        if (unknownCode) {
+            newCode(pid, processStartNs);
+        } else {
+            consider(pid, processStartNs);
+        }
+    }
+
     public void consider(int pid) {
         entry(pid, -1);
     }

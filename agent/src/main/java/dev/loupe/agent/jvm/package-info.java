@@ -3,9 +3,10 @@
  * any JVM flag: {@link dev.loupe.agent.jvm.JvmInspector} tells a HotSpot JVM from other processes (its
  * {@code libjvm.so} mapping, the {@code release} file beside it) and whether it may be attached to;
  * {@link dev.loupe.agent.jvm.HotSpotAttacher} speaks HotSpot's attach protocol to run {@code Compiler.perfmap};
- * {@link dev.loupe.agent.jvm.JvmSymbols} is what the sampling thread calls (cheap per sample) and runs the rest on
- * one background thread of its own. The package's only FFM code is {@code Sigquit} (the signal that starts a JVM's
- * attach listener). Imports {@code host} (a process's pid in its own namespace) and the leaves; nothing else of the
- * agent.
+ * {@link dev.loupe.agent.jvm.JvmSymbols} is a {@code sampling.SampleObserver} the sampling thread calls (cheap per
+ * sample) and runs the rest on one background thread of its own. The package's only FFM code is {@code Sigquit} (the
+ * signal that starts a JVM's attach listener). Imports {@code host} (a process's pid in its own namespace),
+ * {@code sampling} (the observer interface) and the leaves; nothing else of the agent, and {@code sampling} does not
+ * import it.
  */
 package dev.loupe.agent.jvm;

@@ -1,6 +1,5 @@
 package dev.loupe.agent.sampling;
 
-import dev.loupe.agent.jvm.JvmSymbols;
 import dev.loupe.agent.labels.CgroupLabelCache;
 import dev.loupe.agent.logging.RateLimitedLog;
 import dev.loupe.agent.sink.EncodedProfile;
@@ -226,12 +225,12 @@ public final class Agent {
         processor.unwindTables(u);
     }
 
-    private volatile JvmSymbols jvmSymbols;
+    private final List<SampleObserver> observers = new java.util.concurrent.CopyOnWriteArrayList<>();
 
-    /** HotSpot JVMs among the sampled processes are asked for their JIT symbols (before start); closed at stop. */
-    public void jvmSymbols(JvmSymbols j) {
-        this.jvmSymbols = j;
-        processor.jvmSymbols(j);
+    /** Told of every sampled process (before start); closed at stop. */
+    public void addSampleObserver(SampleObserver o) {
+        observers.add(o);
+        processor.addObserver(o);
     }
 
     UnwindTableUploader.Stats unwindStats() {
@@ -371,9 +370,8 @@ public final class Agent {
         if (u != null) {
             u.close();
         }
-        JvmSymbols j = jvmSymbols;
-        if (j != null) {
-            j.close();
+        for (SampleObserver o : observers) {
+            o.close();
         }
         source.close();
         try {

@@ -2,7 +2,6 @@ package dev.loupe.agent.sampling;
 
 import dev.loupe.agent.labels.CgroupLabelCache;
 import dev.loupe.agent.labels.CgroupLabels;
-import dev.loupe.agent.jvm.JvmSymbols;
 import dev.loupe.agent.unwind.UnwindTableUploader;
 import dev.loupe.bpf.KernelAbi;
 import dev.loupe.bpf.RawSample;
@@ -32,9 +31,9 @@ import java.util.function.LongSupplier;
  * started).
  * A sample of a process outside the agent's PID namespace has no pid the agent may read /proc with: it
  * keeps its kernel frames, one frame {@code [outside the agent's PID namespace]} in place of its user stack,
- * and the labels {@code comm} and {@code pid_namespace=outside} only. With {@code --jvm-symbols on} every
- * sampled process is named to {@link JvmSymbols}, and a sample with an unnamed frame in anonymous memory (JIT code)
- * asks it for a new perf map: a map lookup here, the rest on its own thread. Runs on the sampling thread.
+ * and the labels {@code comm} and {@code pid_namespace=outside} only. Every sampled process is named to the
+ * {@link SampleObserver}s, with whether the symbolizer found code no runtime named or walked yet, which the unwind
+ * tables hear too (their runtimes then read their code again soon). Runs on the sampling thread.
  */
 final class SampleProcessor implements Consumer<RawSample> {
     private static final Label FP_FALLBACK = Label.str("unwind", "frame_pointers");
@@ -50,7 +49,7 @@ final class SampleProcessor implements Consumer<RawSample> {
     private final AtomicLong processed = new AtomicLong();
     private final AtomicLong empty = new AtomicLong();
     private volatile UnwindTableUploader unwind;
-    private volatile JvmSymbols jvm;
+    private final List<SampleObserver> observers = new CopyOnWriteArrayList<>();
     // Synthetic frames get addresses of their own (a window keeps one location per mapping and address).
     private final java.util.Map<String, Frame> synthetic = new java.util.HashMap<>();
     // A thread's label list, reused while it stays the same: one list per sample would be built and hashed
@@ -80,9 +79,9 @@ final class SampleProcessor implements Consumer<RawSample> {
         this.unwind = u;
     }
 
-    /** HotSpot JVMs to ask for their JIT symbols: told of every sampled process and of unnamed JIT frames. */
-    void jvmSymbols(JvmSymbols j) {
-        this.jvm = j;
+    /** Told of every sampled process and whether it showed unknown code. */
+    void addObserver(SampleObserver o) {
+        observers.add(o);
     }
 
     void open(ProfileWindow w) {
@@ -113,18 +112,13 @@ final class SampleProcessor implements Consumer<RawSample> {
             n--;
         }
         int userBase = frames.size();
-        symbolizer.symbolizeUser(s.pid(), s.processStartNs(), user, n, frames);
-        boolean unnamedJit = hasUnnamedJitFrame(frames, userBase);
-        JvmSymbols j = jvm;
-        if (j != null) {
-            if (unnamedJit) {
-                j.newCode(s.pid(), s.processStartNs());
-            } else {
-                j.consider(s.pid(), s.processStartNs());
-            }
+        int hints = symbolizer.symbolizeUser(s.pid(), s.processStartNs(), user, n, frames);
+        boolean unnamed = (hints & Symbolizer.UNNAMED_CODE) != 0;
+        for (SampleObserver o : observers) {
+            o.sampled(s.pid(), s.processStartNs(), unnamed);
         }
-        if (u != null && (unnamedJit || stoppedInJit(marker, frames, userBase))) {
-            u.newJitCode(s.pid()); // code the JIT table does not describe yet: scan the code cache again soon
+        if (u != null && (unnamed || stoppedInRuntimeCode(marker, hints))) {
+            u.unknownCode(s.pid()); // code the runtime's table does not describe yet: read it again soon
         }
         if (marker >= 0) {
             frames.add(stopFrame(marker, frames.size() > userBase ? frames.get(frames.size() - 1).mapping() : null));
@@ -193,32 +187,9 @@ final class SampleProcessor implements Consumer<RawSample> {
         return List.copyOf(labels);
     }
 
-    /**
-     * Whether a user frame from {@code from} on has no name and lies in memory no file backs (anonymous or unknown):
-     * where JIT compilers put their code. A walk that stops there is the usual sign of a JVM whose perf map is old.
-     */
-    static boolean hasUnnamedJitFrame(List<Frame> frames, int from) {
-        for (int i = from; i < frames.size(); i++) {
-            Frame f = frames.get(i);
-            if (f.function() == null && (f.mapping() == null || isAnonymous(f.mapping().path()))) {
-                return true;
-            }
-        }
-        return false;
-    }
-
-    /** The walk stopped for want of unwind info in a runtime's JIT code (a {@code [jit] ...} mapping). */
-    static boolean stoppedInJit(int marker, List<Frame> frames, int userBase) {
-        if (marker != StopReason.NO_UNWIND_INFO.code() || frames.size() <= userBase) {
-            return false;
-        }
-        MappingRef m = frames.get(frames.size() - 1).mapping();
-        return m != null && m.path() != null && m.path().startsWith("[jit]");
-    }
-
-    /** No file and no kernel pseudo-file ([vdso], [stack]) behind it: plain or named ([anon:...]) anonymous memory. */
-    private static boolean isAnonymous(String path) {
-        return path == null || path.isEmpty() || path.startsWith("[anon");
+    /** The walk stopped for want of unwind info in a runtime's code (its table is older than the code). */
+    static boolean stoppedInRuntimeCode(int marker, int hints) {
+        return marker == StopReason.NO_UNWIND_INFO.code() && (hints & Symbolizer.ENDS_IN_RUNTIME_CODE) != 0;
     }
 
     /** The synthetic frame for a stop reason; its name also carries the binary the walk stopped in. */

@@ -27,6 +27,9 @@ public final class UnwindMetrics {
         counter(r, uploader, "loupe_unwind_table_evictions_total", "Unwind tables evicted to stay within the budget.",
                 UnwindTableUploader.Stats::evictions);
         gauge(r, uploader, "loupe_unwind_processes", "Processes registered for table unwinding.", UnwindTableUploader.Stats::processes);
+        counter(r, uploader, "loupe_unwind_processes_refused_total",
+                "Processes left to frame pointers because they have more executable mappings than the kernel's search covers.",
+                UnwindTableUploader.Stats::refusedTooManyMappings);
         CounterWithCallback.builder().name("loupe_unwind_table_failures_total")
                 .help("Binaries without a usable unwind table, by reason.").labelNames("reason")
                 .callback(cb -> {

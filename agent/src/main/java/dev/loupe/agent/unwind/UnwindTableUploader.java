@@ -6,6 +6,7 @@ import dev.loupe.unwinder.elf.ElfException;
 import dev.loupe.unwinder.elf.ElfLoadSegments;
 import dev.loupe.unwinder.proc.MapEntry;
 import dev.loupe.unwinder.proc.ProcessRegistry;
+import dev.loupe.unwinder.runtime.RuntimeRegistry;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -62,7 +63,7 @@ public final class UnwindTableUploader implements AutoCloseable {
     /** Counters and sizes for /metrics. */
     public record Stats(long tablesBuilt, long tableFailures, long tablesLoaded, long rowsLoaded, long bytesLoaded,
                  long evictions, long processes, long registrations, long registrationFailures,
-                 Map<String, Long> failuresByReason, DelayHistogram registrationDelay) {}
+                 Map<String, Long> failuresByReason, DelayHistogram registrationDelay, long refusedTooManyMappings) {}
 
     /**
      * Seconds from a process's start to its tables being live in the kernel, for processes that started
@@ -83,10 +84,12 @@ public final class UnwindTableUploader implements AutoCloseable {
     private final KernelTableSpace space;
     private final RegistrationDelay delay;
     private final HeapTrimmer heapTrimmer;
-    private final JitTables jit;
-    private volatile boolean jvmCodeCache = true;
-    private final List<TableEntry> retiredJit = new ArrayList<>();
-    private final Set<Integer> jitHints = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private final RuntimeTables runtimeTables;
+    private final List<TableEntry> retiredRuntimeTables = new ArrayList<>();
+    private final Set<Integer> unknownCodeHints = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private final AtomicLong refusedTooManyMappings = new AtomicLong();
+    private final Set<Integer> refusedPids = new HashSet<>();
+    private boolean refusalLogged;
     private final long scanIntervalNanos;
     private final LongSupplier nanoTime;
     private final AtomicLong registrations = new AtomicLong();
@@ -95,8 +98,15 @@ public final class UnwindTableUploader implements AutoCloseable {
     private volatile boolean running = true;
     private long lastScan = Long.MIN_VALUE;
 
+    /** An uploader for native code only (no runtime's code tables). */
     public UnwindTableUploader(UnwindTarget target, TableBuilder builder, ProcessRegistry registry, long scanIntervalNanos,
                         LongSupplier nanoTime, IntPredicate wanted) {
+        this(target, builder, registry, RuntimeRegistry.none(registry), scanIntervalNanos, nanoTime, wanted);
+    }
+
+    /** {@code runtimes}: the processes' runtimes, shared with the symbolizer, whose code tables are loaded too. */
+    public UnwindTableUploader(UnwindTarget target, TableBuilder builder, ProcessRegistry registry, RuntimeRegistry runtimes,
+                        long scanIntervalNanos, LongSupplier nanoTime, IntPredicate wanted) {
         this.target = target;
         this.registry = registry;
         this.scanIntervalNanos = scanIntervalNanos;
@@ -106,16 +116,11 @@ public final class UnwindTableUploader implements AutoCloseable {
         this.heapTrimmer = HeapTrimmer.system(nanoTime);
         this.tables = new TableCache(builder, registry.procRoot(), nanoTime, heapTrimmer);
         this.space = new KernelTableSpace(target, this::unpublishUsers);
-        this.jit = JitTables.reading(registry.procRoot(), nanoTime);
+        this.runtimeTables = new RuntimeTables(runtimes, nanoTime);
         Path procRoot = registry.procRoot();
         this.delay = new RegistrationDelay(() -> RegistrationDelay.bootTicks(procRoot));
         this.thread = new Thread(this::run, "loupe-unwind-tables");
         this.thread.setDaemon(true);
-    }
-
-    /** Whether HotSpot JVMs get code cache tables ({@link JitTables}); on by default. Before {@link #start}. */
-    public void jvmCodeCache(boolean on) {
-        jvmCodeCache = on;
     }
 
     public void start() {
@@ -131,12 +136,13 @@ public final class UnwindTableUploader implements AutoCloseable {
     }
 
     /**
-     * A sample of {@code pid} (sampling thread) had JIT code its table does not describe (an unnamed JIT frame, or
-     * a walk that stopped there): its code cache is scanned again soon rather than after its back-off.
+     * A sample of {@code pid} (sampling thread) had code its runtimes' tables do not describe (an unnamed frame in
+     * memory no file backs, or a walk that stopped in a runtime's code): they read their code again soon rather than
+     * after their back-off.
      */
-    public void newJitCode(int pid) {
-        if (jitHints.size() < 4096) {
-            jitHints.add(pid);
+    public void unknownCode(int pid) {
+        if (unknownCodeHints.size() < 4096) {
+            unknownCodeHints.add(pid);
         }
     }
 
@@ -164,7 +170,7 @@ public final class UnwindTableUploader implements AutoCloseable {
                     registerQuietly(pid);
                 }
                 drainQueue();
-                refreshJit();
+                refreshRuntimeTables();
                 heapTrimmer.tick();
             } catch (InterruptedException e) {
                 return;
@@ -191,24 +197,24 @@ public final class UnwindTableUploader implements AutoCloseable {
     }
 
     /**
-     * JVMs sampled lately whose code cache changed are registered again (with a new table); tables they no longer
-     * name leave the kernel.
+     * Processes sampled lately whose runtimes' code changed are registered again (with new tables); tables they no
+     * longer name leave the kernel.
      */
-    private void refreshJit() {
-        for (java.util.Iterator<Integer> it = jitHints.iterator(); it.hasNext(); ) {
-            jit.scanSoon(it.next());
+    private void refreshRuntimeTables() {
+        for (java.util.Iterator<Integer> it = unknownCodeHints.iterator(); it.hasNext(); ) {
+            runtimeTables.unknownCode(it.next());
             it.remove();
         }
-        for (int pid : jit.changed(processes.sampledWithin(JitTables.MAX_RESCAN_NANOS))) {
+        for (int pid : runtimeTables.changed(processes.sampledWithin(RuntimeTables.SAMPLED_WITHIN_NANOS))) {
             processes.markStale(pid); // its kernel entry stays valid (the old table) until the new one replaces it
             processes.request(pid);
         }
-        dropRetiredJit();
+        dropRetiredRuntimeTables();
     }
 
-    private void dropRetiredJit() {
-        retiredJit.addAll(jit.takeRetired());
-        retiredJit.removeIf(t -> {
+    private void dropRetiredRuntimeTables() {
+        retiredRuntimeTables.addAll(runtimeTables.takeRetired());
+        retiredRuntimeTables.removeIf(t -> {
             try {
                 return space.drop(t);
             } catch (Exception e) {
@@ -243,6 +249,16 @@ public final class UnwindTableUploader implements AutoCloseable {
             processes.succeeded(pid);
         } catch (IOException e) {
             processes.failed(pid, now); // gone, a kernel thread, or not ours to read: samples keep frame pointers
+        } catch (TooManyMappings e) {
+            processes.failed(pid, now);
+            if (refusedPids.size() < 4096 && refusedPids.add(pid)) {
+                refusedTooManyMappings.incrementAndGet();
+            }
+            if (!refusalLogged) {
+                refusalLogged = true;
+                LOG.log(System.Logger.Level.WARNING, "cannot register pid " + pid + " for unwinding: " + e.getMessage()
+                        + " (said once; loupe_unwind_processes_refused_total counts them)");
+            }
         } catch (Exception e) {
             registrationFailures.incrementAndGet();
             processes.failed(pid, now);
@@ -259,8 +275,12 @@ public final class UnwindTableUploader implements AutoCloseable {
         }
         long now = nanoTime.getAsLong();
         List<MapEntry> exec = executableByAddress(snap);
-        JitTables.Table jitTable = jvmCodeCache ? jit.forProcess(pid, snap.startTicks(), exec) : null;
-        ResolvedMappings resolved = resolve(pid, exec, jitTable, now);
+        if (exec.size() > UnwindTarget.MAX_MAPPINGS_PER_PROCESS) {
+            throw new TooManyMappings(exec.size() + " executable mappings, more than the kernel's search covers ("
+                    + UnwindTarget.MAX_MAPPINGS_PER_PROCESS + "); the process keeps frame pointers");
+        }
+        List<RuntimeTables.Table> codeTables = runtimeTables.forProcess(pid, snap.startTicks(), exec);
+        ResolvedMappings resolved = resolve(pid, exec, codeTables, now);
         int first = allocateMappings(resolved.mappings().size());
         try {
             target.writeMappings(first, resolved.mappings());
@@ -281,7 +301,14 @@ public final class UnwindTableUploader implements AutoCloseable {
         if (old == null) {
             delay.registered(snap.startTicks());
         }
-        dropRetiredJit();
+        dropRetiredRuntimeTables();
+    }
+
+    /** A process with more executable mappings than the walker's bounded search can find among. */
+    static final class TooManyMappings extends Exception {
+        TooManyMappings(String message) {
+            super(message);
+        }
     }
 
     /** The registry's view of the process if it is still that process, else a fresh read. */
@@ -303,22 +330,26 @@ public final class UnwindTableUploader implements AutoCloseable {
     }
 
     /** Each mapping's kernel entry, loading the tables they need (none of this process's is evicted for another). */
-    private ResolvedMappings resolve(int pid, List<MapEntry> exec, JitTables.Table jitTable, long now) throws Exception {
+    private ResolvedMappings resolve(int pid, List<MapEntry> exec, List<RuntimeTables.Table> codeTables, long now) throws Exception {
         List<TableEntry> used = new ArrayList<>();
         Set<TableEntry> pinned = new HashSet<>();
         List<UnwindTarget.Mapping> out = new ArrayList<>(exec.size());
         for (MapEntry m : exec) {
-            out.add(mappingFor(pid, m, jitTable, pinned, used, now));
+            out.add(mappingFor(pid, m, codeTables, pinned, used, now));
         }
         return new ResolvedMappings(out, used);
     }
 
-    private UnwindTarget.Mapping mappingFor(int pid, MapEntry m, JitTables.Table jitTable, Set<TableEntry> pinned,
+    private UnwindTarget.Mapping mappingFor(int pid, MapEntry m, List<RuntimeTables.Table> codeTables, Set<TableEntry> pinned,
                                             List<TableEntry> used, long now) throws Exception {
         TableEntry t = tables.forMapping(pid, m);
         if (t == null) {
-            if (jitTable != null && !m.fileBacked() && jitTable.covers(m)) {
-                return jitMapping(m, jitTable.entry(), pinned, used, now); // a JVM's code cache
+            if (!m.fileBacked()) {
+                for (RuntimeTables.Table code : codeTables) {
+                    if (code.covers(m)) {
+                        return codeMapping(m, code.entry(), pinned, used, now); // a runtime's code (a JVM's code cache)
+                    }
+                }
             }
             return new UnwindTarget.Mapping(m.start(), m.end(), 0, UnwindTarget.KIND_FRAME_POINTERS, 0); // JIT, anonymous
         }
@@ -340,8 +371,8 @@ public final class UnwindTableUploader implements AutoCloseable {
         return new UnwindTarget.Mapping(m.start(), m.end(), bias, UnwindTarget.KIND_TABLE, t.id());
     }
 
-    /** A JVM code cache mapping: its table's PCs are runtime addresses (bias 0); frame pointers if it cannot load. */
-    private UnwindTarget.Mapping jitMapping(MapEntry m, TableEntry t, Set<TableEntry> pinned, List<TableEntry> used, long now)
+    /** A runtime's code mapping: its table's PCs are runtime addresses (bias 0); frame pointers if it cannot load. */
+    private UnwindTarget.Mapping codeMapping(MapEntry m, TableEntry t, Set<TableEntry> pinned, List<TableEntry> used, long now)
             throws Exception {
         pinned.add(t);
         if (t.failure == null && !t.loaded()) {
@@ -398,10 +429,11 @@ public final class UnwindTableUploader implements AutoCloseable {
         }
     }
 
-    /** Forgets a process that exited: its registration and its JIT table. */
+    /** Forgets a process that exited: its registration and its runtimes' tables. */
     void unregister(int pid) {
         release(pid);
-        jit.forget(pid);
+        runtimeTables.forget(pid);
+        refusedPids.remove(pid);
     }
 
     /** Forgets a process's registration: its kernel entry, its mapping slots and its hold on tables (which stay cached). */
@@ -422,7 +454,7 @@ public final class UnwindTableUploader implements AutoCloseable {
     public Stats stats() {
         return new Stats(tables.tablesBuilt(), tables.tableFailures(), space.tablesLoaded(), space.rowsLoaded(),
                 space.bytesLoaded(), space.evictions(), processes.registeredCount(), registrations.get(),
-                registrationFailures.get(), tables.failuresByReason(), delay.snapshot());
+                registrationFailures.get(), tables.failuresByReason(), delay.snapshot(), refusedTooManyMappings.get());
     }
 
     @Override

@@ -13,6 +13,11 @@ interface UnwindTarget {
     int KIND_FRAME_POINTERS = UnwindMaps.KIND_FRAME_POINTERS;
     int KIND_TABLE = UnwindMaps.KIND_TABLE;
     int KIND_STOP = UnwindMaps.KIND_STOP;
+    /**
+     * The most executable mappings of one process the walker's bounded binary search finds among (2 to the power of
+     * its steps); a process with more is not registered, rather than have some of its mappings silently not found.
+     */
+    int MAX_MAPPINGS_PER_PROCESS = 1 << UnwindMaps.MAPPING_SEARCH_STEPS;
 
     /** Capacities of the shared arrays, in elements. */
     record Capacity(int tables, int pages, int rows, int rules, int mappings, int processes) {}

@@ -3,6 +3,9 @@ package dev.loupe.agent.unwind;
 import dev.loupe.unwinder.ehframe.ReferenceUnwinder;
 import dev.loupe.unwinder.ehframe.StopReason;
 import dev.loupe.unwinder.ehframe.UnwindRule;
+import dev.loupe.unwinder.ehframe.UnwindTable;
+import dev.loupe.unwinder.hotspot.InterpreterFrameStep;
+import dev.loupe.unwinder.runtime.FrameType;
 import dev.loupe.unwinder.proc.ProcessRegistry;
 
 import java.util.Map;
@@ -18,16 +21,26 @@ public final class UnwinderAbi {
 
     /** C enumerator name to the unwinder's value, for every enum in {@code KernelAbi.UNWINDER_ENUMS}. */
     public static Map<String, Long> constants() {
+        Map<String, Long> all = new java.util.HashMap<>(fixed());
+        for (FrameType t : FrameType.values()) { // the registry of tagged frames, one enumerator per type
+            all.put(t.cName(), (long) t.code());
+        }
+        return Map.copyOf(all);
+    }
+
+    private static Map<String, Long> fixed() {
         return Map.ofEntries(
                 Map.entry("RULE_CFA_RSP", (long) UnwindRule.KIND_CFA_RSP),
                 Map.entry("RULE_CFA_RBP", (long) UnwindRule.KIND_CFA_RBP),
                 Map.entry("RULE_PLT", (long) UnwindRule.KIND_PLT),
                 Map.entry("RULE_SIGNAL", (long) UnwindRule.KIND_SIGNAL),
                 Map.entry("RULE_STOP", (long) UnwindRule.KIND_STOP),
+                Map.entry("RULE_RUNTIME_FIRST", (long) UnwindRule.FIRST_RUNTIME_KIND),
                 Map.entry("RULE_JAVA_INTERP", (long) UnwindRule.KIND_JAVA_INTERP),
-                Map.entry("JAVA_INTERP_SENDER_SP_OFFSET", (long) UnwindRule.JAVA_INTERP_SENDER_SP_OFFSET),
-                Map.entry("JAVA_INTERP_METHOD_OFFSET", (long) UnwindRule.JAVA_INTERP_METHOD_OFFSET),
-                Map.entry("JAVA_METHOD_TAG_BIT", (long) UnwindRule.JAVA_METHOD_TAG_BIT),
+                Map.entry("FRAME_TYPE_SHIFT", (long) FrameType.SHIFT),
+                Map.entry("HOTSPOT_INTERP_SENDER_SP_OFFSET", (long) InterpreterFrameStep.SENDER_SP_OFFSET),
+                Map.entry("HOTSPOT_INTERP_METHOD_OFFSET", (long) InterpreterFrameStep.METHOD_OFFSET),
+                Map.entry("ROW_SEARCH_STEPS", (long) UnwindTable.PAGE_SHIFT),
                 Map.entry("RBP_UNCHANGED", (long) UnwindRule.RBP_UNCHANGED),
                 Map.entry("RBP_SAVED", (long) UnwindRule.RBP_SAVED),
                 Map.entry("RBP_UNKNOWN", (long) UnwindRule.RBP_UNKNOWN),

@@ -112,10 +112,11 @@ class AgentTest {
         static final MappingRef KERNEL = new MappingRef(0xffffffff81000000L, 0xffffffff82000000L, 0, "[kernel.kallsyms]", null, true);
 
         @Override
-        public void symbolizeUser(int pid, long start, long[] addrs, int count, List<Frame> out) {
+        public int symbolizeUser(int pid, long start, long[] addrs, int count, List<Frame> out) {
             for (int i = 0; i < count; i++) {
                 out.add(new Frame(addrs[i], BIN, "fn_" + Long.toHexString(addrs[i]), false));
             }
+            return 0;
         }
 
         @Override

@@ -3,6 +3,7 @@ package dev.loupe.agent.sampling;
 import dev.loupe.bpf.RawSample;
 import dev.loupe.pprof.proto.Profile;
 import dev.loupe.pprof.proto.Sample;
+import dev.loupe.unwinder.ehframe.StopReason;
 import dev.loupe.unwinder.symbolize.Frame;
 import dev.loupe.unwinder.symbolize.MappingRef;
 import dev.loupe.unwinder.symbolize.Symbolizer;
@@ -23,11 +24,13 @@ class SampleProcessorTest {
     private static final class RecordingSymbolizer implements Symbolizer {
         final AgentTest.FakeSymbolizer names = new AgentTest.FakeSymbolizer();
         final List<Integer> userPids = new ArrayList<>();
+        int hints; // what symbolizeUser returns
 
         @Override
-        public void symbolizeUser(int pid, long start, long[] addrs, int count, List<Frame> out) {
+        public int symbolizeUser(int pid, long start, long[] addrs, int count, List<Frame> out) {
             userPids.add(pid);
             names.symbolizeUser(pid, start, addrs, count, out);
+            return hints;
         }
 
         @Override
@@ -87,24 +90,30 @@ class SampleProcessorTest {
     }
 
     /** JIT code sits in anonymous memory: a frame there without a name is what asks a JVM for a new perf map. */
+    private static final long START = 123_000_000_000L;
+
+    /** Observers hear of every sampled process, and of unknown code exactly when the symbolizer says it saw some. */
     @Test
-    void unnamedFramesInAnonymousMemoryAreJitCode() {
-        MappingRef libc = new MappingRef(0x7f0000000000L, 0x7f0000100000L, 0, "/usr/lib/x86_64-linux-gnu/libc.so.6", "ab", true);
-        MappingRef anon = new MappingRef(0x7f1000000000L, 0x7f1010000000L, 0, "", null, false);
-        MappingRef vdso = new MappingRef(0x7fff00000000L, 0x7fff00002000L, 0, "[vdso]", null, true);
-        Frame kernelUnknown = new Frame(0xffffffff81000000L, null, null, true);
-        Frame named = new Frame(0x7f0000001000L, libc, "read", false);
-        Frame unnamedInFile = new Frame(0x7f0000002000L, libc, null, false); // a stripped library: no JIT
-        Frame jit = new Frame(0x7f1000001000L, anon, null, false);
-        Frame jitNamed = new Frame(0x7f1000002000L, anon, "long Spin.loop(long)", false); // from a perf map
-        Frame nowhere = new Frame(0x12345L, null, null, false);
-        assertTrue(SampleProcessor.hasUnnamedJitFrame(List.of(kernelUnknown, named, jit), 1));
-        assertTrue(SampleProcessor.hasUnnamedJitFrame(List.of(named, nowhere), 0));
-        assertFalse(SampleProcessor.hasUnnamedJitFrame(List.of(new Frame(0x7fff00000100L, vdso, null, false)), 0));
-        MappingRef namedAnon = new MappingRef(0x7f2000000000L, 0x7f2000100000L, 0, "[anon:v8]", null, false);
-        assertTrue(SampleProcessor.hasUnnamedJitFrame(List.of(new Frame(0x7f2000000100L, namedAnon, null, false)), 0));
-        assertFalse(SampleProcessor.hasUnnamedJitFrame(List.of(kernelUnknown, named, unnamedInFile, jitNamed), 1),
-                "kernel frames come before the user ones and are not looked at");
-        assertFalse(SampleProcessor.hasUnnamedJitFrame(List.of(named, jit), 2));
+    void observersAreToldOfEachSampleAndOfUnknownCodeFromTheSymbolizersHints() {
+        RecordingSymbolizer sym = new RecordingSymbolizer();
+        SampleProcessor p = new SampleProcessor(sym, pid -> "0::/\n", System::nanoTime);
+        List<String> told = new ArrayList<>();
+        p.addObserver((pid, start, unknown) -> told.add(pid + ":" + start + ":" + unknown));
+        p.accept(new RawSample(41, 41, 41, 41, 0, "a", "a", 0, START, 0, new long[0], new long[] {0x1100}));
+        sym.hints = Symbolizer.UNNAMED_CODE;
+        p.accept(new RawSample(42, 42, 42, 42, 0, "b", "b", 0, START, 0, new long[0], new long[] {0x1100}));
+        sym.hints = Symbolizer.ENDS_IN_RUNTIME_CODE; // only a hint for the tables, with a stop for want of unwind info
+        p.accept(new RawSample(43, 43, 43, 43, 0, "c", "c", 0, START, 0, new long[0], new long[] {0x1100}));
+        assertEquals(List.of("41:" + START + ":false", "42:" + START + ":true", "43:" + START + ":false"), told);
+    }
+
+    @Test
+    void aWalkStoppedForWantOfUnwindInfoInRuntimeCodeIsUnknownCode() {
+        int noInfo = StopReason.NO_UNWIND_INFO.code();
+        assertTrue(SampleProcessor.stoppedInRuntimeCode(noInfo, Symbolizer.ENDS_IN_RUNTIME_CODE));
+        assertTrue(SampleProcessor.stoppedInRuntimeCode(noInfo, Symbolizer.ENDS_IN_RUNTIME_CODE | Symbolizer.UNNAMED_CODE));
+        assertFalse(SampleProcessor.stoppedInRuntimeCode(noInfo, 0), "stopped in native code");
+        assertFalse(SampleProcessor.stoppedInRuntimeCode(StopReason.TRUNCATED.code(), Symbolizer.ENDS_IN_RUNTIME_CODE));
+        assertFalse(SampleProcessor.stoppedInRuntimeCode(-1, Symbolizer.ENDS_IN_RUNTIME_CODE), "not stopped");
     }
 }

@@ -1,0 +1,13 @@
+package dev.loupe.agent.sampling;
+
+/**
+ * Told of every sampled process on the sampling thread (so it must be quick: a map lookup, the work on a thread of
+ * its own), and whether the sample showed code no runtime named or walked ({@code unknownCode}): e.g. the HotSpot
+ * attach fallback, which asks such a JVM for a perf map. Closed when the agent stops.
+ */
+public interface SampleObserver extends AutoCloseable {
+    void sampled(int pid, long processStartNs, boolean unknownCode);
+
+    @Override
+    default void close() {}
+}
