@@ -60,8 +60,8 @@ install -D -m 0644 "$root/config/alerting/loupe-rules.yml" "$stage/usr/share/lou
 doc="$stage/usr/share/doc/loupe"
 mkdir -p "$doc"
 cp "$root/README.md" "$doc/"
-for f in configuration.md design.md kafka.md performance.md alerting.md; do
-  [ -f "$root/docs/$f" ] && cp "$root/docs/$f" "$doc/"
+for f in "$root"/docs/*.md; do  # every page README.md links to
+  cp "$f" "$doc/"
 done
 cat > "$doc/copyright" <<'COPYRIGHT'
 Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
