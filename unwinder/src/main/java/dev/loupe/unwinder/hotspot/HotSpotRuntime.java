@@ -51,12 +51,7 @@ public final class HotSpotRuntime implements ManagedRuntime {
 
     @Override
     public boolean detect(List<MapEntry> executable) {
-        for (MapEntry m : executable) {
-            if (HotSpotJvm.isLibjvm(m.path())) {
-                return true;
-            }
-        }
-        return false;
+        return ManagedRuntime.anyMapping(executable, m -> HotSpotJvm.isLibjvm(m.path()));
     }
 
     @Override

@@ -54,12 +54,7 @@ public final class PerfMapRuntime implements ManagedRuntime {
 
     @Override
     public boolean detect(List<MapEntry> executable) {
-        for (MapEntry m : executable) {
-            if (m.anonymousCode()) {
-                return true;
-            }
-        }
-        return false;
+        return ManagedRuntime.anyMapping(executable, MapEntry::anonymousCode);
     }
 
     @Override

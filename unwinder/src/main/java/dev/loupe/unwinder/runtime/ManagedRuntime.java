@@ -38,6 +38,16 @@ public interface ManagedRuntime {
         return Set.of();
     }
 
+    /** Whether any of {@code executable} passes {@code test}: what most {@link #detect}s ask. */
+    static boolean anyMapping(List<MapEntry> executable, java.util.function.Predicate<MapEntry> test) {
+        for (MapEntry m : executable) {
+            if (test.test(m)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     /** Counters for logs and tests (name to value since start); empty by default. */
     default java.util.Map<String, Long> counters() {
         return java.util.Map.of();
