@@ -65,10 +65,13 @@ class AgentTest {
         volatile boolean closed;
         volatile boolean failPolls;
         volatile boolean blockPolls;
+        /** Set while a poll is held up by {@link #blockPolls}. */
+        volatile boolean blocked;
 
         @Override
         public int poll(Duration timeout, Consumer<RawSample> sink) throws SampleSourceException {
             while (blockPolls) {
+                blocked = true;
                 try {
                     Thread.sleep(5);
                 } catch (InterruptedException e) {
@@ -76,6 +79,7 @@ class AgentTest {
                     return 0;
                 }
             }
+            blocked = false;
             if (failPolls) {
                 throw new SampleSourceException("boom", null);
             }
