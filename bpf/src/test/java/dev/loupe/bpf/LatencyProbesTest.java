@@ -395,10 +395,16 @@ class LatencyProbesTest {
     void callsThatNeverReturnAreAgedOutAndCounted() throws Exception {
         Path bin = LatencyTargets.buildC(Path.of("src/test/c/latency_target.c"), dir.resolve("c-age"));
         FunctionOffsets f = LatencyTargets.offsets(bin, "rec");
+        long entriesBefore = probes.stats().entries();
         probes.attach(ProbeSpec.nativeFunction(12, bin, -1, f.entry()));
         Process p = new ProcessBuilder(bin.toString(), "rec", "1000").start();
         try {
-            Thread.sleep(300); // inside rec(0) (50 ms, then the deeper levels)
+            // Inside rec(0) once the probe has seen its entry (rec(0) alone takes 50 ms, then the deeper levels).
+            long end = System.nanoTime() + 10_000_000_000L;
+            while (probes.stats().entries() == entriesBefore) {
+                assertTrue(System.nanoTime() < end && p.isAlive(), "no entry of rec within 10 s");
+                Thread.sleep(5);
+            }
             p.destroyForcibly().waitFor(); // killed mid-call: its entries never see an exit
             long agedBefore = probes.stats().agedOut();
             int aged = probes.ageOut(Duration.ZERO);

@@ -51,22 +51,45 @@ class PerfEventSamplerTest {
         // while a busy process makes filtered samples for the counters.
         spawn("/bin/sh", "-c", "while :; do :; done");
         try (PerfEventSampler s = PerfEventSampler.open(99, Set.of(Integer.MAX_VALUE - 1))) {
-            java.util.concurrent.CountDownLatch polling = new java.util.concurrent.CountDownLatch(1);
+            awaitTrue("filtered samples of the busy process", () -> s.stats().filtered() > 0);
             Thread poller = new Thread(() -> {
                 try {
-                    polling.countDown();
                     s.poll(Duration.ofSeconds(5), r -> { });
                 } catch (BpfException e) {
                     throw new IllegalStateException(e);
                 }
             });
             poller.start();
-            polling.await();
-            Thread.sleep(200); // let it enter ring_buffer__poll
+            awaitTrue("the poller holding the sampler's monitor", () -> holdsMonitor(poller, s));
             SamplerStats st = s.stats();
-            assertTrue(poller.isAlive(), "stats() returned while the poll was still waiting");
+            assertTrue(holdsMonitor(poller, s), "stats() returned while the poll still held the monitor");
             assertTrue(st.filtered() > 0, "and it read the kernel counters: " + st);
             poller.join();
+        }
+    }
+
+    /** Whether {@code t} holds {@code o}'s monitor now (a synchronized method of {@code o} is running on it). */
+    private static boolean holdsMonitor(Thread t, Object o) {
+        java.lang.management.ThreadInfo[] info = java.lang.management.ManagementFactory.getThreadMXBean()
+                .getThreadInfo(new long[] {t.threadId()}, true, false);
+        if (info.length == 0 || info[0] == null) {
+            return false;
+        }
+        for (java.lang.management.MonitorInfo m : info[0].getLockedMonitors()) {
+            if (m.getIdentityHashCode() == System.identityHashCode(o) && m.getClassName().equals(o.getClass().getName())) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private static void awaitTrue(String what, java.util.function.BooleanSupplier condition) throws InterruptedException {
+        long end = System.nanoTime() + 4_000_000_000L;
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() > end) {
+                fail("not within 4 s: " + what);
+            }
+            Thread.sleep(5);
         }
     }
 

@@ -113,8 +113,11 @@ class AlertingHarnessTest {
                 awaitTrue(series + " > 100 in Prometheus", Duration.ofSeconds(30),
                         () -> prometheus.query(series + " > 100").size() == 1);
 
-                // The agent's mean latency of main.work against the target's own, over the same stretch of calls.
-                Thread.sleep(6000);
+                // The agent's mean latency of main.work against the target's own, over the same stretch of calls: once
+                // the rate's 5 s window holds a scrape each second, every one of them with the calls counted.
+                awaitTrue("5 s of scrapes of main.work's calls", Duration.ofSeconds(30),
+                        () -> prometheus.query("count_over_time(" + series + "[5s]) >= 5").size() == 1
+                                && prometheus.query("min_over_time(" + series + "[5s]) > 100").size() == 1);
                 List<PrometheusServer.Sample> mean = prometheus.query("rate(" + series.replace("_count{", "_sum{") + "[5s]) / rate("
                         + series + "[5s])");
                 assertEquals(1, mean.size(), mean.toString());

@@ -68,7 +68,13 @@ class CallChainProfileTest {
         Process target = Targets.start(bin);
         Path out;
         try {
-            Thread.sleep(200); // let it exec before the file goes
+            // Delete the file once the process runs it (its /proc exe link names it), not before.
+            Path exe = Path.of("/proc", Long.toString(target.pid()), "exe");
+            long end = System.nanoTime() + 10_000_000_000L;
+            while (!Files.isSameFile(exe, bin)) {
+                assertTrue(System.nanoTime() < end && target.isAlive(), "the target never ran " + bin);
+                Thread.sleep(10);
+            }
             Files.delete(bin);
             out = AgentProcess.profilePid(dir, target, "5s");
         } finally {

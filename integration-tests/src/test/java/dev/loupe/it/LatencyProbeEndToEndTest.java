@@ -141,7 +141,14 @@ class LatencyProbeEndToEndTest {
             assertTrue(ParcaRules.violations(PprofFiles.parse(live)).isEmpty());
             PprofTool.run("-raw", liveFile.toString());
 
-            Thread.sleep(2500); // the calls' interval ends and is written
+            // The intervals the calls fell in end and are written: wait until the latency profiles hold every call.
+            long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+            Map<String, Long> written;
+            while (!(written = callsInProfiles(out, function.keySet())).equals(expectedCalls(function, truth))) {
+                assertTrue(System.nanoTime() < deadline, "the latency profiles do not hold every call within 30 s: "
+                        + written + ", the targets made " + expectedCalls(function, truth));
+                Thread.sleep(100);
+            }
             agent.terminate();
             int exit = agent.awaitExit(Duration.ofSeconds(60));
             assertTrue(exit == 0 || exit == 143, "exit " + exit + " after SIGTERM:\n" + agent.log());
@@ -153,11 +160,11 @@ class LatencyProbeEndToEndTest {
         Map<String, Long> profileCalls = new HashMap<>();
         Map<String, Long> profileNanos = new HashMap<>();
         Map<String, Set<Long>> profileGoids = new HashMap<>();
-        List<Path> files;
+        // Every call is in the latency profiles (waited for above); they are written beside the CPU profiles.
+        List<Path> files = latencyFiles(out);
         try (Stream<Path> s = Files.list(out)) {
-            files = s.filter(p -> p.getFileName().toString().startsWith("latency-")).sorted().toList();
+            assertTrue(s.anyMatch(p -> p.getFileName().toString().startsWith("cpu-")), "no CPU profile in " + out);
         }
-        assertFalse(files.isEmpty(), "latency profiles are written beside the CPU profiles");
         for (Path f : files) {
             Profile p = PprofFiles.parse(Files.readAllBytes(f));
             assertEquals(List.of(), ParcaRules.violations(p), f.toString());
@@ -213,6 +220,33 @@ class LatencyProbeEndToEndTest {
         assertEquals(0, value(metrics, "loupe_probe_unmatched_exits_total"), metrics);
         assertEquals(1, value(metrics, "loupe_probe_problems_total"), "the glob that matched nothing");
         assertTrue(metrics.contains("le=\"1.0E-6\"") && metrics.contains("le=\"1073.741824\""), metrics);
+    }
+
+    /** The latency profiles written so far (each appears whole: written aside, then renamed). */
+    static List<Path> latencyFiles(Path out) throws IOException {
+        try (Stream<Path> s = Files.list(out)) {
+            return s.filter(p -> p.getFileName().toString().startsWith("latency-")).sorted().toList();
+        }
+    }
+
+    /** "binary function" → calls, over every latency profile written so far, for the probed binaries. */
+    static Map<String, Long> callsInProfiles(Path out, Set<Path> binaries) throws IOException {
+        Map<String, Long> calls = new HashMap<>();
+        for (Path f : latencyFiles(out)) {
+            Profile p = PprofFiles.parse(Files.readAllBytes(f));
+            for (Sample s : p.getSampleList()) {
+                if (binaries.contains(Path.of(str(p, s, "binary")))) {
+                    calls.merge(str(p, s, "binary") + " " + str(p, s, "function"), s.getValue(0), Long::sum);
+                }
+            }
+        }
+        return calls;
+    }
+
+    static Map<String, Long> expectedCalls(Map<Path, String> function, Map<Path, Truth> truth) {
+        Map<String, Long> calls = new HashMap<>();
+        function.forEach((bin, f) -> calls.put(bin + " " + f, truth.get(bin).calls()));
+        return calls;
     }
 
     static String series(String suffix, Path bin, String function) {

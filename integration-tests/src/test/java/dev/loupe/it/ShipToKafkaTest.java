@@ -12,6 +12,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -21,6 +22,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import java.util.stream.Collectors;
 import org.apache.kafka.clients.admin.MemberDescription;
+import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.utils.Utils;
@@ -92,7 +94,11 @@ class ShipToKafkaTest {
                         () -> ShippedIntervals.atStore(standIn, main.pid(), bin, "kafka").containsAll(written)
                                 && ShippedIntervals.atStore(standIn, second.pid(), bin, "kafka").containsAll(writtenOther),
                         agent, relays);
-                Thread.sleep(1_000); // a late duplicate would show up here
+                // A late duplicate must be among the accepted when they are compared: once the group has committed
+                // every record (a relay commits only what Parca accepted, so neither has anything left to send), the
+                // stand-in's stop waits for the calls it has begun.
+                await("the relays' group committed the whole topic", () -> committedLag(broker) == 0, agent, relays);
+                standIn.stop();
                 assertEquals(written, ShippedIntervals.atStore(standIn, main.pid(), bin, "kafka"),
                         "every interval once, across the broker restart");
                 assertEquals(writtenOther, ShippedIntervals.atStore(standIn, second.pid(), bin, "kafka"),
@@ -165,6 +171,24 @@ class ShipToKafkaTest {
                 }
             });
             return out;
+        }
+    }
+
+    /** Records between the group's committed offsets and the end of the topic; -1 if the broker cannot say. */
+    private static long committedLag(KafkaBroker broker) {
+        try (var admin = broker.admin()) {
+            Map<Integer, Long> committed = committedOffsets(broker);
+            Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
+            for (int p = 0; p < PARTITIONS; p++) {
+                latest.put(new TopicPartition(TOPIC, p), OffsetSpec.latest());
+            }
+            long lag = 0;
+            for (var e : admin.listOffsets(latest).all().get(10, TimeUnit.SECONDS).entrySet()) {
+                lag += e.getValue().offset() - committed.getOrDefault(e.getKey().partition(), 0L);
+            }
+            return lag;
+        } catch (Exception e) {
+            return -1;
         }
     }
 

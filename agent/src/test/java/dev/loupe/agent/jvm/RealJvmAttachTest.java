@@ -177,6 +177,21 @@ class RealJvmAttachTest {
         return new JvmSymbols(JvmSymbols.jvms(registry, attacher), Runnable::run, System::nanoTime);
     }
 
+    /**
+     * Polls {@code happened} for up to {@code limit}: true as soon as it holds, false if it never did (for checks
+     * that something must not happen).
+     */
+    private static boolean within(Duration limit, java.util.function.BooleanSupplier happened) throws InterruptedException {
+        long end = System.nanoTime() + limit.toNanos();
+        while (System.nanoTime() < end) {
+            if (happened.getAsBoolean()) {
+                return true;
+            }
+            Thread.sleep(10);
+        }
+        return happened.getAsBoolean();
+    }
+
     private static boolean catchesSigquit(Target t) throws IOException {
         return ProcStatus.parse(t.pid(), Files.readString(Path.of("/proc/" + t.pid() + "/status"))).catches(Sigquit.SIGQUIT);
     }
@@ -227,8 +242,9 @@ class RealJvmAttachTest {
         try (LogCapture log = new LogCapture(JvmSymbols.class.getName());
              JvmSymbols symbols = new JvmSymbols(JvmSymbols.jvms(registry, attacher), JvmSymbols.backgroundThread(), System::nanoTime)) {
             symbols.consider(t.pid());
-            Thread.sleep(500);
-            assertFalse(Files.exists(t.perfMap()), "considering a JVM writes nothing: only new code does");
+            assertFalse(within(Duration.ofMillis(500), () -> Files.exists(t.perfMap()) || !signalled.isEmpty()),
+                    "considering a JVM writes nothing: only new code does; signalled " + signalled);
+            assertEquals(List.of(), log.lines(), log.text());
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
             while (!log.text().contains("Compiler.perfmap written") && System.nanoTime() < deadline) {
                 symbols.newCode(t.pid(), 0); // as the sampling thread would, sample after sample
@@ -252,10 +268,9 @@ class RealJvmAttachTest {
             JvmSymbols.Outcome o = symbols().attachNow(t.pid());
             assertEquals(JvmSymbols.Outcome.Kind.ATTACHED, o.kind(), o + "\n" + log.text());
         }
-        assertEquals(List.of(), signalled);
         assertTrue(Files.readString(t.perfMap()).contains("Spin.loop(long)"));
-        Thread.sleep(300);
-        assertTrue(t.process().isAlive());
+        assertFalse(t.process().waitFor(300, TimeUnit.MILLISECONDS), "the -Xrs JVM exited:\n" + t.output());
+        assertEquals(List.of(), signalled);
     }
 
     @Test
@@ -272,10 +287,9 @@ class RealJvmAttachTest {
                     + "not signalled"), o.message());
             assertTrue(log.text().contains(o.message()), log.text());
         }
+        assertFalse(t.process().waitFor(500, TimeUnit.MILLISECONDS), "the -Xrs JVM was killed:\n" + t.output());
         assertEquals(List.of(), signalled);
         assertFalse(Files.exists(t.perfMap()));
-        Thread.sleep(500);
-        assertTrue(t.process().isAlive(), "the -Xrs JVM was killed:\n" + t.output());
     }
 
     @Test
@@ -288,11 +302,10 @@ class RealJvmAttachTest {
                     + "-XX:\\+DisableAttachMechanism"), o.message());
             assertTrue(log.text().contains(o.message()), log.text());
         }
+        assertFalse(t.process().waitFor(300, TimeUnit.MILLISECONDS), "the JVM exited:\n" + t.output());
         assertEquals(List.of(), signalled);
         assertFalse(Files.exists(t.perfMap()));
         assertFalse(Files.exists(t.socket(), LinkOption.NOFOLLOW_LINKS));
-        Thread.sleep(300);
-        assertTrue(t.process().isAlive());
         assertFalse(t.output().toString().contains("Full thread dump"));
     }
 

@@ -93,15 +93,22 @@ class ProbeChangesTest {
             Path staged = dir.resolve("app.new");
             Files.copy(newBuild, staged);
             Files.move(staged, app, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-            Thread.sleep(1500); // the manager checks the path each second
+            // The manager checks the path each second: the new build's probe and the old one's, draining.
+            awaitAttached(m, 2);
             assertEquals(List.of(app + " work"), m.attachedFunctions());
-            assertEquals(2, value(metrics(m), "loupe_probe_functions_attached"), "the new build's probe and the old one's, draining");
             TestBinaries.run(dir, List.of(app.toString(), "5"), List.of());
             assertEquals(0, old.waitFor());
             assertEquals(Map.of(oldId, 3L, newId, 5L), callsByBuild(m.interval(2, 1).orElseThrow()));
+            // interval(2) read the old build's last calls; the next interval detaches its probe once drainIdle has
+            // passed since then without another call (by the manager's own clock, System.nanoTime).
+            long lastCallsRead = System.nanoTime();
             assertEquals(12, value(metrics(m), count), "one series over both builds");
+            assertEquals(2, value(metrics(m), "loupe_probe_functions_attached"), "the old build's probe still drains");
 
-            Thread.sleep(400); // longer than drainIdle without a call of the old build
+            long idleLeft = lastCallsRead + shortDrain().drainIdle().toNanos() - System.nanoTime();
+            if (idleLeft > 0) {
+                Thread.sleep(idleLeft / 1_000_000 + 1);
+            }
             assertEquals(0, totals(m.interval(3, 1).orElseThrow())[0]);
             String s = metrics(m);
             assertEquals(1, value(s, "loupe_probe_functions_attached"), "the old build's probe detached: " + s);

@@ -40,6 +40,16 @@ class AgentClocksAndSinksTest {
         }
     }
 
+    /**
+     * Waits until a whole turn of the sampling loop (poll, read the clocks, rotate if due) has run after this call:
+     * the turn counted next may have read the clock before it, the one after that has not, and it has finished
+     * once a third is counted.
+     */
+    private static void awaitLoopTurn(Agent agent) throws InterruptedException {
+        long target = agent.polls() + 3;
+        awaitTrue("three more polls", () -> agent.polls() >= target);
+    }
+
     /** NTP steps of hours either way change neither rotation nor health; profile times follow the wall clock. */
     @Test
     void wallClockStepsChangeNeitherRotationNorHealth() throws Exception {
@@ -52,7 +62,7 @@ class AgentClocksAndSinksTest {
             long wall0 = clock.nanos.get();
             clock.advance(Duration.ofSeconds(4));
             clock.stepWall(Duration.ofHours(-3)); // backwards: the old code would never rotate again
-            Thread.sleep(150);
+            awaitLoopTurn(agent); // the loop has looked at both clocks since
             assertTrue(agent.status().healthy(), "healthy after a backward step");
             assertEquals(0, sink.batches.size(), "no rotation: only 4 s of real time passed");
             clock.advance(Duration.ofSeconds(6));
@@ -63,7 +73,7 @@ class AgentClocksAndSinksTest {
 
             long wall1 = clock.nanos.get();
             clock.stepWall(Duration.ofHours(5)); // forwards: the old code would report unhealthy
-            Thread.sleep(150);
+            awaitLoopTurn(agent);
             assertTrue(agent.status().healthy(), "healthy after a forward step");
             assertEquals(1, sink.batches.size(), "a forward step does not rotate either");
             clock.advance(Duration.ofSeconds(10));
@@ -74,7 +84,7 @@ class AgentClocksAndSinksTest {
 
             // Health does follow the monotonic clock: a loop that stops polling is unhealthy.
             source.blockPolls = true;
-            Thread.sleep(300);
+            awaitTrue("the loop held up in a poll", () -> source.blocked);
             clock.advance(Duration.ofSeconds(6));
             assertTrue(!agent.status().healthy(), "a loop not polling for 6 s is unhealthy");
             source.blockPolls = false;
@@ -132,8 +142,8 @@ class AgentClocksAndSinksTest {
                     }
                     source.queue.add(sample(100 + s % 50, new long[0], user));
                 }
-                awaitTrue("samples of interval " + i + " processed", source.queue::isEmpty);
-                Thread.sleep(5);
+                long processed = i * 1500L;
+                awaitTrue("samples of interval " + i + " processed", () -> agent.samplesProcessed() == processed);
                 clock.advance(Duration.ofSeconds(10));
                 int n = i;
                 awaitTrue("interval " + i + " delivered to the healthy sink", () -> counted.get() == n);
@@ -162,9 +172,11 @@ class AgentClocksAndSinksTest {
             assertEquals(intervals, metric(metrics, "loupe_sink_intervals_written_total{sink=\"counting\"}"), metrics);
         } finally {
             // Once stop() waits for the stuck sink, let 31 s pass: past the 30 s stop timeout it gives up.
+            Thread stopping = Thread.currentThread();
             Thread.ofVirtual().start(() -> {
                 try {
-                    Thread.sleep(300);
+                    awaitTrue("stop() waiting for the stuck sink", () -> java.util.Arrays.stream(stopping.getStackTrace())
+                            .anyMatch(f -> f.getClassName().endsWith(".SinkRunner") && f.getMethodName().equals("stop")));
                 } catch (InterruptedException ignored) {
                 }
                 clock.advance(Duration.ofSeconds(31));

@@ -65,10 +65,13 @@ class AgentTest {
         volatile boolean closed;
         volatile boolean failPolls;
         volatile boolean blockPolls;
+        /** Set while a poll is held up by {@link #blockPolls}. */
+        volatile boolean blocked;
 
         @Override
         public int poll(Duration timeout, Consumer<RawSample> sink) throws SampleSourceException {
             while (blockPolls) {
+                blocked = true;
                 try {
                     Thread.sleep(5);
                 } catch (InterruptedException e) {
@@ -76,6 +79,7 @@ class AgentTest {
                     return 0;
                 }
             }
+            blocked = false;
             if (failPolls) {
                 throw new SampleSourceException("boom", null);
             }
@@ -174,8 +178,7 @@ class AgentTest {
         Agent agent = agent(19, Duration.ofSeconds(10), source, List.of(sink), new ManualClock());
         agent.start();
         source.queue.addAll(List.of(samples));
-        awaitTrue(() -> source.queue.isEmpty());
-        Thread.sleep(50);
+        awaitTrue(() -> agent.samplesProcessed() == samples.length);
         agent.stop();
         assertEquals(1, sink.profiles.size());
         return sink.profiles.get(0);
@@ -218,14 +221,12 @@ class AgentTest {
 
         source.queue.add(sample(7, new long[0], 0x1100, 0x1200));
         source.queue.add(sample(7, new long[0], 0x1100, 0x1200));
-        awaitTrue(() -> source.queue.isEmpty());
-        Thread.sleep(50);
+        awaitTrue(() -> agent.samplesProcessed() == 2);
         clock.advance(Duration.ofSeconds(10));
         awaitTrue(() -> sink.profiles.size() == 1);
 
         source.queue.add(sample(8, new long[] {0xffffffff81000100L}, 0x1300));
-        awaitTrue(() -> source.queue.isEmpty());
-        Thread.sleep(50);
+        awaitTrue(() -> agent.samplesProcessed() == 3);
         clock.advance(Duration.ofSeconds(3));
         agent.stop();
         assertTrue(source.closed);
@@ -270,16 +271,14 @@ class AgentTest {
         Agent agent = agent(19, Duration.ofSeconds(10), source, List.of(sink), clock);
         agent.start();
         source.queue.add(sample(7, new long[0], 0x1100));
-        awaitTrue(() -> source.queue.isEmpty());
-        Thread.sleep(50);
+        awaitTrue(() -> agent.samplesProcessed() == 1);
         clock.advance(Duration.ofSeconds(10));
         awaitTrue(() -> sink.profiles.size() == 1);
 
         agent.externalLabels(Map.of("team", "profiling", "node", "not-ours"));
         source.queue.add(sample(8, new long[0], 0x1200));
         source.queue.add(sample(9, new long[0], 0x1300));
-        awaitTrue(() -> source.queue.isEmpty());
-        Thread.sleep(50);
+        awaitTrue(() -> agent.samplesProcessed() == 3);
         clock.advance(Duration.ofSeconds(10));
         awaitTrue(() -> sink.profiles.size() == 2);
         agent.stop();
@@ -318,11 +317,12 @@ class AgentTest {
         Agent agent = agent(99, Duration.ofSeconds(60), source, List.of(sink), clock);
         agent.start();
         source.queue.add(sample(1, new long[0], 0x1100));
-        awaitTrue(() -> source.queue.isEmpty());
-        Thread.sleep(50);
+        awaitTrue(() -> agent.samplesProcessed() == 1);
+        // Two samples once the capture has opened its window (this thread then waits in capture()).
+        Thread capturing = Thread.currentThread();
         Thread feeder = Thread.ofVirtual().start(() -> {
             try {
-                Thread.sleep(100);
+                awaitTrue(() -> capturing.getState() == Thread.State.TIMED_WAITING);
                 source.queue.add(sample(2, new long[0], 0x1500));
                 source.queue.add(sample(2, new long[0], 0x1500));
             } catch (InterruptedException ignored) {
@@ -334,6 +334,10 @@ class AgentTest {
         assertEquals(1, p.getSampleCount());
         assertEquals(2, p.getSample(0).getValue(0), "the two samples taken during the capture");
         Profile file = sink.profiles.get(0);
-        assertEquals(3, file.getSample(0).getValue(0) + (file.getSampleCount() > 1 ? file.getSample(1).getValue(0) : 0));
+        Map<String, Long> byComm = new java.util.TreeMap<>();
+        for (int i = 0; i < file.getSampleCount(); i++) {
+            byComm.merge(strLabels(file, i).get("comm"), file.getSample(i).getValue(0), Long::sum);
+        }
+        assertEquals(Map.of("proc1", 1L, "proc2", 2L), byComm, "the interval has every sample, the capture's too");
     }
 }

@@ -202,7 +202,7 @@ class DeliveryLoopTest {
             Thread t = Thread.ofPlatform().start(loop);
             assertTrue(inSend.await(10, TimeUnit.SECONDS));
             loop.stop();
-            Thread.sleep(50);
+            t.join(50);
             assertTrue(t.isAlive(), "still sending");
             release.countDown();
             t.join(5_000);

@@ -274,16 +274,22 @@ class SpoolTest {
     void awaitBatchWakesWhenABatchIsAppended() throws Exception {
         try (Spool spool = open()) {
             assertFalse(spool.awaitBatch(TimeUnit.MILLISECONDS.toNanos(20)));
-            CompletableFuture<Boolean> waiter = CompletableFuture.supplyAsync(() -> {
+            CompletableFuture<Boolean> woken = new CompletableFuture<>();
+            Thread waiter = Thread.ofPlatform().start(() -> {
                 try {
-                    return spool.awaitBatch(TimeUnit.SECONDS.toNanos(30));
-                } catch (InterruptedException e) {
-                    throw new RuntimeException(e);
+                    woken.complete(spool.awaitBatch(TimeUnit.SECONDS.toNanos(30)));
+                } catch (Throwable e) {
+                    woken.completeExceptionally(e);
                 }
             });
-            Thread.sleep(50);
+            // Append only once the waiter waits inside awaitBatch (before, it would find the batch without waiting).
+            long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (waiter.getState() != Thread.State.TIMED_WAITING) {
+                assertTrue(System.nanoTime() < end && waiter.isAlive(), "the waiter never waited: " + waiter.getState());
+                Thread.sleep(1);
+            }
             spool.append(Map.of(), payload(1, 1));
-            assertTrue(waiter.get(10, TimeUnit.SECONDS));
+            assertTrue(woken.get(10, TimeUnit.SECONDS));
         }
     }
 

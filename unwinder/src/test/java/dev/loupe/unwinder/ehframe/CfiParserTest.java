@@ -56,20 +56,33 @@ class CfiParserTest {
         assertEquals(2, t.stats().fdes());
     }
 
+    /**
+     * Each prefix of {@link #good()} (the section whole included): every FDE that ends within it is kept with
+     * exactly its rows (CFA rsp+8 at its first byte, rsp+16 after the push), a cut one is dropped (its range reads
+     * as having no unwind info, or as not covered when no FDE is left), never half-read.
+     */
     @Test
     void everyTruncationKeepsIntactFdesExact() throws Exception {
-        byte[] full = good().bytes();
-        UnwindTable whole = eh(full);
-        for (int cut = 0; cut < full.length; cut++) {
+        CfiBytes c = new CfiBytes(true).standardCie();
+        c.fde(0, 0x401000, 0x20, 0x41, 0x0e, 16);
+        int firstEnd = c.offset();
+        c.fde(0, 0x401040, 0x10, 0x41, 0x0e, 16);
+        byte[] full = c.bytes();
+        long[][] ranges = {{0x401000, 0x401020}, {0x401040, 0x401050}};
+        int[] ends = {firstEnd, full.length};
+        for (int cut = 0; cut <= full.length; cut++) {
             UnwindTable t = eh(Arrays.copyOf(full, cut));
+            int complete = cut >= full.length ? 2 : cut >= firstEnd ? 1 : 0;
+            assertEquals(complete, t.stats().fdes(), "cut " + cut);
             for (long pc = 0x401000; pc < 0x401050; pc++) {
-                long r = t.lookup(pc);
-                // a truncated FDE is dropped (no row), never half-read into a different rule
-                assertTrue(r == whole.lookup(pc) || r == NO_INFO || r == UnwindRule.NOT_COVERED,
-                        "cut " + cut + " pc " + Long.toHexString(pc) + ": " + UnwindRule.toString(r));
-            }
-            if (cut < full.length && cut > 0) {
-                assertTrue(t.stats().fdes() < 2 || cut >= full.length, "cut " + cut);
+                long want = complete == 0 ? UnwindRule.NOT_COVERED : NO_INFO;
+                for (int f = 0; f < 2; f++) {
+                    if (cut >= ends[f] && pc >= ranges[f][0] && pc < ranges[f][1]) {
+                        want = pc == ranges[f][0] ? RSP8 : RSP16;
+                    }
+                }
+                assertEquals(want, t.lookup(pc), "cut " + cut + " pc " + Long.toHexString(pc) + ": got "
+                        + UnwindRule.toString(t.lookup(pc)) + ", want " + UnwindRule.toString(want));
             }
         }
     }
@@ -231,6 +244,9 @@ class CfiParserTest {
                 "-fno-asynchronous-unwind-tables");
         SectionHeader df = ElfSections.read(prog).find(".debug_frame");
         byte[] good = Files.readAllBytes(prog);
+        BuildStats whole = UnwindTableBuilder.build(prog).stats();
+        int ehFrameFdes = whole.fdes() - whole.debugFrameFdes();
+        assertTrue(ehFrameFdes > 0 && whole.debugFrameFdes() > 0, whole.toString());
         int at = (int) df.offset();
         // {what to change, expected problem}: zstd type, corrupt stream, a size claim of 500 MiB
         Object[][] cases = {
@@ -250,7 +266,7 @@ class CfiParserTest {
             t.verify();
             assertEquals(Map.of(c[1], 1), t.stats().problems(), t.stats().firstProblems().toString());
             assertEquals(0, t.stats().debugFrameFdes());
-            assertTrue(t.stats().fdes() > 0, "crt's .eh_frame FDEs still there");
+            assertEquals(ehFrameFdes, t.stats().fdes(), "crt's .eh_frame FDEs all still there");
         }
     }
 
