@@ -108,8 +108,30 @@ public final class ConfigLoader {
         if (!(root instanceof MappingNode map)) {
             throw new ConfigException(source, Option.line(root), "the top level must be a mapping of keys such as frequency: 19");
         }
+        rejectDuplicateKeys(source, root);
         walk(into, source, map.getValue(), "");
         return into;
+    }
+
+    /**
+     * A key given twice in one mapping, at any depth, is an error at its second line: SnakeYAML's own check runs in
+     * its constructor, which this loader does not use (only the composer), and a silent "last one wins" would hide a
+     * typo'd edit of a long file.
+     */
+    private static void rejectDuplicateKeys(String source, Node node) throws ConfigException {
+        if (node instanceof MappingNode m) {
+            java.util.Set<String> seen = new java.util.HashSet<>();
+            for (NodeTuple t : m.getValue()) {
+                if (t.getKeyNode() instanceof ScalarNode k && !seen.add(k.getValue())) {
+                    throw new ConfigException(source, Option.line(k), "invalid YAML: duplicate key " + k.getValue());
+                }
+                rejectDuplicateKeys(source, t.getValueNode());
+            }
+        } else if (node instanceof org.yaml.snakeyaml.nodes.SequenceNode seq) {
+            for (Node n : seq.getValue()) {
+                rejectDuplicateKeys(source, n);
+            }
+        }
     }
 
     private static void walk(OptionValues into, String source, List<NodeTuple> tuples, String prefix) throws ConfigException {

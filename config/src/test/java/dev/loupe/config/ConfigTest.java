@@ -154,4 +154,16 @@ class ConfigTest {
         assertTrue(u.contains("default 19"));
         assertTrue(CommandLine.parse(new String[] {"--help"}).help());
     }
+
+    @Test
+    void aDuplicateKeyIsAnErrorAtItsSecondLine() {
+        ConfigException e = bad("frequency: 19\nfrequency: 99\n");
+        assertEquals(2, e.line(), e.getMessage());
+        assertEquals("name.yaml:2: invalid YAML: duplicate key frequency", e.getMessage());
+        ConfigException nested = bad("http:\n  address: off\n  address: 127.0.0.1:1\n");
+        assertEquals(3, nested.line(), nested.getMessage());
+        assertTrue(nested.getMessage().endsWith("duplicate key address"), nested.getMessage());
+        ConfigException inList = bad("probes:\n  - binary: /bin/true\n    functions: [main]\n    binary: /bin/false\n");
+        assertEquals(4, inList.line(), inList.getMessage());
+    }
 }
