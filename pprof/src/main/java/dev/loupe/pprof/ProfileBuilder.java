@@ -197,12 +197,27 @@ public final class ProfileBuilder {
         return id != 0 ? id : newLocation(mappingId, address, functionName, null, functionName == null ? List.of() : inlined);
     }
 
+    /**
+     * As {@link #locationAt(long, long, String, List)}, for a frame whose source position is known (a runtime's
+     * frame): {@code functionName}'s line gets {@code line} (if positive) and its function the file {@code file} (if
+     * not null). The location is the first at this address, as above.
+     */
+    public long locationAt(long mappingId, long address, String functionName, List<String> inlined, String file, long line) {
+        int id = locationIds.first(mappingId, address);
+        return id != 0 ? id : newLocation(mappingId, address, functionName, file, functionName == null ? List.of() : inlined, line);
+    }
+
     private int newLocation(long mappingId, long address, String functionName, String functionFile) {
-        return newLocation(mappingId, address, functionName, functionFile, List.of());
+        return newLocation(mappingId, address, functionName, functionFile, List.of(), 0);
+    }
+
+    private int newLocation(long mappingId, long address, String functionName, String functionFile, List<String> inlined) {
+        return newLocation(mappingId, address, functionName, functionFile, inlined, 0);
     }
 
     /** Adds a location; a known one was checked when it was added, so only new ones check their mapping. */
-    private int newLocation(long mappingId, long address, String functionName, String functionFile, List<String> inlined) {
+    private int newLocation(long mappingId, long address, String functionName, String functionFile, List<String> inlined,
+                            long line) {
         if (mappingId < 0 || mappingId > mappings.size()) {
             throw new IllegalArgumentException("unknown mapping id " + mappingId);
         }
@@ -212,7 +227,7 @@ public final class ProfileBuilder {
             b.addLine(Line.newBuilder().setFunctionId(function(callee, null)));
         }
         if (functionName != null) {
-            b.addLine(Line.newBuilder().setFunctionId(function(functionName, functionFile)));
+            b.addLine(Line.newBuilder().setFunctionId(function(functionName, functionFile)).setLine(Math.max(0, line)));
         }
         locations.add(b.build());
         locationFunctions.add(functionName);

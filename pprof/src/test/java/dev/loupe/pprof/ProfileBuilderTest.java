@@ -1,6 +1,7 @@
 package dev.loupe.pprof;
 
 import dev.loupe.pprof.proto.Function;
+import dev.loupe.pprof.proto.Line;
 import dev.loupe.pprof.proto.Location;
 import dev.loupe.pprof.proto.Mapping;
 import dev.loupe.pprof.proto.Profile;
@@ -203,6 +204,25 @@ class ProfileBuilderTest {
         assertEquals(l.getLine(1).getFunctionId(), p.getLocation((int) plain - 1).getLine(0).getFunctionId(),
                 "an inlined function is the same Function as its own compiled code's");
         assertEquals(0, p.getLocation((int) unnamed - 1).getLineCount(), "no name: no lines at all, not inlined ones alone");
+        assertEquals(List.of(), ParcaRules.violations(p));
+    }
+
+    /** A runtime's frame with a source position: its line carries the line, its function the file. */
+    @Test
+    void aRuntimesFrameCarriesItsFileAndLine() {
+        ProfileBuilder b = new ProfileBuilder(PERIOD, T0);
+        long m = b.mapping(0x4000_0000_0000_0000L, 0x4100_0000_0000_0000L, 0, "[interpreted] python3", null, true);
+        long at = b.locationAt(m, 0x4000_7f00_0000_1000L, "app.handle", List.of(), "/srv/app.py", 42);
+        assertEquals(at, b.locationAt(m, 0x4000_7f00_0000_1000L, "app.handle"), "one location per address");
+        long noLine = b.locationAt(m, 0x4000_7f00_0000_2000L, "app.main", List.of("app.inlined"), "/srv/app.py", 0);
+        b.addSample(new long[] {at, noLine}, 1, List.of());
+        Profile p = b.build(T0 + 1);
+        Line line = p.getLocation((int) at - 1).getLine(0);
+        assertEquals(42, line.getLine());
+        assertEquals("/srv/app.py", s(p, p.getFunction((int) line.getFunctionId() - 1).getFilename()));
+        Location l = p.getLocation((int) noLine - 1);
+        assertEquals(2, l.getLineCount());
+        assertEquals(0, l.getLine(1).getLine(), "no line known");
         assertEquals(List.of(), ParcaRules.violations(p));
     }
 

@@ -44,8 +44,12 @@ final class ProfileWindow {
             }
             previous = m;
             // Within one window an address in a mapping names one function: the first name seen is kept.
-            ids[i] = f.inlined().isEmpty() ? builder.locationAt(mappingId, f.address(), f.function())
-                    : builder.locationAt(mappingId, f.address(), f.function(), f.inlined());
+            if (f.file() != null || f.line() > 0) { // a runtime's frame with its source position
+                ids[i] = builder.locationAt(mappingId, f.address(), f.function(), f.inlined(), f.file(), f.line());
+            } else {
+                ids[i] = f.inlined().isEmpty() ? builder.locationAt(mappingId, f.address(), f.function())
+                        : builder.locationAt(mappingId, f.address(), f.function(), f.inlined());
+            }
         }
         builder.addSample(ids, 1, labels);
     }
