@@ -1,5 +1,6 @@
 package dev.loupe.agent.jvm;
 
+import dev.loupe.unwinder.proc.ProcStatus;
 import dev.loupe.unwinder.proc.ProcessRegistry;
 
 import java.io.IOException;
