@@ -49,7 +49,7 @@ class PackageDependenciesTest {
             Map.entry(A + ".files", Set.of()),
             Map.entry(A + ".latencydiff", Set.of("regression")),
             Map.entry(A + ".host", Set.of()),
-            Map.entry(A + ".jvm", Set.of("host", "sampling")));
+            Map.entry(A + ".jvm", Set.of("sampling")));
 
     private static final Pattern EDGE = Pattern.compile("^\\s+(\\S+)\\s+->\\s+(\\S+)\\s", Pattern.MULTILINE);
 

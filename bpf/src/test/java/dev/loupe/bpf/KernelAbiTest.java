@@ -5,7 +5,6 @@ import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -19,8 +18,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Java's layouts and constants against the compiled object's BTF: the shipped object agrees, a drifted one is refused. */
 class KernelAbiTest {
-    private static final Path C_SOURCES = Path.of("src/main/c");
-
     @TempDir
     Path dir;
 
@@ -139,24 +136,10 @@ class KernelAbiTest {
 
     /** KernelAbi's refusal of an object built from the header with {@code from} replaced by {@code to}. */
     private String refusal(String from, String to) throws Exception {
-        Path obj = compileDrifted(from, to);
+        Path obj = BpfClang.drifted("profiler.bpf.c", "loupe_abi.h", from, to, dir);
         try (BpfObject o = BpfObject.open("drifted", Files.readAllBytes(obj)); Btf btf = o.btf()) {
             return assertThrows(BpfException.class, () -> KernelAbi.checkProfiler(btf, Optional.empty())).getMessage();
         }
     }
 
-    private Path compileDrifted(String from, String to) throws Exception {
-        String header = Files.readString(C_SOURCES.resolve("loupe_abi.h"));
-        assertTrue(header.contains(from), "test premise: the header has " + from);
-        Files.writeString(dir.resolve("loupe_abi.h"), header.replace(from, to));
-        Files.copy(C_SOURCES.resolve("profiler.bpf.c"), dir.resolve("profiler.bpf.c"), StandardCopyOption.REPLACE_EXISTING);
-        Path obj = dir.resolve("drifted.bpf.o");
-        // The copy's own directory first, then the real one for the headers not copied (pid_ns*.h).
-        Process p = new ProcessBuilder("clang", "-g", "-O2", "-target", "bpf", "-D__TARGET_ARCH_x86",
-                "-I/usr/include/x86_64-linux-gnu", "-I" + C_SOURCES, "-c", dir.resolve("profiler.bpf.c").toString(), "-o", obj.toString())
-                .redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes());
-        assertEquals(0, p.waitFor(), out);
-        return obj;
-    }
 }

@@ -8,7 +8,6 @@ import org.junit.jupiter.params.provider.MethodSource;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -18,8 +17,6 @@ import static org.junit.jupiter.params.provider.Arguments.arguments;
 
 /** latency_abi.h against LatencyAbi: the shipped object agrees, a drifted one is refused naming the field or constant. */
 class LatencyAbiTest {
-    private static final Path C_SOURCES = Path.of("src/main/c");
-
     @TempDir
     Path dir;
 
@@ -66,24 +63,10 @@ class LatencyAbiTest {
 
     /** LatencyAbi's refusal of an object built from the header with {@code from} replaced by {@code to}. */
     private String refusal(String from, String to) throws Exception {
-        Path obj = compileDrifted(from, to);
+        Path obj = BpfClang.drifted("latency.bpf.c", "latency_abi.h", from, to, dir);
         try (BpfObject o = BpfObject.open("drifted", Files.readAllBytes(obj)); Btf btf = o.btf()) {
             return assertThrows(BpfException.class, () -> LatencyAbi.check(btf)).getMessage();
         }
     }
 
-    private Path compileDrifted(String from, String to) throws Exception {
-        String header = Files.readString(C_SOURCES.resolve("latency_abi.h"));
-        assertTrue(header.contains(from), "test premise: the header has " + from);
-        Files.writeString(dir.resolve("latency_abi.h"), header.replace(from, to));
-        Files.copy(C_SOURCES.resolve("latency.bpf.c"), dir.resolve("latency.bpf.c"), StandardCopyOption.REPLACE_EXISTING);
-        Path obj = dir.resolve("drifted.bpf.o");
-        // The copy's own directory first, then the real one for the headers not copied (pid_ns*.h).
-        Process p = new ProcessBuilder("clang", "-g", "-O2", "-target", "bpf", "-D__TARGET_ARCH_x86",
-                "-I/usr/include/x86_64-linux-gnu", "-I" + C_SOURCES, "-c", dir.resolve("latency.bpf.c").toString(), "-o", obj.toString())
-                .redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes());
-        assertEquals(0, p.waitFor(), out);
-        return obj;
-    }
 }

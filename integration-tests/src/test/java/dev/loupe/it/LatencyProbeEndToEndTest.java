@@ -60,7 +60,7 @@ class LatencyProbeEndToEndTest {
         goNormal = buildGo("go-normal");
         goPie = buildGo("go-pie", "-buildmode=pie");
         goStrippedPie = buildGo("go-stripped-pie", "-buildmode=pie", "-ldflags=-s -w");
-        cTarget = Targets.build("latency_target.c", dir, "c-target", "-pthread");
+        cTarget = Targets.build(Targets.LATENCY_TARGET, dir, "c-target", "-pthread");
     }
 
     static Path buildGo(String name, String... flags) throws Exception {

@@ -10,11 +10,14 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * A Debian 12 with a real systemd, booted with {@code systemd-nspawn --boot} from a copy of a cached
- * debootstrap (integration-tests/scripts/bookworm-rootfs.sh), BPF and perf_event allowed. Commands run inside
- * through {@code nsenter} into its init's namespaces.
+ * debootstrap (integration-tests/scripts/bookworm-rootfs.sh: minbase plus systemd), BPF and perf_event allowed, no
+ * network. Commands run inside through {@code nsenter} into its init's namespaces.
  */
 public final class NspawnMachine implements AutoCloseable {
-    static final Path ROOTFS_CACHE = Path.of(System.getProperty("loupe.rootfs.cache", "/var/cache/loupe/bookworm-rootfs"));
+    /** The cached root; its name says what it holds (another package list, another directory: bookworm-rootfs.sh). */
+    static final Path ROOTFS_CACHE = Path.of(System.getProperty("loupe.rootfs.cache", "/var/cache/loupe/bookworm-minbase-systemd"));
+    /** Where {@link #boot} puts the package in the machine. */
+    public static final String PACKAGE = "/root/loupe.deb";
 
     private final Path root;
     private final Process nspawn;
@@ -28,12 +31,24 @@ public final class NspawnMachine implements AutoCloseable {
         this.console = console;
     }
 
-    /** Copies the cached root file system (made first if missing) under {@code work} and boots it. */
-    public static NspawnMachine boot(Path repo, Path work, String name) throws Exception {
+    /**
+     * Copies the cached root file system (made first if missing) under {@code work}, puts {@code deb} at {@link #PACKAGE}
+     * and boots it. The machine has no network, so what {@code apt-get install PACKAGE} needs besides the root is
+     * fetched first, as a host's apt would fetch it, into the copy's apt cache (downloaded, not installed): the .debs
+     * of the package's Depends that the root lacks, and {@code alsoFetched} (packages a test installs later).
+     */
+    public static NspawnMachine boot(Path repo, Path work, String name, Path deb, String... alsoFetched) throws Exception {
         Commands.run(List.of(repo.resolve("integration-tests/scripts/bookworm-rootfs.sh").toString(),
                 ROOTFS_CACHE.toString()), 1800).check();
         Path root = work.resolve("rootfs");
         Commands.run(List.of("cp", "-a", "--reflink=auto", ROOTFS_CACHE.toString(), root.toString()), 600).check();
+        Files.copy(deb, root.resolve(PACKAGE.substring(1)));
+        // Fresh lists (the cached root's may name versions the mirror has dropped since), then the downloads.
+        Commands.run(List.of("chroot", root.toString(), "apt-get", "-q", "update"), 600).check();
+        List<String> fetch = new ArrayList<>(List.of("chroot", root.toString(), "apt-get", "-q", "-y", "--download-only",
+                "install", PACKAGE));
+        fetch.addAll(List.of(alsoFetched));
+        Commands.run(fetch, 600).check();
         Path console = work.resolve("console.log");
         Process p = new ProcessBuilder("systemd-nspawn", "-D", root.toString(), "--boot", "--machine=" + name,
                 "--capability=all", "--system-call-filter=bpf perf_event_open", "--bind-ro=/sys/kernel/btf",

@@ -72,7 +72,7 @@ class ReloadTest {
      */
     @Test
     void reloadChangesProbesWithoutARestart() throws Exception {
-        Path target = Targets.build("latency_target.c", dir, "c-target", "-pthread");
+        Path target = Targets.build(Targets.LATENCY_TARGET, dir, "c-target", "-pthread");
         int port = FreePort.next();
         Path config = dir.resolve("loupe.yaml");
         String common = "output: " + dir.resolve("profiles") + "\ninterval: 1s\nhttp:\n  address: 127.0.0.1:" + port

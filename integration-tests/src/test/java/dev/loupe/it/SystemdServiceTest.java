@@ -26,7 +26,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * The .deb as a fleet host gets it: built by systemd/build-package.sh, checked with dpkg-deb, then installed
- * into a Debian 12 booted with a real systemd (systemd-nspawn) and driven with systemctl.
+ * into a minimal Debian 12 (debootstrap minbase plus systemd) booted with a real systemd (systemd-nspawn) and driven
+ * with systemctl: what the package uses comes with it or with its Depends.
  */
 class SystemdServiceTest {
     /** CAP_DAC_READ_SEARCH(2), CAP_SYS_PTRACE(19), CAP_SYSLOG(34), CAP_PERFMON(38), CAP_BPF(39), CAP_CHECKPOINT_RESTORE(40). */
@@ -34,6 +35,8 @@ class SystemdServiceTest {
     private static final Path REPO = Path.of(System.getProperty("loupe.repo", "..")).toAbsolutePath().normalize();
     /** The project's version (the agent jar's Implementation-Version), from the build. */
     private static final String VERSION = System.getProperty("loupe.version", "");
+    private static final String SYSTEM_LIBBPF = "/usr/lib/x86_64-linux-gnu/libbpf.so";
+    private static final String BUNDLED_LIBBPF = "/usr/lib/loupe/native/libbpf.so.1";
     /** What an admin's shell has: no JAVA_HOME, no JDK on PATH. */
     private static final String[] CLEAN_ENV = {"env", "-i", "PATH=/usr/sbin:/usr/bin:/sbin:/bin"};
     private static Path deb;
@@ -89,13 +92,18 @@ class SystemdServiceTest {
 
     @Test
     void serviceRunsLeastPrivilegedWithReadinessReloadWatchdogAndCleanStop(@TempDir Path work) throws Exception {
-        try (NspawnMachine m = NspawnMachine.boot(REPO, work, "loupe-it-" + ProcessHandle.current().pid())) {
-            Files.copy(deb, m.root().resolve("root/loupe.deb"));
+        // libbpf1: installed later, for the upgrade on a host that has a system libbpf.
+        try (NspawnMachine m = NspawnMachine.boot(REPO, work, "loupe-it-" + ProcessHandle.current().pid(), deb, "libbpf1")) {
+            // The premise: a minimal host. No procps (so no /bin/kill), and libelf1, which the package depends on, not yet.
+            assertFalse(installed(m, "procps") || Files.exists(m.root().resolve("usr/bin/kill")), "a minimal root has no kill binary");
+            assertFalse(installed(m, "libelf1"), "the package's Depends come with its install, not with the root");
             long t0 = System.nanoTime();
-            Commands.Result install = m.check(600, "apt-get", "install", "-y", "/root/loupe.deb");
+            Commands.Result install = m.check(600, "apt-get", "install", "-y", NspawnMachine.PACKAGE);
             System.out.printf("package install (with the AOT training run) took %.1f s%n", (System.nanoTime() - t0) / 1e9);
             Path aot = m.root().resolve("usr/lib/loupe/loupe-agent.aot");
             assertTrue(Files.isRegularFile(aot) && !install.output().contains("no AOT cache made"), install.output());
+            assertTrue(installed(m, "libelf1"), "apt installed the package's Depends:\n" + install.output());
+            assertFalse(installed(m, "procps"), "nothing the package pulls in brings a kill binary:\n" + install.output());
 
             // /usr/bin/loupe, the packaged launcher, as an admin runs it.
             Commands.Result version = m.run(60, cmd("loupe", "--version"));
@@ -131,16 +139,16 @@ class SystemdServiceTest {
                 assertEquals(CAPABILITIES, Long.parseLong(field(status, cap), 16), cap + " in\n" + status);
             }
             assertTrue(m.check(30, "cat", "/proc/" + pid + "/cmdline").output().contains("/usr/lib/loupe/runtime/bin/java"));
-            String maps = m.check(30, "cat", "/proc/" + pid + "/maps").output();
-            assertTrue(maps.contains("/usr/lib/loupe/native/libbpf.so.1\n"), "the bundled libbpf is loaded");
-            assertFalse(maps.contains("/usr/lib/x86_64-linux-gnu/libbpf.so"), "not the system's (the rootfs has libbpf1 too)");
+            assertFalse(installed(m, "libbpf1"), "a host without libbpf1");
+            assertTrue(m.check(30, "cat", "/proc/" + pid + "/maps").output().contains(BUNDLED_LIBBPF + "\n"), "the bundled libbpf is loaded");
 
             // Profiles appear where the service keeps its state.
             m.await("a CPU profile", Duration.ofSeconds(40), () -> profiles(m) > 0);
             m.await("a CPU profile with samples", Duration.ofSeconds(40), () -> withSamples(cpuFiles(m)).isPresent());
             Path beforeReload = withSamples(cpuFiles(m).reversed()).orElseThrow();
 
-            // Reload: a new label is applied live by the same process; the interval waits for a restart.
+            // Reload (SIGHUP from ExecReload, on a host without /bin/kill): a new label is applied live by the same
+            // process; the interval waits for a restart.
             Path conf = m.root().resolve("etc/loupe/loupe.yaml");
             String original = Files.readString(conf);
             Files.writeString(conf, original + "external-labels: {team: profiling}\ninterval: 20s\n");
@@ -189,7 +197,7 @@ class SystemdServiceTest {
             m.check(120, "systemctl", "restart", "loupe");
             String before = m.property("loupe.service", "MainPID");
             long restarts = Long.parseLong(m.property("loupe.service", "NRestarts"));
-            m.check(10, "kill", "-STOP", before);
+            m.check(10, "sh", "-c", "kill -STOP \"$1\"", "sh", before); // the shell's kill: the machine has no /bin/kill
             m.await("a restart by the watchdog", Duration.ofSeconds(60), () -> {
                 String now = m.property("loupe.service", "MainPID");
                 return !now.equals("0") && !now.equals(before) && m.property("loupe.service", "ActiveState").equals("active");
@@ -199,18 +207,21 @@ class SystemdServiceTest {
                     m.journal("loupe.service"));
 
             // An upgrade (the same .deb again: postinst configure with the installed version) of an enabled, running
-            // service: still enabled, and restarted by the new package (a new main process). The system's libbpf is
-            // hidden meanwhile, as on a host without libbpf1: the AOT training run (through /usr/bin/loupe) and the
-            // restarted service load the bundled one.
+            // service: still enabled, and restarted by the new package (a new main process). The host has a system
+            // libbpf1 from here on: the AOT training run (through /usr/bin/loupe) and the restarted service still load
+            // the bundled one.
             String beforeUpgrade = m.property("loupe.service", "MainPID");
-            m.check(30, "sh", "-c", "mkdir /root/no-libbpf && mv /usr/lib/x86_64-linux-gnu/libbpf.so.1* /root/no-libbpf/");
-            Commands.Result upgrade = m.check(600, "dpkg", "-i", "/root/loupe.deb");
+            m.check(300, "apt-get", "install", "-y", "libbpf1");
+            Commands.Result upgrade = m.check(600, "dpkg", "-i", NspawnMachine.PACKAGE);
             assertTrue(Files.isRegularFile(aot) && !upgrade.output().contains("no AOT cache made"),
-                    "the training run made the AOT cache without a system libbpf:\n" + upgrade.output());
+                    "the training run made the AOT cache with a system libbpf:\n" + upgrade.output());
             assertEquals("enabled", m.run(30, "systemctl", "is-enabled", "loupe").output().strip());
             assertEquals("active", m.property("loupe.service", "ActiveState"));
-            assertFalse(m.property("loupe.service", "MainPID").equals(beforeUpgrade), "a running service is restarted on upgrade");
-            m.check(30, "sh", "-c", "mv /root/no-libbpf/* /usr/lib/x86_64-linux-gnu/");
+            String upgraded = m.property("loupe.service", "MainPID");
+            assertFalse(upgraded.equals(beforeUpgrade), "a running service is restarted on upgrade");
+            String maps = m.check(30, "cat", "/proc/" + upgraded + "/maps").output();
+            assertTrue(maps.contains(BUNDLED_LIBBPF + "\n"), "the bundled libbpf is loaded");
+            assertFalse(maps.contains(SYSTEM_LIBBPF), "not the system's libbpf1");
 
             // Stop: the partial interval is flushed and the exit is clean.
             int filesBefore = profiles(m);
@@ -221,7 +232,7 @@ class SystemdServiceTest {
 
             // An upgrade keeps the admin's choice: a disabled, stopped service is neither enabled nor started again.
             m.check(30, "systemctl", "disable", "loupe");
-            m.check(600, "dpkg", "-i", "/root/loupe.deb");
+            m.check(600, "dpkg", "-i", NspawnMachine.PACKAGE);
             assertEquals("disabled", m.run(30, "systemctl", "is-enabled", "loupe").output().strip());
             assertEquals("inactive", m.property("loupe.service", "ActiveState"));
 
@@ -239,7 +250,7 @@ class SystemdServiceTest {
             m.check(300, "apt-get", "remove", "-y", "loupe");
             assertTrue(Files.isDirectory(m.root().resolve("var/lib/loupe/profiles")), "remove keeps /var/lib/loupe");
             assertEquals("inactive", m.property("loupe.service", "ActiveState"));
-            m.check(600, "apt-get", "install", "-y", "/root/loupe.deb");
+            m.check(600, "apt-get", "install", "-y", NspawnMachine.PACKAGE);
             assertEquals("enabled", m.run(30, "systemctl", "is-enabled", "loupe").output().strip());
             assertEquals("active", m.property("loupe.service", "ActiveState"));
             m.check(300, "apt-get", "purge", "-y", "loupe");
@@ -264,6 +275,11 @@ class SystemdServiceTest {
         for (String l : lines) {
             assertFalse(STAMPED.matcher(l).find(), "a line with a time of its own: " + l + "\nin\n" + journal);
         }
+    }
+
+    /** Whether {@code pkg} is installed in the machine. */
+    private static boolean installed(NspawnMachine m, String pkg) throws Exception {
+        return m.run(30, "dpkg-query", "-W", "-f", "${Status}", pkg).output().startsWith("install ok installed");
     }
 
     private static String[] cmd(String... command) {

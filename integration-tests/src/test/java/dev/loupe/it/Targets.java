@@ -9,15 +9,23 @@ import java.util.concurrent.TimeUnit;
 /** Builds the C target programs (ground truth for stack tests) with gcc and starts them. */
 final class Targets {
     static final Path SOURCES = Path.of(System.getProperty("loupe.c.sources", "src/test/c"));
+    /** The bpf module's latency target (it measures its own calls), one source for its tests and these. */
+    static final Path LATENCY_TARGET = Path.of(System.getProperty("loupe.repo", "..")).toAbsolutePath().normalize()
+            .resolve("bpf/src/test/c/latency_target.c");
 
     private Targets() {}
 
-    /** gcc -O2 -g0 {flags} SOURCE -o dir/name */
+    /** gcc -O2 {flags} SOURCE -o dir/name, SOURCE a file of {@link #SOURCES} */
     static Path build(String source, Path dir, String name, String... flags) throws IOException, InterruptedException {
+        return build(SOURCES.resolve(source), dir, name, flags);
+    }
+
+    /** gcc -O2 {flags} source -o dir/name */
+    static Path build(Path source, Path dir, String name, String... flags) throws IOException, InterruptedException {
         Path out = dir.resolve(name);
         List<String> cmd = new ArrayList<>(List.of("gcc", "-O2"));
         cmd.addAll(List.of(flags));
-        cmd.addAll(List.of(SOURCES.resolve(source).toString(), "-o", out.toString()));
+        cmd.addAll(List.of(source.toString(), "-o", out.toString()));
         Commands.Result r = Commands.run(cmd, 60);
         if (r.exit() != 0) {
             throw new IllegalStateException("gcc failed: " + cmd + "\n" + r.output());

@@ -1,10 +1,11 @@
 package dev.loupe.agent.host;
 
+import dev.loupe.unwinder.proc.ProcStatus;
+
 import java.io.IOException;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.Arrays;
 import java.util.OptionalInt;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -20,7 +21,6 @@ public final class PidNamespaces {
     /** The inode of the initial PID namespace, fixed by the kernel ({@code PROC_PID_INIT_INO}, 0xEFFFFFFC). */
     public static final long INITIAL_PID_NAMESPACE = 0xEFFFFFFCL;
     private static final Pattern LINK = Pattern.compile("pid:\\[(\\d+)]");
-    private static final Pattern NSPID = Pattern.compile("^NSpid:([\\t 0-9]*)$", Pattern.MULTILINE);
 
     private final Path procRoot;
 
@@ -47,7 +47,7 @@ public final class PidNamespaces {
      * itself) down to its own (last); empty on kernels without {@code NSpid} (before 4.1).
      */
     public int[] nsPids(int pid) throws IOException {
-        return parseNsPids(Files.readString(procRoot.resolve(Integer.toString(pid)).resolve("status")));
+        return ProcStatus.read(procRoot.resolve(Integer.toString(pid))).nsPids();
     }
 
     /** The pid that process {@code pid} (a pid of this {@code /proc}) has in its own namespace. */
@@ -86,16 +86,6 @@ public final class PidNamespaces {
             throw new IllegalArgumentException("not a PID namespace link: " + link);
         }
         return Long.parseLong(m.group(1));
-    }
-
-    /** The {@code NSpid:} line of a {@code /proc/PID/status} text; empty when there is none. */
-    public static int[] parseNsPids(String status) {
-        Matcher m = NSPID.matcher(status);
-        if (!m.find()) {
-            return new int[0];
-        }
-        return Arrays.stream(m.group(1).trim().split("[\\t ]+")).filter(s -> !s.isEmpty())
-                .mapToInt(Integer::parseInt).toArray();
     }
 
     private static boolean isNumber(String s) {

@@ -15,8 +15,10 @@ import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.net.URI;
+import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.Optional;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Semaphore;
@@ -62,9 +64,10 @@ public final class DebugHttpServer implements AutoCloseable {
         });
         server.setExecutor(executor);
         DebugHttpServer s = new DebugHttpServer(server, executor, agent, registry);
-        server.createContext("/debug/pprof/profile", s::profile);
+        server.createContext("/debug/pprof/profile", ex -> s.serveProfile(ex, "profile", agent::capture, null));
         for (SideProfileSource side : agent.sideProfiles()) {
-            server.createContext("/debug/pprof/" + side.profileType(), ex -> s.sideProfile(ex, side));
+            server.createContext("/debug/pprof/" + side.profileType(),
+                    ex -> s.serveProfile(ex, side.profileType(), side::capture, side::stored));
         }
         server.createContext("/healthz", s::health);
         server.createContext("/metrics", s::metrics);
@@ -77,65 +80,44 @@ public final class DebugHttpServer implements AutoCloseable {
         return server.getAddress();
     }
 
-    private void profile(HttpExchange ex) throws IOException {
-        try (ex) {
-            if (!"GET".equals(ex.getRequestMethod())) {
-                respond(ex, 405, "text/plain", "use GET\n");
-                return;
-            }
-            int seconds;
-            try {
-                seconds = parseSeconds(ex.getRequestURI());
-            } catch (IllegalArgumentException e) {
-                respond(ex, 400, "text/plain", e.getMessage() + "\n");
-                return;
-            }
-            if (!profileSlots.tryAcquire()) {
-                respond(ex, 429, "text/plain", "too many profiles in progress (max " + MAX_CONCURRENT_PROFILES + ")\n");
-                return;
-            }
-            Profile p;
-            try {
-                p = agent.capture(Duration.ofSeconds(seconds));
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                respond(ex, 503, "text/plain", "interrupted\n");
-                return;
-            } finally {
-                profileSlots.release();
-            }
-            byte[] body = PprofFiles.gzip(p);
-            ex.getResponseHeaders().add("Content-Disposition", "attachment; filename=\"profile.pb.gz\"");
-            ex.getResponseHeaders().add("X-Content-Type-Options", "nosniff");
-            respond(ex, 200, "application/octet-stream", body);
-        }
+    /** A profile of the next {@code duration}: the agent's CPU profile, a side source's. */
+    @FunctionalInterface
+    private interface Capture {
+        Profile capture(Duration duration) throws InterruptedException;
     }
 
-    private void sideProfile(HttpExchange ex, SideProfileSource side) throws IOException {
+    /** A profile a source keeps, named by a query parameter ({@link SideProfileSource#stored}). */
+    @FunctionalInterface
+    private interface Stored {
+        Optional<Profile> stored(String parameter, String value);
+    }
+
+    /**
+     * One profile request, served as the file {@code NAME.pb.gz}: GET only; {@code baseline=} or {@code window=} asks
+     * {@code stored} (when the endpoint has one) for a profile it keeps; otherwise {@code seconds=N} (default 30) of
+     * {@code capture}, at most {@value #MAX_CONCURRENT_PROFILES} captures at a time.
+     */
+    private void serveProfile(HttpExchange ex, String name, Capture capture, Stored stored) throws IOException {
         try (ex) {
             if (!"GET".equals(ex.getRequestMethod())) {
                 respond(ex, 405, "text/plain", "use GET\n");
                 return;
             }
-            java.util.Optional<String[]> storedName = storedName(ex.getRequestURI());
+            Optional<String[]> storedName = stored == null ? Optional.empty() : storedName(ex.getRequestURI());
             if (storedName.isPresent()) {
                 String[] kv = storedName.get();
-                java.util.Optional<Profile> stored;
+                Optional<Profile> kept;
                 try {
-                    stored = side.stored(kv[0], kv[1]);
+                    kept = stored.stored(kv[0], kv[1]);
                 } catch (IllegalArgumentException e) {
                     respond(ex, 400, "text/plain", e.getMessage() + "\n");
                     return;
                 }
-                if (stored.isEmpty()) {
-                    respond(ex, 404, "text/plain", "no " + kv[0] + "=" + kv[1] + " " + side.profileType()
-                            + " profile yet\n");
+                if (kept.isEmpty()) {
+                    respond(ex, 404, "text/plain", "no " + kv[0] + "=" + kv[1] + " " + name + " profile yet\n");
                     return;
                 }
-                ex.getResponseHeaders().add("Content-Disposition", "attachment; filename=\"" + side.profileType() + "-"
-                        + kv[1].replaceAll("[^A-Za-z0-9_]", "_") + ".pb.gz\"");
-                ex.getResponseHeaders().add("X-Content-Type-Options", "nosniff");
-                respond(ex, 200, "application/octet-stream", PprofFiles.gzip(stored.get()));
+                respondProfile(ex, name + "-" + kv[1].replaceAll("[^A-Za-z0-9_]", "_"), kept.get());
                 return;
             }
             int seconds;
@@ -151,7 +133,7 @@ public final class DebugHttpServer implements AutoCloseable {
             }
             Profile p;
             try {
-                p = side.capture(Duration.ofSeconds(seconds));
+                p = capture.capture(Duration.ofSeconds(seconds));
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 respond(ex, 503, "text/plain", "interrupted\n");
@@ -159,27 +141,32 @@ public final class DebugHttpServer implements AutoCloseable {
             } finally {
                 profileSlots.release();
             }
-            ex.getResponseHeaders().add("Content-Disposition", "attachment; filename=\"" + side.profileType() + ".pb.gz\"");
-            ex.getResponseHeaders().add("X-Content-Type-Options", "nosniff");
-            respond(ex, 200, "application/octet-stream", PprofFiles.gzip(p));
+            respondProfile(ex, name, p);
         }
     }
 
+    /** 200 with {@code p} gzipped, as the download {@code fileName.pb.gz}. */
+    private static void respondProfile(HttpExchange ex, String fileName, Profile p) throws IOException {
+        ex.getResponseHeaders().add("Content-Disposition", "attachment; filename=\"" + fileName + ".pb.gz\"");
+        ex.getResponseHeaders().add("X-Content-Type-Options", "nosniff");
+        respond(ex, 200, "application/octet-stream", PprofFiles.gzip(p));
+    }
+
     /** {@code baseline=NAME} or {@code window=NAME}: a profile the source keeps (the first such parameter). */
-    static java.util.Optional<String[]> storedName(URI uri) {
+    static Optional<String[]> storedName(URI uri) {
         String q = uri.getRawQuery();
         if (q == null) {
-            return java.util.Optional.empty();
+            return Optional.empty();
         }
         for (String kv : q.split("&")) {
             for (String key : new String[] {"baseline", "window"}) {
                 if (kv.startsWith(key + "=")) {
-                    return java.util.Optional.of(new String[] {key,
-                            java.net.URLDecoder.decode(kv.substring(key.length() + 1), java.nio.charset.StandardCharsets.UTF_8)});
+                    return Optional.of(new String[] {key,
+                            URLDecoder.decode(kv.substring(key.length() + 1), StandardCharsets.UTF_8)});
                 }
             }
         }
-        return java.util.Optional.empty();
+        return Optional.empty();
     }
 
     /** Go's convention: {@code seconds} defaults to 30. */

@@ -1,5 +1,6 @@
 package dev.loupe.agent.jvm;
 
+import dev.loupe.unwinder.proc.ProcStatus;
 import dev.loupe.unwinder.proc.ProcessRegistry;
 
 import java.io.IOException;
@@ -248,7 +249,7 @@ final class HotSpotAttacher {
             if (registry.startTicks(t.pid()) != t.startTicks()) {
                 return null;
             }
-            ProcStatus s = ProcStatus.parse(t.pid(), Files.readString(procRoot.resolve(t.pid() + "/status")));
+            ProcStatus s = ProcStatus.read(procRoot.resolve(Integer.toString(t.pid())));
             return registry.startTicks(t.pid()) == t.startTicks() ? s : null;
         } catch (IOException | RuntimeException e) {
             return null;

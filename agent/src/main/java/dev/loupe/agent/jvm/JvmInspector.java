@@ -1,6 +1,7 @@
 package dev.loupe.agent.jvm;
 
 import dev.loupe.unwinder.proc.MapEntry;
+import dev.loupe.unwinder.proc.ProcStatus;
 import dev.loupe.unwinder.proc.ProcessRegistry;
 
 import java.io.IOException;
@@ -41,7 +42,7 @@ final class JvmInspector {
 
     /** The agent's own effective uid and gid, from {@code /proc/self/status}. */
     static ProcStatus self(Path procRoot) throws IOException {
-        return ProcStatus.parse(0, Files.readString(procRoot.resolve("self/status")));
+        return ProcStatus.read(procRoot.resolve("self"));
     }
 
     /** @param startTicks the start of the process meant (-1: whichever has the pid now) */
@@ -86,7 +87,7 @@ final class JvmInspector {
         List<String> cmdline;
         try {
             Path dir = procRoot.resolve(Integer.toString(pid));
-            status = ProcStatus.parse(pid, Files.readString(dir.resolve("status")));
+            status = ProcStatus.read(dir);
             cmdline = JvmOptions.nulSeparated(readCapped(dir.resolve("cmdline"), MAX_CMDLINE_BYTES));
             if (registry.startTicks(pid) != snap.startTicks()) {
                 return new Inspection.Gone(); // what was just read may be another process's
@@ -107,7 +108,7 @@ final class JvmInspector {
         if (refused.isPresent()) {
             return new Inspection.Skipped(who, refused.get());
         }
-        return new Inspection.Attachable(new JvmTarget(pid, snap.startTicks(), status.nsPid(), status.euid(),
+        return new Inspection.Attachable(new JvmTarget(pid, snap.startTicks(), status.nsPid(pid), status.euid(),
                 status.egid(), runtime));
     }
 

@@ -1,6 +1,7 @@
 package dev.loupe.agent.jvm;
 
 import dev.loupe.agent.sampling.SampleObserver;
+import dev.loupe.unwinder.proc.ProcStatus;
 import dev.loupe.unwinder.proc.ProcessRegistry;
 
 import java.io.IOException;

@@ -5,8 +5,8 @@
  * {@link dev.loupe.agent.jvm.HotSpotAttacher} speaks HotSpot's attach protocol to run {@code Compiler.perfmap};
  * {@link dev.loupe.agent.jvm.JvmSymbols} is a {@code sampling.SampleObserver} the sampling thread calls (cheap per
  * sample) and runs the rest on one background thread of its own. The package's only FFM code is {@code Sigquit} (the
- * signal that starts a JVM's attach listener). Imports {@code host} (a process's pid in its own namespace),
- * {@code sampling} (the observer interface) and the leaves; nothing else of the agent, and {@code sampling} does not
- * import it.
+ * signal that starts a JVM's attach listener). Imports {@code sampling} (the observer interface; {@code sampling}
+ * does not import it) and the leaves (a process's credentials, caught signals and pid in its own namespace come from
+ * the unwinder's {@code ProcStatus}); nothing else of the agent.
  */
 package dev.loupe.agent.jvm;

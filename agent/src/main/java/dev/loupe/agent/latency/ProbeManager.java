@@ -8,6 +8,7 @@ import dev.loupe.agent.regression.RegressionTracker;
 import dev.loupe.agent.sampling.SideProfileSource;
 import dev.loupe.bpf.BpfException;
 import dev.loupe.bpf.LatencyGroup;
+import dev.loupe.unwinder.proc.FileKey;
 import dev.loupe.unwinder.symbolize.Frame;
 import dev.loupe.unwinder.symbolize.Symbolizer;
 import dev.loupe.bpf.LatencyHistogram;

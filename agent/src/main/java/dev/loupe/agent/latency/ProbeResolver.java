@@ -6,6 +6,7 @@ import dev.loupe.unwinder.golang.FunctionResolutionException;
 import dev.loupe.unwinder.golang.FunctionResolver;
 import dev.loupe.unwinder.golang.GoBinaryException;
 import dev.loupe.unwinder.golang.GoRuntimeOffsets;
+import dev.loupe.unwinder.proc.FileKey;
 
 import java.io.IOException;
 import java.nio.file.Files;

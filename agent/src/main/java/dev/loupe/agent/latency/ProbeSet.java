@@ -5,6 +5,7 @@ import dev.loupe.agent.regression.FunctionKey;
 import dev.loupe.bpf.BpfException;
 import dev.loupe.bpf.LatencyHistogram;
 import dev.loupe.bpf.LatencyProbes;
+import dev.loupe.unwinder.proc.FileKey;
 
 import java.util.ArrayList;
 import java.util.BitSet;

@@ -2,6 +2,7 @@ package dev.loupe.agent.latency;
 
 import dev.loupe.agent.regression.FunctionKey;
 import dev.loupe.bpf.ProbeSpec;
+import dev.loupe.unwinder.proc.FileKey;
 
 /**
  * One function being measured: its kernel probe and the names it is reported under.

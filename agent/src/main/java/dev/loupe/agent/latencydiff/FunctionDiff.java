@@ -1,6 +1,7 @@
 package dev.loupe.agent.latencydiff;
 
 import dev.loupe.agent.regression.FineHistogram;
+import dev.loupe.agent.regression.FunctionKey;
 import dev.loupe.agent.regression.LatencyComparison;
 import dev.loupe.agent.regression.RegressionVerdict;
 
@@ -36,8 +37,9 @@ record FunctionDiff(FunctionKey key, FineHistogram base, FineHistogram current, 
         }
     }
 
-    private static final Comparator<FunctionDiff> ORDER =
-            Comparator.comparing(FunctionDiff::status).thenComparing(FunctionDiff::key);
+    /** By status, then function name, then binary: one function's binaries side by side. */
+    private static final Comparator<FunctionDiff> ORDER = Comparator.comparing(FunctionDiff::status)
+            .thenComparing(d -> d.key().function()).thenComparing(d -> d.key().binary());
 
     /** Every function of either side, judged where both have it, regressed first, then by name. */
     static List<FunctionDiff> compare(Map<FunctionKey, FineHistogram> base, Map<FunctionKey, FineHistogram> current,

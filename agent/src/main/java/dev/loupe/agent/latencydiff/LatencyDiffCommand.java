@@ -1,6 +1,7 @@
 package dev.loupe.agent.latencydiff;
 
 import dev.loupe.agent.regression.FineHistogram;
+import dev.loupe.agent.regression.FunctionKey;
 import dev.loupe.agent.regression.LatencyComparison;
 import dev.loupe.config.Command;
 import dev.loupe.config.CommandLine;

@@ -2,6 +2,7 @@ package dev.loupe.agent.latencydiff;
 
 import com.google.protobuf.InvalidProtocolBufferException;
 import dev.loupe.agent.regression.FineHistogram;
+import dev.loupe.agent.regression.FunctionKey;
 import dev.loupe.pprof.proto.Label;
 import dev.loupe.pprof.proto.Profile;
 import dev.loupe.pprof.proto.Sample;

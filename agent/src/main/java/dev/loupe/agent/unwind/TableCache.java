@@ -3,6 +3,7 @@ package dev.loupe.agent.unwind;
 import dev.loupe.unwinder.ehframe.StopReason;
 import dev.loupe.unwinder.ehframe.UnwindTable;
 import dev.loupe.unwinder.elf.ElfLoadSegments;
+import dev.loupe.unwinder.proc.FileKey;
 import dev.loupe.unwinder.proc.MapEntry;
 import dev.loupe.unwinder.proc.Vdso;
 
@@ -26,8 +27,6 @@ import java.util.function.LongSupplier;
  */
 final class TableCache {
     private static final System.Logger LOG = System.getLogger(TableCache.class.getName());
-
-    private record FileKey(int devMajor, int devMinor, long inode, long size, long mtimeMillis) {}
 
     private final UnwindTableUploader.TableBuilder builder;
     private final Path procRoot;
@@ -65,16 +64,12 @@ final class TableCache {
         if (!Files.exists(file)) {
             file = procRoot.resolve(Integer.toString(pid)).resolve("root").resolve(m.path().substring(1));
         }
-        long size;
-        long mtime;
+        FileKey key;
         try {
-            var attrs = Files.readAttributes(file, BasicFileAttributes.class);
-            size = attrs.size();
-            mtime = attrs.lastModifiedTime().toMillis();
+            key = FileKey.of(m, Files.readAttributes(file, BasicFileAttributes.class));
         } catch (IOException e) {
             return null; // unreadable now: frame pointers
         }
-        FileKey key = new FileKey(m.devMajor(), m.devMinor(), m.inode(), size, mtime);
         TableEntry t = tables.computeIfAbsent(key, k -> new TableEntry(k, m.path()));
         if (t.failure == null && !t.loaded() && builtFor != t) {
             // New, or evicted earlier: (re)compile it from the file. A file that cannot be opened now (the

@@ -16,19 +16,6 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
 class PidNamespacesTest {
-    private static final String STATUS = """
-            Name:\tsleep
-            Umask:\t0022
-            State:\tS (sleeping)
-            Tgid:\t8951
-            Ngid:\t0
-            Pid:\t8951
-            PPid:\t8950
-            NStgid:\t8951\t1
-            NSpid:\t8951\t1
-            NSpgid:\t8950\t0
-            """;
-
     @Test
     void readsNamespaceLinks() {
         assertEquals(4026531836L, PidNamespaces.parseNamespaceLink("pid:[4026531836]"));
@@ -36,14 +23,6 @@ class PidNamespacesTest {
         assertEquals(4026532177L, PidNamespaces.parseNamespaceLink("pid:[4026532177]"));
         assertEquals("not a PID namespace link: net:[4026531840]", assertThrows(IllegalArgumentException.class,
                 () -> PidNamespaces.parseNamespaceLink("net:[4026531840]")).getMessage());
-    }
-
-    @Test
-    void readsNsPidLines() {
-        assertArrayEquals(new int[] {8951, 1}, PidNamespaces.parseNsPids(STATUS), "not the NStgid line before it");
-        assertArrayEquals(new int[] {8638}, PidNamespaces.parseNsPids("Name:\tbash\nNSpid:\t8638\nNSpgid:\t8638\n"));
-        assertArrayEquals(new int[] {40123, 517, 1}, PidNamespaces.parseNsPids("Pid:\t40123\nNSpid:\t40123\t517\t1"));
-        assertArrayEquals(new int[0], PidNamespaces.parseNsPids("Name:\told-kernel\nPid:\t5\n"));
     }
 
     /** A /proc of three processes: 100 in the initial namespace, 200 and 300 as pid 7 of two others. */

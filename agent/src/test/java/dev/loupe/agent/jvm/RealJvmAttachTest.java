@@ -1,6 +1,7 @@
 package dev.loupe.agent.jvm;
 
 import dev.loupe.agent.logging.LogCapture;
+import dev.loupe.unwinder.proc.ProcStatus;
 import dev.loupe.unwinder.proc.ProcessRegistry;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
@@ -148,7 +149,7 @@ class RealJvmAttachTest {
         }, "spin-output");
         reader.setDaemon(true);
         reader.start();
-        int nsPid = ProcStatus.parse((int) p.pid(), Files.readString(Path.of("/proc/" + p.pid() + "/status"))).nsPid();
+        int nsPid = ProcStatus.read(Path.of("/proc/" + p.pid())).nsPid((int) p.pid());
         Target t = new Target(p, out, nsPid);
         started.add(t);
         assertTrue(ready.await(60, TimeUnit.SECONDS), "Spin did not get ready: " + out);
@@ -193,7 +194,7 @@ class RealJvmAttachTest {
     }
 
     private static boolean catchesSigquit(Target t) throws IOException {
-        return ProcStatus.parse(t.pid(), Files.readString(Path.of("/proc/" + t.pid() + "/status"))).catches(Sigquit.SIGQUIT);
+        return ProcStatus.read(Path.of("/proc/" + t.pid())).catches(Sigquit.SIGQUIT);
     }
 
     /** The JVM answers SIGQUIT with its attach listener, writes a map naming the loop, and logs one line. */

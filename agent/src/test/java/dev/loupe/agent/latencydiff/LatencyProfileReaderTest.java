@@ -1,6 +1,7 @@
 package dev.loupe.agent.latencydiff;
 
 import dev.loupe.agent.regression.FineHistogram;
+import dev.loupe.agent.regression.FunctionKey;
 import dev.loupe.pprof.Label;
 import dev.loupe.pprof.PprofFiles;
 import dev.loupe.pprof.ProfileBuilder;

@@ -34,10 +34,9 @@ public final class ServiceBench {
         System.out.printf(Locale.ROOT, "package: %s, %.1f MB (installed %.1f MB)%n", deb.getFileName(),
                 Files.size(deb) / 1e6, Long.parseLong(installedKb) * 1024 / 1e6);
 
-        try (NspawnMachine m = NspawnMachine.boot(repo, work, "loupe-bench-" + ProcessHandle.current().pid())) {
-            Files.copy(deb, m.root().resolve("root/loupe.deb"));
+        try (NspawnMachine m = NspawnMachine.boot(repo, work, "loupe-bench-" + ProcessHandle.current().pid(), deb)) {
             long t0 = System.nanoTime();
-            m.check(600, "apt-get", "install", "-y", "/root/loupe.deb");
+            m.check(600, "apt-get", "install", "-y", NspawnMachine.PACKAGE);
             m.await("loupe.service active", Duration.ofSeconds(120), () -> m.property("loupe.service", "ActiveState").equals("active"));
             System.out.printf(Locale.ROOT, "install to active (AOT training run and first start included): %.1f s%n",
                     (System.nanoTime() - t0) / 1e9);

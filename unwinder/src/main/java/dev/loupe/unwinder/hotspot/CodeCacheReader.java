@@ -1,5 +1,7 @@
 package dev.loupe.unwinder.hotspot;
 
+import dev.loupe.unwinder.proc.ProcessMemory;
+
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;

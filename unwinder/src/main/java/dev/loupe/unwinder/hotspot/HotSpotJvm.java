@@ -4,6 +4,8 @@ import dev.loupe.unwinder.elf.ElfException;
 import dev.loupe.unwinder.elf.ElfLoadSegments;
 import dev.loupe.unwinder.proc.MapEntry;
 import dev.loupe.unwinder.proc.ProcMaps;
+import dev.loupe.unwinder.proc.ProcessGoneException;
+import dev.loupe.unwinder.proc.ProcessMemory;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -159,7 +161,7 @@ public final class HotSpotJvm implements AutoCloseable {
         }
         try {
             return strings.read(p, 256);
-        } catch (ProcMemFile.ProcessGoneException e) {
+        } catch (ProcessGoneException e) {
             throw e;
         } catch (IOException e) {
             throw new HotSpotException("Abstract_VM_Version::_s_vm_release unreadable: " + e.getMessage());
@@ -255,7 +257,7 @@ public final class HotSpotJvm implements AutoCloseable {
      * second case, which the JVM's own static data, readable while it lives, tells.
      */
     private void rethrowIfGone(IOException e) throws IOException {
-        if (e instanceof ProcMemFile.ProcessGoneException) {
+        if (e instanceof ProcessGoneException) {
             throw e;
         }
         mem.readLong(layout.heapsAddress);

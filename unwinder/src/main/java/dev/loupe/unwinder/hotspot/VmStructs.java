@@ -1,5 +1,8 @@
 package dev.loupe.unwinder.hotspot;
 
+import dev.loupe.unwinder.proc.ProcessGoneException;
+import dev.loupe.unwinder.proc.ProcessMemory;
+
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -158,7 +161,7 @@ final class VmStructs {
     private static String string(CStrings strings, long address, String what) throws HotSpotException, IOException {
         try {
             return strings.read(address, MAX_NAME);
-        } catch (ProcMemFile.ProcessGoneException e) {
+        } catch (ProcessGoneException e) {
             throw e;
         } catch (IOException e) {
             throw new HotSpotException(what + " unreadable: " + e.getMessage());

@@ -3,7 +3,7 @@
  * serviceability agent ({@code gHotSpotVMStructs}, {@code gHotSpotVMTypes}, {@code gHotSpotVMIntConstants},
  * {@code gHotSpotVMLongConstants} and the {@code gHotSpotVM*Entry*Offset}/{@code *ArrayStride} variables that
  * describe their entries) are found through libjvm's ELF symbols and read, with everything they describe, from
- * {@code /proc/PID/mem} ({@link dev.loupe.unwinder.hotspot.ProcessMemory}, read-only).
+ * {@code /proc/PID/mem} ({@link dev.loupe.unwinder.proc.ProcessMemory}, read-only).
  *
  * <p>This package owns: finding libjvm in a process and its load bias; the VMStructs tables; the code cache
  * ({@link dev.loupe.unwinder.hotspot.CodeCache}: heaps, blobs with code range, frame size and frame-complete

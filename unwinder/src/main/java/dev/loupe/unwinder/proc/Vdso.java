@@ -1,12 +1,12 @@
 package dev.loupe.unwinder.proc;
 
 import java.io.IOException;
-import java.io.RandomAccessFile;
+import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.Optional;
 
 /**
- * Reads the kernel's vdso image, which no file holds: from a process's memory ({@code /proc/PID/mem} at
+ * Reads the kernel's vdso image, which no file holds: from a process's memory ({@link ProcessMemory} at
  * its {@code [vdso]} mapping). It is the same image in every process of one ABI, so our own serves every
  * 64-bit process; a target's own memory serves one whose [vdso] has another size (32-bit).
  */
@@ -45,9 +45,8 @@ public final class Vdso {
             throw new IOException("implausible " + MAPPING_NAME + " size " + size);
         }
         byte[] image = new byte[(int) size];
-        try (RandomAccessFile f = new RandomAccessFile(procDir.resolve("mem").toFile(), "r")) {
-            f.seek(mapping.start());
-            f.readFully(image);
+        try (ProcessMemory mem = ProcessMemory.open(procDir)) {
+            mem.read(mapping.start(), ByteBuffer.wrap(image));
         }
         return image;
     }

@@ -5,6 +5,7 @@ import com.github.benmanes.caffeine.cache.Caffeine;
 import dev.loupe.unwinder.elf.ElfException;
 import dev.loupe.unwinder.elf.ElfFile;
 import dev.loupe.unwinder.elf.SymbolTable;
+import dev.loupe.unwinder.proc.FileKey;
 import dev.loupe.unwinder.proc.MapEntry;
 
 import java.io.IOException;
@@ -27,9 +28,6 @@ import java.util.function.LongSupplier;
 final class BinaryCache {
     /** The symbolizer's logger: one logger name for all its messages. */
     private static final System.Logger LOG = System.getLogger(ProcSymbolizer.class.getName());
-
-    /** A file's identity: the maps line's device and inode, plus size and mtime (rewritten in place). */
-    record FileKey(int devMajor, int devMinor, long inode, long size, long mtimeMillis) {}
 
     private final Path procRoot;
     private final long maxCacheBytes;
@@ -75,7 +73,7 @@ final class BinaryCache {
             if (!a.isRegularFile()) {
                 return Binary.ANONYMOUS; // a device or the like mapped executable: nothing to read symbols from
             }
-            FileKey key = new FileKey(m.devMajor(), m.devMinor(), m.inode(), a.size(), a.lastModifiedTime().toMillis());
+            FileKey key = FileKey.of(m, a);
             Binary b = binaries.getIfPresent(key);
             if (b != null) {
                 return b;

@@ -1,4 +1,4 @@
-package dev.loupe.unwinder.hotspot;
+package dev.loupe.unwinder.proc;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -47,12 +47,5 @@ final class ProcMemFile implements ProcessMemory {
     @Override
     public void close() throws IOException {
         channel.close();
-    }
-
-    /** The read hit end of file: the process has no address space any more. */
-    static final class ProcessGoneException extends IOException {
-        ProcessGoneException(String message) {
-            super(message);
-        }
     }
 }

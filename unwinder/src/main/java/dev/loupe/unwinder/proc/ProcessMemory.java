@@ -1,4 +1,4 @@
-package dev.loupe.unwinder.hotspot;
+package dev.loupe.unwinder.proc;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -6,15 +6,21 @@ import java.nio.ByteOrder;
 import java.nio.file.Path;
 
 /**
- * Reads another process's memory: positional reads of {@code /proc/PID/mem} through a {@link java.nio.channels.FileChannel},
- * opened read-only, never written. Every read either fills its buffer or throws {@link IOException}: an unmapped address
- * ({@code EIO}) or a process that has exited (end of file) both end in IOException, never an unchecked exception.
+ * Reads a process's memory: positional reads of {@code /proc/PID/mem}, opened read-only, never written. Every read
+ * either fills its buffer or throws {@link IOException}, never an unchecked exception: {@link ProcessGoneException}
+ * once the process has exited (the kernel answers end of file), a plain IOException for an address it has not
+ * mapped ({@code EIO}) or one outside user space.
  */
 public interface ProcessMemory extends AutoCloseable {
 
     /** Opens {@code procRoot/PID/mem} read-only. IOException: no such process, or no permission to read it. */
     static ProcessMemory open(Path procRoot, int pid) throws IOException {
-        return ProcMemFile.open(procRoot.resolve(Integer.toString(pid)).resolve("mem"));
+        return open(procRoot.resolve(Integer.toString(pid)));
+    }
+
+    /** Opens {@code procDir/mem} read-only ({@code procDir}: {@code /proc/self}, {@code /proc/PID}). */
+    static ProcessMemory open(Path procDir) throws IOException {
+        return ProcMemFile.open(procDir.resolve("mem"));
     }
 
     /** Fills {@code dst} from its position to its limit with the bytes at {@code address} onwards. */
