@@ -1,6 +1,6 @@
 package dev.loupe.unwinder.perfmap;
 
-import dev.loupe.unwinder.proc.ProcMaps;
+import dev.loupe.unwinder.proc.ProcStatus;
 import dev.loupe.unwinder.runtime.RuntimeFrame;
 import dev.loupe.unwinder.runtime.RuntimeProcess;
 
@@ -82,54 +82,17 @@ final class ProcessPerfMap implements RuntimeProcess {
     /** Finds the file from the process's status: its own-namespace pid and its uids. False if unreadable. */
     private boolean open() {
         Path dir = procRoot.resolve(Integer.toString(pid));
-        String status;
+        int nsPid;
+        int[] uids;
         try {
-            status = ProcMaps.readText(dir.resolve("status"));
+            ProcStatus status = ProcStatus.read(dir);
+            nsPid = status.nsPid(pid);
+            uids = status.uids();
         } catch (IOException | RuntimeException e) {
-            return false; // gone: tried again after REREAD_NANOS
+            return false; // gone, or a status that does not parse: tried again after REREAD_NANOS
         }
-        int nsPid = nsPid(status, pid);
-        int[] uids = uids(status);
         file = new PerfMapFile(dir.resolve("root").resolve("tmp").resolve("perf-" + nsPid + ".map"), runtime.limits,
                 uids.length == 0 ? null : uids);
         return true;
-    }
-
-    /** The last pid of the {@code NSpid:} line (the process's own namespace); {@code pid} without one. */
-    static int nsPid(String status, int pid) {
-        String[] f = fields(status, "NSpid:");
-        if (f.length == 0) {
-            return pid;
-        }
-        try {
-            return Integer.parseInt(f[f.length - 1]);
-        } catch (NumberFormatException e) {
-            return pid;
-        }
-    }
-
-    /** The real, effective, saved and filesystem uids of the {@code Uid:} line (empty without one). */
-    static int[] uids(String status) {
-        String[] f = fields(status, "Uid:");
-        int[] out = new int[f.length];
-        try {
-            for (int i = 0; i < f.length; i++) {
-                out[i] = Integer.parseUnsignedInt(f[i]);
-            }
-        } catch (NumberFormatException e) {
-            return new int[0];
-        }
-        return out;
-    }
-
-    private static String[] fields(String status, String key) {
-        int at = status.startsWith(key) ? 0 : status.indexOf("\n" + key);
-        if (at < 0) {
-            return new String[0];
-        }
-        int from = at == 0 ? key.length() : at + 1 + key.length();
-        int end = status.indexOf('\n', from);
-        String v = status.substring(from, end < 0 ? status.length() : end).trim();
-        return v.isEmpty() ? new String[0] : v.split("[\\t ]+");
     }
 }
