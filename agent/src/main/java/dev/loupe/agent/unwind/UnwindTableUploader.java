@@ -200,7 +200,7 @@ public final class UnwindTableUploader implements AutoCloseable {
      * Processes sampled lately whose runtimes' code changed are registered again (with new tables); tables they no
      * longer name leave the kernel.
      */
-    private void refreshRuntimeTables() {
+    void refreshRuntimeTables() {
         for (java.util.Iterator<Integer> it = unknownCodeHints.iterator(); it.hasNext(); ) {
             runtimeTables.unknownCode(it.next());
             it.remove();

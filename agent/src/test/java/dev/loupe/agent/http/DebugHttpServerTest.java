@@ -155,7 +155,8 @@ class DebugHttpServerTest {
 
     private static final class NoSymbols implements Symbolizer {
         @Override
-        public void symbolizeUser(int pid, long processStartNs, long[] addrs, int count, List<Frame> out) {
+        public int symbolizeUser(int pid, long processStartNs, long[] addrs, int count, List<Frame> out) {
+            return 0;
         }
 
         @Override
