@@ -130,7 +130,14 @@ public final class ProbeManager implements SideProfileSource {
     public static Optional<ProbeManager> start(List<ProbeConfig> configs, Options options,
                                                java.util.function.Supplier<Symbolizer> symbolizers,
                                                RegressionTracker regressions) {
-        ProbeManager m = new ProbeManager(options, System::nanoTime, symbolizers, regressions);
+        return start(configs, options, symbolizers, regressions, System::nanoTime);
+    }
+
+    /** As above, on the monotonic clock {@code monotonicNanos} (tests move it past a deploy's drain). */
+    static Optional<ProbeManager> start(List<ProbeConfig> configs, Options options,
+                                        java.util.function.Supplier<Symbolizer> symbolizers,
+                                        RegressionTracker regressions, LongSupplier monotonicNanos) {
+        ProbeManager m = new ProbeManager(options, monotonicNanos, symbolizers, regressions);
         synchronized (m) {
             if (!configs.isEmpty() && !m.openKernel()) {
                 if (regressions != null) {
