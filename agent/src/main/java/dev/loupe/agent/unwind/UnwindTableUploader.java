@@ -342,15 +342,15 @@ public final class UnwindTableUploader implements AutoCloseable {
 
     private UnwindTarget.Mapping mappingFor(int pid, MapEntry m, List<RuntimeTables.Table> codeTables, Set<TableEntry> pinned,
                                             List<TableEntry> used, long now) throws Exception {
+        // A runtime's table first: its generated code (a JVM's code cache), or a binary whose frames it walks itself
+        // (an interpreter loop's rows of its own kind), in place of the file's table for this process.
+        for (RuntimeTables.Table code : codeTables) {
+            if (code.covers(m)) {
+                return codeMapping(m, code.entry(), pinned, used, now);
+            }
+        }
         TableEntry t = tables.forMapping(pid, m);
         if (t == null) {
-            if (!m.fileBacked()) {
-                for (RuntimeTables.Table code : codeTables) {
-                    if (code.covers(m)) {
-                        return codeMapping(m, code.entry(), pinned, used, now); // a runtime's code (a JVM's code cache)
-                    }
-                }
-            }
             return new UnwindTarget.Mapping(m.start(), m.end(), 0, UnwindTarget.KIND_FRAME_POINTERS, 0); // JIT, anonymous
         }
         pinned.add(t);
