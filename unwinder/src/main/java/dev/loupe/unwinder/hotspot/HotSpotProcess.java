@@ -88,20 +88,20 @@ final class HotSpotProcess implements RuntimeProcess {
         }
         Blobs bs = blobs;
         if (bs.methods[b] == 0) {
-            String name = bs.stubNames[b];
-            return name == null || name.isEmpty() ? null : RuntimeFrame.of("[" + name + "]", jitMapping);
+            return bs.stubFrames[b];
         }
         long pc = callSite ? addr + 1 : addr; // a call site's own debug record is at its return address
         Scopes cached = scopes.get(pc);
-        List<String> names = cached != null && cached.blob == bs.blobs[b] ? cached.names : null;
-        if (names == null) {
-            names = inlining(bs, b, pc);
-            if (names == null) {
-                return null;
-            }
-            scopes.put(pc, new Scopes(bs.blobs[b], names));
+        if (cached != null && cached.blob == bs.blobs[b]) {
+            return cached.frame; // the sampling thread's common case: no allocation
         }
-        return new RuntimeFrame(names.getLast(), null, 0, names.subList(0, names.size() - 1), jitMapping);
+        List<String> names = inlining(bs, b, pc);
+        if (names == null) {
+            return null;
+        }
+        RuntimeFrame frame = new RuntimeFrame(names.getLast(), null, 0, names.subList(0, names.size() - 1), jitMapping);
+        scopes.put(pc, new Scopes(bs.blobs[b], frame));
+        return frame;
     }
 
     /** The compiled method at blob {@code b}, after the methods inlined at {@code pc}; null if it has no name. */
@@ -183,7 +183,7 @@ final class HotSpotProcess implements RuntimeProcess {
                 changed = !read || sig != signature;
                 if (changed) {
                     signature = sig;
-                    blobs = Blobs.of(cache);
+                    blobs = Blobs.of(cache, jitMapping);
                     scopes.clear();
                     read = true;
                 }
@@ -238,27 +238,28 @@ final class HotSpotProcess implements RuntimeProcess {
         }
     }
 
-    /** Decoded frames per pc, for the blob they were decoded in. */
-    private record Scopes(long blob, List<String> names) {}
+    /** The frame decoded at a pc, for the blob it was decoded in. */
+    private record Scopes(long blob, RuntimeFrame frame) {}
 
     /**
      * The last read's blobs in primitive arrays sorted by start (40 bytes a blob: a big JVM has tens of thousands); a
-     * blob's name is kept only where it has no {@code Method*} (stubs, a few hundred).
+     * blob's frame is kept only where it has no {@code Method*} (stubs, a few hundred: "[name]", null if unnamed).
      */
-    private record Blobs(long[] starts, long[] ends, long[] methods, long[] blobs, String[] stubNames) {
-        static final Blobs EMPTY = new Blobs(new long[0], new long[0], new long[0], new long[0], new String[0]);
+    private record Blobs(long[] starts, long[] ends, long[] methods, long[] blobs, RuntimeFrame[] stubFrames) {
+        static final Blobs EMPTY = new Blobs(new long[0], new long[0], new long[0], new long[0], new RuntimeFrame[0]);
 
-        static Blobs of(CodeCache cache) {
+        static Blobs of(CodeCache cache, String mapping) {
             CodeBlob[] sorted = cache.blobs().toArray(new CodeBlob[0]);
             Arrays.sort(sorted, Comparator.comparingLong(CodeBlob::start));
             int n = sorted.length;
-            Blobs b = new Blobs(new long[n], new long[n], new long[n], new long[n], new String[n]);
+            Blobs b = new Blobs(new long[n], new long[n], new long[n], new long[n], new RuntimeFrame[n]);
             for (int i = 0; i < n; i++) {
                 b.starts[i] = sorted[i].start();
                 b.ends[i] = sorted[i].end();
                 b.methods[i] = sorted[i].method();
                 b.blobs[i] = sorted[i].address();
-                b.stubNames[i] = b.methods[i] == 0 ? sorted[i].name() : null;
+                String name = sorted[i].name();
+                b.stubFrames[i] = b.methods[i] == 0 && name != null && !name.isEmpty() ? RuntimeFrame.of("[" + name + "]", mapping) : null;
             }
             return b;
         }
