@@ -11,7 +11,7 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * The kernel side of runtimes' code tables (a JVM's code cache): per registered process, the {@link TableEntry} of
+ * The kernel side of runtimes' code tables (a JIT's code heaps): per registered process, the {@link TableEntry} of
  * each table its runtimes give ({@link ProcessRuntimes#codeTables}), replaced when a runtime's code changed. A
  * replaced table leaves the kernel at once (no other process can use it); when a process goes, so do its tables.
  * When to read a runtime's code again is the runtime's own schedule; this asks sampled processes' runtimes

@@ -342,7 +342,7 @@ public final class UnwindTableUploader implements AutoCloseable {
 
     private UnwindTarget.Mapping mappingFor(int pid, MapEntry m, List<RuntimeTables.Table> codeTables, Set<TableEntry> pinned,
                                             List<TableEntry> used, long now) throws Exception {
-        // A runtime's table first: its generated code (a JVM's code cache), or a binary whose frames it walks itself
+        // A runtime's table first: its generated code (a JIT's code heaps), or a binary whose frames it walks itself
         // (an interpreter loop's rows of its own kind), in place of the file's table for this process.
         for (RuntimeTables.Table code : codeTables) {
             if (code.covers(m)) {

@@ -4,6 +4,7 @@ import dev.loupe.unwinder.proc.MapEntry;
 import dev.loupe.unwinder.proc.ProcessRegistry;
 import dev.loupe.unwinder.proc.Vdso;
 import dev.loupe.unwinder.runtime.FrameType;
+import dev.loupe.unwinder.runtime.ProcessRuntimes;
 import dev.loupe.unwinder.runtime.RuntimeFrame;
 import dev.loupe.unwinder.runtime.RuntimeRegistry;
 
@@ -58,12 +59,12 @@ final class ProcSymbolizer implements Symbolizer {
         try {
             long startTicks = processStartNs > 0 ? processStartNs / ProcessRegistry.NANOS_PER_TICK : -1;
             ProcessState proc = processes.lookup(pid, startTicks);
-            boolean lastInRuntimeCode = false;
+            ProcessState runtimesOf = null; // the state `runtimes` was looked up for (a re-read makes a new one)
+            ProcessRuntimes processRuntimes = ProcessRuntimes.NONE;
             for (int i = 0; i < n; i++) {
                 FrameType tagged = FrameType.of(addrs[i]);
                 if (tagged != null) {
                     out.add(tagged(pid, proc, tagged, addrs[i]));
-                    lastInRuntimeCode = false;
                     continue;
                 }
                 long addr = i == 0 ? addrs[i] : addrs[i] - 1; // return address -> inside the call
@@ -73,21 +74,26 @@ final class ProcSymbolizer implements Symbolizer {
                     m = proc.find(addr);
                 }
                 Frame f = m < 0 ? new Frame(addr, null, null, false) : resolve(pid, proc, m, addr, i > 0);
-                // In a runtime's code: named by it, or in a mapping it named (code compiled since its last read).
-                lastInRuntimeCode = m >= 0 && proc.mapping(m).anonymousCode()
-                        && (f.function() != null || !proc.mapping(m).path().equals(f.mapping().path()));
+                if (i == n - 1 && m >= 0 && proc.mapping(m).anonymousCode()
+                        && (f.function() != null || !proc.mapping(m).path().equals(f.mapping().path()))) {
+                    hints |= ENDS_IN_RUNTIME_CODE; // named by a runtime, or in a mapping one named (code newer than its read)
+                }
                 if (f.function() == null) {
                     unresolved.incrementAndGet();
                     if (f.mapping() == null || isAnonymous(f.mapping().path())) {
                         hints |= UNNAMED_CODE;
                     }
-                } else if (proc != null && !f.kernel() && proc.runtimes(runtimes, pid).replacesNative(f.function())) {
+                    out.add(f);
+                    continue;
+                }
+                if (proc != runtimesOf) {
+                    runtimesOf = proc;
+                    processRuntimes = proc == null ? ProcessRuntimes.NONE : proc.runtimes(runtimes, pid);
+                }
+                if (!processRuntimes.isEmpty() && processRuntimes.replacesNative(f.function())) {
                     continue; // a runtime's own frames stand for it
                 }
                 out.add(f);
-            }
-            if (lastInRuntimeCode) {
-                hints |= ENDS_IN_RUNTIME_CODE;
             }
             frames.addAndGet(n);
         } catch (RuntimeException e) {
@@ -133,7 +139,7 @@ final class ProcSymbolizer implements Symbolizer {
             RuntimeFrame rf = proc.runtimes(runtimes, pid).code(addr, callSite, nanoTime.getAsLong());
             if (rf != null) {
                 if (!rf.mapping().equals(proc.ref(idx).path())) {
-                    // The mapping is named for the runtime that names its code ("[jit] node"), not left without a name.
+                    // The mapping takes the name the runtime gives its code, rather than staying without one.
                     proc.resolved(idx, Binary.ANONYMOUS, new MappingRef(m.start(), m.end(), m.offset(), rf.mapping(), null, true));
                 }
                 return frame(addr, proc.ref(idx), rf);
