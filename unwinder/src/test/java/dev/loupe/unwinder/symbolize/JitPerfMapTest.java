@@ -21,8 +21,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** JIT frames named from perf maps, through a fake /proc: the process's own-namespace pid, its root, re-reads, release. */
 class JitPerfMapTest {
-    private static final long JIT = 0x7f1000000000L;
-    private static final String JIT_LINE = "7f1000000000-7f1000100000 rwxp 00000000 00:00 0 ";
+    /** An anonymous executable mapping of a fake process, where JIT code goes (RuntimeSeamTest's too). */
+    static final long JIT = 0x7f1000000000L;
+    static final String JIT_LINE = "7f1000000000-7f1000100000 rwxp 00000000 00:00 0 ";
     private static final String NODE_LINE = "401000-402000 r-xp 00001000 08:01 777 /usr/bin/node";
 
     @TempDir

@@ -32,9 +32,9 @@ import static org.junit.jupiter.api.Assertions.assertSame;
  * replaces; and the symbolizer's hints say when code was left unnamed.
  */
 class RuntimeSeamTest {
-    private static final long JIT = 0x7f1000000000L;
+    private static final long JIT = JitPerfMapTest.JIT;
+    private static final String JIT_LINE = JitPerfMapTest.JIT_LINE;
     private static final String VM_LINE = "7f2000000000-7f2000010000 r-xp 00000000 08:01 4242 /opt/vm/libfakevm.so";
-    private static final String JIT_LINE = "7f1000000000-7f1000100000 rwxp 00000000 00:00 0 ";
 
     @TempDir
     Path dir;
