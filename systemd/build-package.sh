@@ -49,8 +49,15 @@ mkdir -p "$stage/etc/loupe"
   echo "# the log line then names what needs systemctl restart loupe. Every option: /usr/share/doc/loupe/configuration.md"
   echo "output: /var/lib/loupe/profiles"
   echo
-  echo "# The defaults (keys below are commented out; uncomment one to change it):"
-  sed 's/^/#/' "$root/config/src/main/resources/dev/loupe/config/default.yaml"
+  echo "# The defaults (keys below are commented out; uncomment one to change it). The service's own settings stand"
+  echo "# uncommented in their place: http.socket (a key given twice is an error, so each appears once)."
+  # http: the block stays open with the service's socket in it, so its other keys can be uncommented in place.
+  awk '
+    /^http:/ { print; print "  socket: /run/loupe/loupe.sock   # profiles for root and group loupe only (/usr/share/doc/loupe/service.md)"; inhttp = 1; next }
+    inhttp && /^  socket:/ { next }
+    inhttp && !/^  / { inhttp = 0 }
+    { print "#" $0 }
+  ' "$root/config/src/main/resources/dev/loupe/config/default.yaml"
 } > "$stage/etc/loupe/loupe.yaml"
 chmod 0644 "$stage/etc/loupe/loupe.yaml"
 

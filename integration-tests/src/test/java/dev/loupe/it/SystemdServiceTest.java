@@ -147,6 +147,31 @@ class SystemdServiceTest {
             m.await("a CPU profile with samples", Duration.ofSeconds(40), () -> withSamples(cpuFiles(m)).isPresent());
             Path beforeReload = withSamples(cpuFiles(m).reversed()).orElseThrow();
 
+            // Who may read profiles: /run/loupe is 0750 loupe:loupe and the socket in it 0660, so root and group loupe
+            // reach it and nobody else; TCP serves /metrics and /healthz to anyone and profiles to no one
+            // (http.profiles: off). The clients run as nobody, with and without the group, through perl-base (all a
+            // minimal root has).
+            installHttpClient(m);
+            String loupeGid = m.check(30, "getent", "group", "loupe").output().strip().split(":")[2];
+            assertEquals("750 loupe loupe directory", m.check(30, "stat", "-c", "%a %U %G %F", "/run/loupe").output().strip());
+            assertEquals("660 loupe loupe socket", m.check(30, "stat", "-c", "%a %U %G %F", SOCKET).output().strip());
+            Commands.Result tcpProfile = get(m, NOBODY, "127.0.0.1:7071", "/debug/pprof/profile?seconds=1", "nobody-tcp", null);
+            assertStatus(403, tcpProfile, "nobody gets no profile over TCP");
+            assertTrue(body(m, "nobody-tcp").contains("http.profiles"), "a one-line reason: " + body(m, "nobody-tcp"));
+            Commands.Result socketAsNobody = get(m, NOBODY, SOCKET, "/debug/pprof/profile?seconds=1", "nobody-socket", null);
+            assertEquals(3, socketAsNobody.exit(), socketAsNobody.output());
+            assertEquals("connect: Permission denied", socketAsNobody.output().strip());
+            String[] member = {"setpriv", "--reuid=65534", "--regid=65534", "--groups=" + loupeGid};
+            Commands.Result socketAsMember = get(m, member, SOCKET, "/debug/pprof/profile?seconds=2", "member.pb.gz", null);
+            assertStatus(200, socketAsMember, "a member of group loupe gets a profile");
+            assertReadableProfile(m, "member.pb.gz");
+            Commands.Result scrape = get(m, NOBODY, "127.0.0.1:7071", "/metrics", "metrics", null);
+            assertStatus(200, scrape, "Prometheus scrapes /metrics over TCP");
+            String metrics = body(m, "metrics");
+            assertTrue(metrics.contains("loupe_http_requests_refused_total{listener=\"tcp\",reason=\"profiles_off\"} 1.0\n"), metrics);
+            assertTrue(metrics.contains("loupe_http_requests_refused_total{listener=\"tcp\",reason=\"no_token\"} 0.0\n"), metrics);
+            assertStatus(200, get(m, NOBODY, "127.0.0.1:7071", "/healthz", "healthz", null), "/healthz for anyone");
+
             // Reload (SIGHUP from ExecReload, on a host without /bin/kill): a new label is applied live by the same
             // process; the interval waits for a restart.
             Path conf = m.root().resolve("etc/loupe/loupe.yaml");
@@ -187,7 +212,15 @@ class SystemdServiceTest {
             assertEquals(pid, m.property("loupe.service", "MainPID"));
             assertEquals("active", m.property("loupe.service", "ActiveState"));
             // From here one interval lasts longer than the test: the only file a process writes is its flush at stop.
-            Files.writeString(conf, original + "interval: 1h\n");
+            // And profiles are served on TCP too, to a client with the bearer token (restart-only settings: the
+            // restart below applies them).
+            String token = java.util.HexFormat.of().formatHex(randomBytes(16));
+            Files.writeString(m.root().resolve("etc/loupe/http-token"), token + "\n");
+            m.check(30, "chown", "root:loupe", "/etc/loupe/http-token");
+            m.check(30, "chmod", "0640", "/etc/loupe/http-token");
+            assertTrue(original.contains("\nhttp:\n"), original);
+            Files.writeString(conf, original.replace("\nhttp:\n", "\nhttp:\n  profiles: on\n  bearer-token-file: /etc/loupe/http-token\n")
+                    + "interval: 1h\n");
 
             // A stopped (SIGSTOP) agent pets no watchdog: systemd kills and restarts it.
             Path dropIn = m.root().resolve("etc/systemd/system/loupe.service.d/watchdog.conf");
@@ -195,6 +228,21 @@ class SystemdServiceTest {
             Files.writeString(dropIn, "[Service]\nWatchdogSec=6s\nRestartSec=1s\n");
             m.check(30, "systemctl", "daemon-reload");
             m.check(120, "systemctl", "restart", "loupe");
+            m.await("loupe.service active after the restart", Duration.ofSeconds(90),
+                    () -> m.property("loupe.service", "ActiveState").equals("active"));
+            Commands.Result noToken = get(m, NOBODY, "127.0.0.1:7071", "/debug/pprof/profile?seconds=1", "no-token", null);
+            assertStatus(401, noToken, "no token: 401");
+            Commands.Result wrongToken = get(m, NOBODY, "127.0.0.1:7071", "/debug/pprof/profile?seconds=1", "wrong-token",
+                    token.substring(1) + "0");
+            assertStatus(401, wrongToken, "a wrong token: 401");
+            Commands.Result rightToken = get(m, NOBODY, "127.0.0.1:7071", "/debug/pprof/profile?seconds=2", "token.pb.gz", token);
+            assertStatus(200, rightToken, "the right token: a profile, whoever asks");
+            assertReadableProfile(m, "token.pb.gz");
+            get(m, NOBODY, "127.0.0.1:7071", "/metrics", "metrics-token", null);
+            String counted = body(m, "metrics-token");
+            assertTrue(counted.contains("loupe_http_requests_refused_total{listener=\"tcp\",reason=\"no_token\"} 1.0\n")
+                    && counted.contains("loupe_http_requests_refused_total{listener=\"tcp\",reason=\"wrong_token\"} 1.0\n")
+                    && counted.contains("loupe_http_requests_refused_total{listener=\"tcp\",reason=\"profiles_off\"} 0.0\n"), counted);
             String before = m.property("loupe.service", "MainPID");
             long restarts = Long.parseLong(m.property("loupe.service", "NRestarts"));
             m.check(10, "sh", "-c", "kill -STOP \"$1\"", "sh", before); // the shell's kill: the machine has no /bin/kill
@@ -257,6 +305,59 @@ class SystemdServiceTest {
             assertFalse(Files.exists(m.root().resolve("var/lib/loupe")), "purge deletes /var/lib/loupe");
             assertFalse(Files.exists(m.root().resolve("etc/loupe/loupe.yaml")), "purge deletes the conffile");
         }
+    }
+
+    private static final String SOCKET = "/run/loupe/loupe.sock";
+    private static final String[] NOBODY = {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"};
+    private static final String HTTP_GET = "/usr/local/bin/loupe-http-get";
+
+    /** The test's HTTP client (http-get.pl: perl-base only) at {@link #HTTP_GET} in the machine. */
+    private static void installHttpClient(NspawnMachine m) throws Exception {
+        try (var in = SystemdServiceTest.class.getResourceAsStream("http-get.pl")) {
+            Path client = m.root().resolve(HTTP_GET.substring(1));
+            Files.createDirectories(client.getParent());
+            Files.write(client, in.readAllBytes());
+        }
+    }
+
+    /**
+     * GET {@code path} from {@code address} (HOST:PORT or a socket's path) as {@code user} (a setpriv prefix), the
+     * body to /tmp/loupe-it-{@code name} in the machine, while a shell spins on a CPU (so a profile has samples).
+     */
+    private static Commands.Result get(NspawnMachine m, String[] user, String address, String path, String name, String token)
+            throws Exception {
+        List<String> cmd = new java.util.ArrayList<>(List.of("sh", "-c",
+                "timeout 4 sh -c 'while :; do :; done' >/dev/null 2>&1 & exec \"$@\"", "get"));
+        cmd.addAll(List.of(user));
+        cmd.addAll(List.of("perl", HTTP_GET, address, path, "/tmp/loupe-it-" + name));
+        if (token != null) {
+            cmd.add(token);
+        }
+        return m.run(60, cmd.toArray(String[]::new));
+    }
+
+    /** The client printed a status line with {@code code} (HTTP/1.0 or 1.1: the client asks in 1.0). */
+    private static void assertStatus(int code, Commands.Result r, String what) {
+        assertTrue(r.exit() == 0 && r.output().strip().matches("HTTP/1\\.[01] " + code + " .*"), what + ": " + r.output());
+    }
+
+    private static byte[] randomBytes(int n) {
+        byte[] b = new byte[n];
+        new java.security.SecureRandom().nextBytes(b);
+        return b;
+    }
+
+    private static String body(NspawnMachine m, String name) throws Exception {
+        return Files.readString(m.root().resolve("tmp/loupe-it-" + name));
+    }
+
+    /** The fetched file is a CPU profile with samples, and the real go tool pprof reads it. */
+    private static void assertReadableProfile(NspawnMachine m, String name) throws Exception {
+        Path file = m.root().resolve("tmp/loupe-it-" + name);
+        Profile p = PprofFiles.parse(Files.readAllBytes(file));
+        assertTrue(p.getSampleCount() > 0, name + " has samples");
+        String top = PprofTool.run("-top", file.toString());
+        assertTrue(top.contains("Type: cpu"), top);
     }
 
     /** A date or a time at the start of a line: ISO 8601 (the agent's own format off systemd), syslog's, or a bare time. */
