@@ -103,6 +103,18 @@ public final class HotSpotJvm implements AutoCloseable {
      */
     static HotSpotJvm read(int pid, ProcessMemory mem, String libjvm, java.util.function.ToLongFunction<String> symbols)
             throws IOException, HotSpotException {
+        try {
+            return readTables(pid, mem, libjvm, symbols);
+        } catch (ProcessGoneException e) {
+            throw e;
+        } catch (IOException e) {
+            // Memory the tables point at is not mapped while the process lives: it will not be on a second look.
+            throw new HotSpotException(libjvm + "'s tables point at memory that is not mapped: " + e.getMessage());
+        }
+    }
+
+    private static HotSpotJvm readTables(int pid, ProcessMemory mem, String libjvm, java.util.function.ToLongFunction<String> symbols)
+            throws IOException, HotSpotException {
         VmStructs vs = VmStructs.read(mem, name -> {
             long v = symbols.applyAsLong(name);
             if (v < 0) {

@@ -49,12 +49,12 @@ final class VmStructs {
         Map<String, Field> fields = new LinkedHashMap<>();
         {
             long stride = layoutValue(mem, syms, "gHotSpotVMStructEntryArrayStride");
-            int typeName = offset(mem, syms, "gHotSpotVMStructEntryTypeNameOffset", stride);
-            int fieldName = offset(mem, syms, "gHotSpotVMStructEntryFieldNameOffset", stride);
-            int typeString = offset(mem, syms, "gHotSpotVMStructEntryTypeStringOffset", stride);
-            int isStatic = offset(mem, syms, "gHotSpotVMStructEntryIsStaticOffset", stride);
-            int offsetOff = offset(mem, syms, "gHotSpotVMStructEntryOffsetOffset", stride);
-            int address = offset(mem, syms, "gHotSpotVMStructEntryAddressOffset", stride);
+            int typeName = offset(mem, syms, "gHotSpotVMStructEntryTypeNameOffset", stride, 8);
+            int fieldName = offset(mem, syms, "gHotSpotVMStructEntryFieldNameOffset", stride, 8);
+            int typeString = offset(mem, syms, "gHotSpotVMStructEntryTypeStringOffset", stride, 8);
+            int isStatic = offset(mem, syms, "gHotSpotVMStructEntryIsStaticOffset", stride, 4);
+            int offsetOff = offset(mem, syms, "gHotSpotVMStructEntryOffsetOffset", stride, 8);
+            int address = offset(mem, syms, "gHotSpotVMStructEntryAddressOffset", stride, 8);
             long base = arrayBase(mem, syms, "gHotSpotVMStructs");
             ByteBuffer e = ByteBuffer.allocate((int) stride).order(ByteOrder.LITTLE_ENDIAN);
             for (int i = 0; ; i++) {
@@ -82,9 +82,9 @@ final class VmStructs {
         Map<String, Type> types = new LinkedHashMap<>();
         {
             long stride = layoutValue(mem, syms, "gHotSpotVMTypeEntryArrayStride");
-            int typeName = offset(mem, syms, "gHotSpotVMTypeEntryTypeNameOffset", stride);
-            int superName = offset(mem, syms, "gHotSpotVMTypeEntrySuperclassNameOffset", stride);
-            int size = offset(mem, syms, "gHotSpotVMTypeEntrySizeOffset", stride);
+            int typeName = offset(mem, syms, "gHotSpotVMTypeEntryTypeNameOffset", stride, 8);
+            int superName = offset(mem, syms, "gHotSpotVMTypeEntrySuperclassNameOffset", stride, 8);
+            int size = offset(mem, syms, "gHotSpotVMTypeEntrySizeOffset", stride, 8);
             long base = arrayBase(mem, syms, "gHotSpotVMTypes");
             ByteBuffer e = ByteBuffer.allocate((int) stride).order(ByteOrder.LITTLE_ENDIAN);
             for (int i = 0; ; i++) {
@@ -112,8 +112,8 @@ final class VmStructs {
             throws IOException, HotSpotException {
         String prefix = "gHotSpotVM" + kind + "ConstantEntry";
         long stride = layoutValue(mem, syms, prefix + "ArrayStride");
-        int nameOff = offset(mem, syms, prefix + "NameOffset", stride);
-        int valueOff = offset(mem, syms, prefix + "ValueOffset", stride);
+        int nameOff = offset(mem, syms, prefix + "NameOffset", stride, 8);
+        int valueOff = offset(mem, syms, prefix + "ValueOffset", stride, width);
         String array = "gHotSpotVM" + kind + "Constants";
         long base = arrayBase(mem, syms, array);
         Map<String, Long> out = new LinkedHashMap<>();
@@ -142,10 +142,12 @@ final class VmStructs {
         return v;
     }
 
-    private static int offset(ProcessMemory mem, Symbols syms, String symbol, long stride) throws IOException, HotSpotException {
+    /** Where in an entry of {@code stride} bytes a field of {@code width} bytes is: all of it inside the entry. */
+    private static int offset(ProcessMemory mem, Symbols syms, String symbol, long stride, int width) throws IOException, HotSpotException {
         long v = mem.readLong(syms.address(symbol));
-        if (v < 0 || v + 4 > stride) {
-            throw new HotSpotException(symbol + " is " + v + ", outside the entry's " + stride + " bytes");
+        if (v < 0 || v > stride - width) {
+            throw new HotSpotException(symbol + " is " + v + ": a field of " + width + " bytes there lies outside the entry's "
+                    + stride + " bytes");
         }
         return (int) v;
     }

@@ -92,6 +92,20 @@ public final class HotSpotFuzzTarget {
         run(input);
     }
 
+    /** Runs inputs (files) and says what each came to: for looking at a finding. */
+    public static void main(String[] args) throws IOException {
+        for (String a : args) {
+            try {
+                Report r = run(java.nio.file.Files.readAllBytes(java.nio.file.Path.of(a)));
+                System.out.println(a + ": " + (r.failure() == null ? r.blobs().size() + " blobs, names " + r.names().values()
+                        + ", table rows " + r.tableRows() : r.failure()) + "; logs " + r.logs() + "; reads " + r.reads());
+            } catch (Throwable e) {
+                System.out.println(a + ": " + e);
+                e.printStackTrace(System.out);
+            }
+        }
+    }
+
     /** What one input came to: for tests that a seed is read in full, and for the regression corpus's replay. */
     record Report(String failure, List<CodeCache.Range> heaps, List<CodeBlob> blobs, Map<Long, String> names,
                   Map<Long, List<String>> inlinedAt40, int tableRows, List<RuntimeFrame> seamFrames, List<String> logs,
@@ -105,7 +119,13 @@ public final class HotSpotFuzzTarget {
         mem.cap(READS_BASE + READS_PER_BYTE * mem.mappedBytes(), BYTES_BASE + BYTES_PER_BYTE * mem.mappedBytes());
         Checks c = new Checks(mem);
         Report r = c.direct();
-        List<RuntimeFrame> seam = seam(input);
+        List<RuntimeFrame> seam;
+        try {
+            seam = seam(input);
+        } catch (AssertionError | RuntimeException e) {
+            throw new AssertionError("behind the seam (read directly: " + (r.failure == null ? "in full" : r.failure) + "): "
+                    + e.getMessage(), e);
+        }
         List<String> logs;
         synchronized (RECORDS) {
             logs = RECORDS.stream().map(x -> x.getLevel() + " " + x.getMessage()).toList();
