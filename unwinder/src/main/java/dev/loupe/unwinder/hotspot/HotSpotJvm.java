@@ -289,7 +289,13 @@ public final class HotSpotJvm implements AutoCloseable {
         if (e instanceof ProcessGoneException) {
             throw e;
         }
-        mem.readLong(layout.heapsAddress);
+        try {
+            mem.readLong(layout.heapsAddress);
+        } catch (ProcessGoneException gone) {
+            throw gone;
+        } catch (IOException unmapped) {
+            // The static datum is not mapped either (tables that lie): the process lives, the pointer is stale.
+        }
     }
 
     private String blobName(long address) throws IOException {
