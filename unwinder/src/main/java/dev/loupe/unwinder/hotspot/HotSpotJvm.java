@@ -305,7 +305,7 @@ public final class HotSpotJvm implements AutoCloseable {
                 n = strings.read(address, 1024);
             } catch (IOException e) {
                 rethrowIfGone(e);
-                n = "?";
+                n = ""; // no name: its frames stay unnamed rather than take a made-up one
             }
             if (blobNames.size() >= MAX_CACHED_BLOB_NAMES) {
                 blobNames.clear();

@@ -341,7 +341,7 @@ public final class HotSpotFuzzTarget {
                         && b.address() < prev.end()) {
                     throw new AssertionError("blobs " + prev + " and " + b + " out of order or overlapping");
                 }
-                if (!b.name().isEmpty() && !b.name().equals("?")) {
+                if (!b.name().isEmpty()) {
                     checkCString(b.name());
                 }
                 prev = b;
