@@ -179,6 +179,22 @@ final class FakeProcessMemory implements ProcessMemory {
         return null;
     }
 
+    /** A fresh memory over the same regions (their bytes shared), counting from zero, open. */
+    FakeProcessMemory reopened() {
+        return new FakeProcessMemory(List.of(regions), goneAfterReads);
+    }
+
+    /** Writes {@code width} bytes of {@code value} at {@code address} into a region (tests making lies of seeds). */
+    void poke(long address, int width, long value) {
+        Region r = find(address);
+        if (r == null || !mapped(address, width)) {
+            throw new IllegalArgumentException("not mapped: 0x" + Long.toHexString(address));
+        }
+        for (int i = 0; i < width; i++) {
+            r.bytes[(int) (address - r.base) + i] = (byte) (value >>> (8 * i));
+        }
+    }
+
     /** Whether [address, address + length) is mapped. */
     boolean mapped(long address, long length) {
         long at = address;

@@ -453,6 +453,9 @@ public final class HotSpotFuzzTarget {
             List<Long> addresses = new ArrayList<>();
             Set<Long> methods = new HashSet<>();
             for (int s = 0; s < SECONDS; s++) {
+                if (mem.gone()) {
+                    break; // the process registry forgets a process that exited: nothing reads it again
+                }
                 seconds[0]++;
                 long before = mem.reads();
                 CodeTable t = p.codeTable(clock.getAsLong());
