@@ -172,6 +172,11 @@ class HotSpotFuzzTest {
         }
         Path findings = Path.of("target", "fuzz-findings-hotspot").toAbsolutePath();
         Files.createDirectories(findings);
+        try (Stream<Path> old = Files.list(findings)) { // an earlier run's: kept in the corpus if they mattered
+            for (Path p : old.toList()) {
+                Files.delete(p);
+            }
+        }
         String cp = System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
         List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "-Xmx1g", "-XX:+EnableDynamicAgentLoading", "--enable-native-access=ALL-UNNAMED", "-cp", cp,
