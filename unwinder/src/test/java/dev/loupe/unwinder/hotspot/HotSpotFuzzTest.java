@@ -182,7 +182,7 @@ class HotSpotFuzzTest {
                 "-Xmx1g", "-XX:+EnableDynamicAgentLoading", "--enable-native-access=ALL-UNNAMED", "-cp", cp,
                 "com.code_intelligence.jazzer.Jazzer",
                 "--target_class=" + HotSpotFuzzTarget.class.getName(),
-                "--instrumentation_includes=dev.loupe.unwinder.**",
+                "--instrumentation_includes=dev.loupe.unwinder.**", "--reproducer_path=" + findings,
                 "-max_total_time=" + seconds, "-timeout=10", "-max_len=65536", "-print_final_stats=1",
                 "-artifact_prefix=" + findings + "/", corpus.toString()));
         Path log = tmp.resolve("jazzer.log");
