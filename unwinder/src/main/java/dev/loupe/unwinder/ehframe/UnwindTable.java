@@ -163,7 +163,7 @@ public final class UnwindTable {
 
     /**
      * Checks every invariant the kernel's lookup relies on (rows of a page in bounds, ascending, the
-     * first at pc_low 0; rule indexes in range; known rule kinds); O(rows). Throws IllegalStateException.
+     * first at pc_low 0; rule indexes in range; known rule kinds, runtimes' included); O(rows). Throws IllegalStateException.
      */
     public void verify() {
         if (rules.length > 1 << 16 || (pages.length & 1) != 0) {
@@ -197,6 +197,7 @@ public final class UnwindTable {
                 case UnwindRule.KIND_PLT -> UnwindRule.cfaOffset(r) >= 0 && UnwindRule.cfaOffset(r) <= 15;
                 case UnwindRule.KIND_SIGNAL -> true;
                 case UnwindRule.KIND_STOP -> UnwindRule.stopReason(r) != null && UnwindRule.stopReason(r).code() < 32;
+                case UnwindRule.KIND_JAVA_INTERP -> r == UnwindRule.KIND_JAVA_INTERP; // a runtime's kind: no operands
                 default -> false;
             };
             if (!ok) {

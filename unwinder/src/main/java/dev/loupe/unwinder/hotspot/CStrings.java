@@ -22,7 +22,10 @@ final class CStrings {
         this.mem = mem;
     }
 
-    /** The string at {@code address}, at most {@code maxLength} bytes, or IOException if unreadable or unterminated. */
+    /**
+     * The string at {@code address}, at most {@code maxLength} bytes of printable ASCII, or IOException if unreadable,
+     * unterminated or holding any other byte.
+     */
     String read(long address, int maxLength) throws IOException {
         if (address == 0) {
             throw new IOException("null string pointer");
@@ -36,7 +39,12 @@ final class CStrings {
             for (; i < PAGE; i++, at++) {
                 byte c = page[i];
                 if (c == 0) {
-                    return new String(out, 0, n, StandardCharsets.UTF_8);
+                    return new String(out, 0, n, StandardCharsets.ISO_8859_1);
+                }
+                if (c < 0x20 || c > 0x7E) {
+                    // HotSpot's names (VMStructs', blobs', its release) are printable ASCII: this is not one of them.
+                    throw new IOException("string at 0x" + Long.toHexString(address) + " holds byte 0x"
+                            + Integer.toHexString(c & 0xFF) + ", not printable ASCII");
                 }
                 if (n == maxLength) {
                     throw new IOException("string at 0x" + Long.toHexString(address) + " longer than " + maxLength + " bytes");

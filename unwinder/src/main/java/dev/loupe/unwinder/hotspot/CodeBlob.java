@@ -12,7 +12,8 @@ package dev.loupe.unwinder.hotspot;
  * @param frameSizeBytes       {@code _frame_size} (words) times 8: the frame's size including the return address
  *                             once complete, so the CFA is RSP + this; -1 where HotSpot records none
  *                             ({@code _frame_size} -1: some stub BufferBlobs)
- * @param name                 HotSpot's name for the blob ("nmethod", "Interpreter", a stub's name...)
+ * @param name                 HotSpot's name for the blob ("nmethod", "Interpreter", a stub's name...); empty where
+ *                             it has none or it is not a readable string of printable ASCII
  * @param method               an nmethod's {@code Method*}, else 0
  */
 public record CodeBlob(Kind kind, long address, long start, long end, long frameCompleteAddress, int frameSizeBytes, String name, long method) {

@@ -17,7 +17,11 @@ import java.util.Map;
 final class CodeCacheReader {
     static final int MAX_HEAPS = 64;
     static final int MAX_BLOBS = 1_000_000;
-    static final long MAX_HEAP_BYTES = 8L << 30;
+    /**
+     * HotSpot reserves all code heaps in one range of at most 2 GiB (ReservedCodeCacheSize's limit on x86-64): heaps
+     * spanning more are not a JVM's, and reading their segment maps would cost more than any real one.
+     */
+    static final long MAX_CODE_CACHE_BYTES = 2L << 30;
     private static final int FREE_SENTINEL = 0xFF;
 
     private final ProcessMemory mem;
@@ -46,16 +50,73 @@ final class CodeCacheReader {
         skipReasons.clear();
         preads = 0;
         long[] heapPointers = heaps();
+        Heap[] hs = new Heap[heapPointers.length];
+        for (int h = 0; h < heapPointers.length; h++) {
+            hs[h] = heap(heapPointers[h], h);
+        }
+        checkTogether(hs);
         List<CodeCache.Range> heaps = new ArrayList<>();
         List<CodeBlob> blobs = new ArrayList<>();
-        for (int h = 0; h < heapPointers.length; h++) {
-            long heap = heapPointers[h];
-            if (heap == 0) {
-                throw new HotSpotException("CodeCache::_heaps[" + h + "] is null");
-            }
-            walk(heap, h, heaps, blobs);
+        for (Heap h : hs) {
+            heaps.add(new CodeCache.Range(h.low, h.high));
+            walk(h, blobs);
         }
         return new CodeCache(heaps, blobs);
+    }
+
+    /** A CodeHeap's committed range, segment size and segment map, each checked on its own. */
+    private record Heap(String where, long low, long high, long log2, long segLow, long segHigh) {
+        long segments() {
+            return (high - low) >>> log2;
+        }
+    }
+
+    private Heap heap(long heap, int index) throws IOException, HotSpotException {
+        if (heap == 0) {
+            throw new HotSpotException("CodeCache::_heaps[" + index + "] is null");
+        }
+        ByteBuffer hb = mem.read(heap, (int) l.heapSize);
+        long low = l.vsLow.get(hb, (int) l.heapMemory);
+        long high = l.vsHigh.get(hb, (int) l.heapMemory);
+        long segLow = l.vsLow.get(hb, (int) l.heapSegmap);
+        long segHigh = l.vsHigh.get(hb, (int) l.heapSegmap);
+        long log2 = l.heapLog2SegmentSize.get(hb, 0);
+        String where = "CodeHeap " + index + " at 0x" + Long.toHexString(heap);
+        if (log2 < 4 || log2 > 20) {
+            throw new HotSpotException(where + ": _log2_segment_size is " + log2);
+        }
+        if (low <= 0 || high < low || high - low > MAX_CODE_CACHE_BYTES || ((high - low) & ((1L << log2) - 1)) != 0) {
+            throw new HotSpotException(where + ": _memory [0x" + Long.toHexString(low) + ", 0x" + Long.toHexString(high)
+                    + ") is not a sane committed range");
+        }
+        long segments = (high - low) >>> log2;
+        if (segLow <= 0 || segHigh - segLow < segments) {
+            throw new HotSpotException(where + ": _segmap [0x" + Long.toHexString(segLow) + ", 0x" + Long.toHexString(segHigh)
+                    + ") does not cover its " + segments + " segments");
+        }
+        if (l.heapBlockSize > (1L << log2)) {
+            throw new HotSpotException(where + ": sizeof(HeapBlock) " + l.heapBlockSize + " is larger than a segment");
+        }
+        return new Heap(where, low, high, log2, segLow, segHigh);
+    }
+
+    /** The heaps are disjoint and lie within one code cache's reservation (HotSpot reserves them together). */
+    private static void checkTogether(Heap[] hs) throws HotSpotException {
+        long low = Long.MAX_VALUE;
+        long high = Long.MIN_VALUE;
+        for (int i = 0; i < hs.length; i++) {
+            for (int j = 0; j < i; j++) {
+                if (hs[i].low < hs[j].high && hs[j].low < hs[i].high) {
+                    throw new HotSpotException(hs[i].where + " overlaps " + hs[j].where);
+                }
+            }
+            low = Math.min(low, hs[i].low);
+            high = Math.max(high, hs[i].high);
+        }
+        if (hs.length > 0 && high - low > MAX_CODE_CACHE_BYTES) {
+            throw new HotSpotException("the code heaps span [0x" + Long.toHexString(low) + ", 0x" + Long.toHexString(high)
+                    + "), more than a code cache's " + MAX_CODE_CACHE_BYTES + " bytes");
+        }
     }
 
     /** The CodeHeap pointers of {@code CodeCache::_heaps} (a GrowableArray), or JDK 8's one {@code CodeCache::_heap}. */
@@ -89,64 +150,50 @@ final class CodeCacheReader {
      */
     long fingerprint() throws IOException, HotSpotException {
         long[] heapPointers = heaps();
-        long h = 1125899906842597L;
+        Heap[] hs = new Heap[heapPointers.length];
         for (int i = 0; i < heapPointers.length; i++) {
-            if (heapPointers[i] == 0) {
-                throw new HotSpotException("CodeCache::_heaps[" + i + "] is null");
-            }
-            ByteBuffer hb = mem.read(heapPointers[i], (int) l.heapSize);
-            long low = l.vsLow.get(hb, (int) l.heapMemory);
-            long high = l.vsHigh.get(hb, (int) l.heapMemory);
-            long segLow = l.vsLow.get(hb, (int) l.heapSegmap);
-            long log2 = l.heapLog2SegmentSize.get(hb, 0);
-            if (log2 < 4 || log2 > 20 || low <= 0 || high < low || high - low > MAX_HEAP_BYTES || segLow <= 0) {
-                throw new HotSpotException("CodeHeap " + i + ": not a sane layout for a fingerprint");
-            }
-            h = 31 * h + low;
-            h = 31 * h + high;
-            long segments = (high - low) >>> log2;
+            hs[i] = heap(heapPointers[i], i);
+        }
+        checkTogether(hs);
+        long h = 1125899906842597L;
+        for (Heap heap : hs) {
+            h = 31 * h + heap.low;
+            h = 31 * h + heap.high;
+            long segments = heap.segments();
             byte[] segmap = new byte[(int) Math.min(segments, Window.SIZE)];
             for (long off = 0; off < segments; off += segmap.length) {
                 int n = (int) Math.min(segmap.length, segments - off);
-                mem.read(segLow + off, ByteBuffer.wrap(segmap, 0, n));
+                mem.read(heap.segLow + off, ByteBuffer.wrap(segmap, 0, n));
                 h = 31 * h + java.util.Arrays.hashCode(n == segmap.length ? segmap : java.util.Arrays.copyOf(segmap, n));
             }
         }
         return h;
     }
 
-    private void walk(long heap, int index, List<CodeCache.Range> heaps, List<CodeBlob> blobs) throws IOException, HotSpotException {
-        ByteBuffer hb = mem.read(heap, (int) l.heapSize);
-        long low = l.vsLow.get(hb, (int) l.heapMemory);
-        long high = l.vsHigh.get(hb, (int) l.heapMemory);
-        long segLow = l.vsLow.get(hb, (int) l.heapSegmap);
-        long segHigh = l.vsHigh.get(hb, (int) l.heapSegmap);
-        long log2 = l.heapLog2SegmentSize.get(hb, 0);
-        String where = "CodeHeap " + index + " at 0x" + Long.toHexString(heap);
-        if (log2 < 4 || log2 > 20) {
-            throw new HotSpotException(where + ": _log2_segment_size is " + log2);
-        }
-        if (low <= 0 || high < low || high - low > MAX_HEAP_BYTES || ((high - low) & ((1L << log2) - 1)) != 0) {
-            throw new HotSpotException(where + ": _memory [0x" + Long.toHexString(low) + ", 0x" + Long.toHexString(high)
-                    + ") is not a sane committed range");
-        }
-        heaps.add(new CodeCache.Range(low, high));
-        long segments = (high - low) >>> log2;
-        if (segLow <= 0 || segHigh - segLow < segments) {
-            throw new HotSpotException(where + ": _segmap [0x" + Long.toHexString(segLow) + ", 0x" + Long.toHexString(segHigh)
-                    + ") does not cover its " + segments + " segments");
-        }
-        byte[] segmap = new byte[(int) segments];
-        for (int off = 0; off < segments; off += Window.SIZE) {
-            mem.read(segLow + off, ByteBuffer.wrap(segmap, off, (int) Math.min(Window.SIZE, segments - off)));
-            preads++;
-        }
-        Window w = new Window(mem, high);
+    /**
+     * The heap's blocks in address order: the segment map read in chunks of at most {@link Window#SIZE} as the walk
+     * moves on (a heap of 2 GiB has a segment map of up to 128 MiB: never held whole), the blocks through a window.
+     */
+    private void walk(Heap heap, List<CodeBlob> blobs) throws IOException, HotSpotException {
+        String where = heap.where;
+        long low = heap.low;
+        long log2 = heap.log2;
+        long segments = heap.segments();
+        byte[] segmap = new byte[(int) Math.min(segments, Window.SIZE)];
+        long segmapFrom = 0;
+        int segmapLength = 0;
+        Window w = new Window(mem, heap.high);
         ByteBuffer b = w.buffer();
         int headerBytes = (int) l.heapBlockSize;
         long i = 0;
         while (i < segments) {
-            int tag = segmap[(int) i] & 0xFF;
+            if (i >= segmapFrom + segmapLength) {
+                segmapFrom = i;
+                segmapLength = (int) Math.min(segmap.length, segments - i);
+                mem.read(heap.segLow + i, ByteBuffer.wrap(segmap, 0, segmapLength));
+                preads++;
+            }
+            int tag = segmap[(int) (i - segmapFrom)] & 0xFF;
             if (tag == FREE_SENTINEL) {
                 break; // nothing allocated from here on
             }

@@ -82,32 +82,61 @@ public final class HotSpotJvm implements AutoCloseable {
         long bias = b;
         ProcessMemory mem = ProcessMemory.open(procRoot, pid);
         try {
-            VmStructs vs = VmStructs.read(mem, name -> {
+            return Optional.of(read(pid, mem, jvm.path(), name -> {
                 long v = syms.vaddr(name);
-                if (v < 0) {
-                    throw new HotSpotException(jvm.path() + " exports no " + name);
-                }
-                return v + bias;
-            });
-            Layout layout = new Layout(vs);
-            Map<Long, String> vtables = new HashMap<>();
-            if (layout.kind == null) {
-                // No CodeBlob::_kind: a blob's class is its C++ vtable, found by .symtab's _ZTV symbols (the vtable
-                // pointer stored in an object is 16 bytes in, past offset-to-top and the typeinfo pointer).
-                for (VmStructs.Type t : vs.types().values()) {
-                    if (descendsFrom(vs, t, "CodeBlob")) {
-                        long v = syms.vaddr("_ZTV" + t.name().length() + t.name());
-                        if (v > 0) {
-                            vtables.put(v + bias + 16, t.name());
-                        }
-                    }
-                }
-            }
-            return Optional.of(new HotSpotJvm(pid, mem, vs, layout, vtables));
+                return v < 0 ? -1 : v + bias;
+            }));
         } catch (IOException | HotSpotException | RuntimeException e) {
             mem.close();
             throw e;
         }
+    }
+
+    /**
+     * Reads the JVM whose memory is {@code mem}: {@code symbols} gives the runtime address of a libjvm symbol, or -1
+     * where {@code libjvm} (named in messages) has none. Production's {@link #open} and the fuzz targets' synthetic
+     * processes both come here; {@code mem} is the JVM's on success and left open on failure (the caller's).
+     *
+     * @throws HotSpotException the tables, or what they describe, do not hold together or point at memory that is
+     *                          not mapped: a runtime that is not usable, for as long as the process lives
+     * @throws IOException      the process is gone ({@link ProcessGoneException})
+     */
+    static HotSpotJvm read(int pid, ProcessMemory mem, String libjvm, java.util.function.ToLongFunction<String> symbols)
+            throws IOException, HotSpotException {
+        try {
+            return readTables(pid, mem, libjvm, symbols);
+        } catch (ProcessGoneException e) {
+            throw e;
+        } catch (IOException e) {
+            // Memory the tables point at is not mapped while the process lives: it will not be on a second look.
+            throw new HotSpotException(libjvm + "'s tables point at memory that is not mapped: " + e.getMessage());
+        }
+    }
+
+    private static HotSpotJvm readTables(int pid, ProcessMemory mem, String libjvm, java.util.function.ToLongFunction<String> symbols)
+            throws IOException, HotSpotException {
+        VmStructs vs = VmStructs.read(mem, name -> {
+            long v = symbols.applyAsLong(name);
+            if (v < 0) {
+                throw new HotSpotException(libjvm + " exports no " + name);
+            }
+            return v;
+        });
+        Layout layout = new Layout(vs);
+        Map<Long, String> vtables = new HashMap<>();
+        if (layout.kind == null) {
+            // No CodeBlob::_kind: a blob's class is its C++ vtable, found by .symtab's _ZTV symbols (the vtable
+            // pointer stored in an object is 16 bytes in, past offset-to-top and the typeinfo pointer).
+            for (VmStructs.Type t : vs.types().values()) {
+                if (descendsFrom(vs, t, "CodeBlob")) {
+                    long v = symbols.applyAsLong("_ZTV" + t.name().length() + t.name());
+                    if (v > 0) {
+                        vtables.put(v + 16, t.name());
+                    }
+                }
+            }
+        }
+        return new HotSpotJvm(pid, mem, vs, layout, vtables);
     }
 
     /** Whether a mapped file is HotSpot's libjvm.so: what makes a process a JVM (the one definition). */
@@ -260,7 +289,13 @@ public final class HotSpotJvm implements AutoCloseable {
         if (e instanceof ProcessGoneException) {
             throw e;
         }
-        mem.readLong(layout.heapsAddress);
+        try {
+            mem.readLong(layout.heapsAddress);
+        } catch (ProcessGoneException gone) {
+            throw gone;
+        } catch (IOException unmapped) {
+            // The static datum is not mapped either (tables that lie): the process lives, the pointer is stale.
+        }
     }
 
     private String blobName(long address) throws IOException {
@@ -270,7 +305,7 @@ public final class HotSpotJvm implements AutoCloseable {
                 n = strings.read(address, 1024);
             } catch (IOException e) {
                 rethrowIfGone(e);
-                n = "?";
+                n = ""; // no name: its frames stay unnamed rather than take a made-up one
             }
             if (blobNames.size() >= MAX_CACHED_BLOB_NAMES) {
                 blobNames.clear();

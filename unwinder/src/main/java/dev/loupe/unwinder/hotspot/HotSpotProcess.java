@@ -1,5 +1,6 @@
 package dev.loupe.unwinder.hotspot;
 
+import dev.loupe.unwinder.proc.ProcessGoneException;
 import dev.loupe.unwinder.runtime.CodeTable;
 import dev.loupe.unwinder.runtime.FrameType;
 import dev.loupe.unwinder.runtime.RescanSchedule;
@@ -43,6 +44,8 @@ final class HotSpotProcess implements RuntimeProcess {
     private long lastFullRead;
     private long signature;
     private boolean tablesWanted;
+    private boolean tableTried; // a read was made for a table: later ones keep to the schedule
+    private boolean problemLogged; // the one line about a code cache that cannot be read or tabled
     private CodeTable table;
     private int generation;
     private int handedOut = -1;
@@ -141,8 +144,8 @@ final class HotSpotProcess implements RuntimeProcess {
     @Override
     public synchronized CodeTable codeTable(long now) {
         tablesWanted = true;
-        if (table == null) {
-            read(now, true);
+        if (table == null && (!tableTried || schedule.due(now))) {
+            read(now, true); // the first table at once; after a read that could not make one, when the schedule says
         }
         if (table != null) {
             handedOut = table.generation();
@@ -172,6 +175,7 @@ final class HotSpotProcess implements RuntimeProcess {
     private void read(long now, boolean full) {
         long start = nanoTime.getAsLong();
         boolean changed = false;
+        tableTried |= tablesWanted;
         try {
             long f = jvm.codeCacheFingerprint();
             if (full || !read || f != fingerprint || start - lastFullRead >= RescanSchedule.MAX_RESCAN_NANOS || table == null && tablesWanted) {
@@ -191,11 +195,13 @@ final class HotSpotProcess implements RuntimeProcess {
                     build(cache);
                 }
             }
-        } catch (IOException e) {
-            runtime.scanFailures.incrementAndGet(); // exiting, or mid-change: the next read tries again
-        } catch (HotSpotException | RuntimeException e) {
+        } catch (ProcessGoneException e) {
+            runtime.scanFailures.incrementAndGet(); // exiting: the registry forgets it
+        } catch (IOException | HotSpotException | RuntimeException e) {
+            // Unmapped memory while the process lives, or a layout that does not hold together: said once (a process
+            // whose tables lie would say it at every rescan); the schedule bounds how often it is read again.
             runtime.scanFailures.incrementAndGet();
-            LOG.log(System.Logger.Level.WARNING, "jit tables: cannot read the code cache of pid " + pid + ": " + e);
+            problem("cannot read the code cache of pid " + pid + ": " + e.getMessage());
         }
         schedule.read(start, nanoTime.getAsLong(), changed);
     }
@@ -214,7 +220,18 @@ final class HotSpotProcess implements RuntimeProcess {
             runtime.tablesBuilt.incrementAndGet();
         } catch (Exception e) {
             runtime.scanFailures.incrementAndGet();
-            LOG.log(System.Logger.Level.WARNING, "jit tables: no table for pid " + pid + ": " + e.getMessage());
+            problem("no table for the code cache of pid " + pid + ": " + e.getMessage());
+        }
+    }
+
+    /** The first problem with this process's code cache, as one line; the later ones only count (scan_failures). */
+    private void problem(String what) {
+        if (!problemLogged) {
+            problemLogged = true;
+            LOG.log(System.Logger.Level.WARNING, "jit tables: " + what + " (said once for the process; its JIT frames keep"
+                    + " frame pointers until a read succeeds)");
+        } else {
+            LOG.log(System.Logger.Level.DEBUG, "jit tables: " + what);
         }
     }
 

@@ -112,6 +112,9 @@ final class Layout {
                 || heapLog2SegmentSize.end() > heapSize) {
             throw new HotSpotException("CodeHeap fields lie beyond sizeof(CodeHeap) " + heapSize);
         }
+        if (Math.max(vsLow.end(), vsHigh.end()) > vs.sizeOf("VirtualSpace")) {
+            throw new HotSpotException("VirtualSpace fields lie beyond sizeof(VirtualSpace) " + vs.sizeOf("VirtualSpace"));
+        }
         if (blockHeader + Math.max(blockLength.end(), blockUsed.end()) > heapBlockSize) {
             throw new HotSpotException("HeapBlock::Header fields lie beyond sizeof(HeapBlock) " + heapBlockSize);
         }
@@ -160,6 +163,9 @@ final class Layout {
         cpPoolHolder = pointer(vs, "ConstantPool", "_pool_holder");
         cpLength = scalar(vs, "ConstantPool", "_length");
         cpSize = vs.sizeOf("ConstantPool");
+        if (Math.max(cpTags.end(), Math.max(cpPoolHolder.end(), cpLength.end())) > cpSize) {
+            throw new HotSpotException("ConstantPool fields lie beyond sizeof(ConstantPool) " + cpSize);
+        }
         arrayU1Length = vs.field("Array<u1>", "_length").isPresent() ? scalar(vs, "Array<u1>", "_length")
                 : new Scalar("Array<u1>::_length", 0, 4, true); // as Array<int>::_length: the int all Arrays start with
         arrayU1Data = vs.offset("Array<u1>", "_data");

@@ -23,7 +23,10 @@ final class VmStructs {
 
     record Type(String name, String superclass, long size) {}
 
-    private static final int MAX_ENTRIES = 100_000;
+    /** Entries an array may have: JDK 25's largest has under 1,000; a lying one is read no further. */
+    static final int MAX_ENTRIES = 20_000;
+    /** Entries are read this many bytes at a time (one pread per entry made a lying 100,000 cost seconds). */
+    static final int CHUNK = 64 << 10;
     private static final int MAX_STRIDE = 1024;
     private static final int MAX_NAME = 1024;
 
@@ -49,20 +52,15 @@ final class VmStructs {
         Map<String, Field> fields = new LinkedHashMap<>();
         {
             long stride = layoutValue(mem, syms, "gHotSpotVMStructEntryArrayStride");
-            int typeName = offset(mem, syms, "gHotSpotVMStructEntryTypeNameOffset", stride);
-            int fieldName = offset(mem, syms, "gHotSpotVMStructEntryFieldNameOffset", stride);
-            int typeString = offset(mem, syms, "gHotSpotVMStructEntryTypeStringOffset", stride);
-            int isStatic = offset(mem, syms, "gHotSpotVMStructEntryIsStaticOffset", stride);
-            int offsetOff = offset(mem, syms, "gHotSpotVMStructEntryOffsetOffset", stride);
-            int address = offset(mem, syms, "gHotSpotVMStructEntryAddressOffset", stride);
-            long base = arrayBase(mem, syms, "gHotSpotVMStructs");
-            ByteBuffer e = ByteBuffer.allocate((int) stride).order(ByteOrder.LITTLE_ENDIAN);
+            int typeName = offset(mem, syms, "gHotSpotVMStructEntryTypeNameOffset", stride, 8);
+            int fieldName = offset(mem, syms, "gHotSpotVMStructEntryFieldNameOffset", stride, 8);
+            int typeString = offset(mem, syms, "gHotSpotVMStructEntryTypeStringOffset", stride, 8);
+            int isStatic = offset(mem, syms, "gHotSpotVMStructEntryIsStaticOffset", stride, 4);
+            int offsetOff = offset(mem, syms, "gHotSpotVMStructEntryOffsetOffset", stride, 8);
+            int address = offset(mem, syms, "gHotSpotVMStructEntryAddressOffset", stride, 8);
+            Entries entries = new Entries(mem, arrayBase(mem, syms, "gHotSpotVMStructs"), stride, "gHotSpotVMStructs");
             for (int i = 0; ; i++) {
-                if (i == MAX_ENTRIES) {
-                    throw new HotSpotException("gHotSpotVMStructs: no terminating entry within " + MAX_ENTRIES);
-                }
-                e.clear();
-                mem.read(base + i * stride, e);
+                ByteBuffer e = entries.at(i);
                 long tn = e.getLong(typeName);
                 long fn = e.getLong(fieldName);
                 if (tn == 0 && fn == 0) {
@@ -82,17 +80,12 @@ final class VmStructs {
         Map<String, Type> types = new LinkedHashMap<>();
         {
             long stride = layoutValue(mem, syms, "gHotSpotVMTypeEntryArrayStride");
-            int typeName = offset(mem, syms, "gHotSpotVMTypeEntryTypeNameOffset", stride);
-            int superName = offset(mem, syms, "gHotSpotVMTypeEntrySuperclassNameOffset", stride);
-            int size = offset(mem, syms, "gHotSpotVMTypeEntrySizeOffset", stride);
-            long base = arrayBase(mem, syms, "gHotSpotVMTypes");
-            ByteBuffer e = ByteBuffer.allocate((int) stride).order(ByteOrder.LITTLE_ENDIAN);
+            int typeName = offset(mem, syms, "gHotSpotVMTypeEntryTypeNameOffset", stride, 8);
+            int superName = offset(mem, syms, "gHotSpotVMTypeEntrySuperclassNameOffset", stride, 8);
+            int size = offset(mem, syms, "gHotSpotVMTypeEntrySizeOffset", stride, 8);
+            Entries entries = new Entries(mem, arrayBase(mem, syms, "gHotSpotVMTypes"), stride, "gHotSpotVMTypes");
             for (int i = 0; ; i++) {
-                if (i == MAX_ENTRIES) {
-                    throw new HotSpotException("gHotSpotVMTypes: no terminating entry within " + MAX_ENTRIES);
-                }
-                e.clear();
-                mem.read(base + i * stride, e);
+                ByteBuffer e = entries.at(i);
                 long tn = e.getLong(typeName);
                 if (tn == 0) {
                     break;
@@ -112,18 +105,13 @@ final class VmStructs {
             throws IOException, HotSpotException {
         String prefix = "gHotSpotVM" + kind + "ConstantEntry";
         long stride = layoutValue(mem, syms, prefix + "ArrayStride");
-        int nameOff = offset(mem, syms, prefix + "NameOffset", stride);
-        int valueOff = offset(mem, syms, prefix + "ValueOffset", stride);
+        int nameOff = offset(mem, syms, prefix + "NameOffset", stride, 8);
+        int valueOff = offset(mem, syms, prefix + "ValueOffset", stride, width);
         String array = "gHotSpotVM" + kind + "Constants";
-        long base = arrayBase(mem, syms, array);
+        Entries entries = new Entries(mem, arrayBase(mem, syms, array), stride, array);
         Map<String, Long> out = new LinkedHashMap<>();
-        ByteBuffer e = ByteBuffer.allocate((int) stride).order(ByteOrder.LITTLE_ENDIAN);
         for (int i = 0; ; i++) {
-            if (i == MAX_ENTRIES) {
-                throw new HotSpotException(array + ": no terminating entry within " + MAX_ENTRIES);
-            }
-            e.clear();
-            mem.read(base + i * stride, e);
+            ByteBuffer e = entries.at(i);
             long n = e.getLong(nameOff);
             if (n == 0) {
                 break;
@@ -134,6 +122,57 @@ final class VmStructs {
         return Collections.unmodifiableMap(out);
     }
 
+    /**
+     * An array's entries, read {@link #CHUNK} bytes at a time; where a chunk reaches past mapped memory (the last one
+     * of a real array may), a page at a time. {@link #at} gives entry {@code i} (in order) as a buffer of its stride.
+     */
+    private static final class Entries {
+        private final ProcessMemory mem;
+        private final long base;
+        private final int stride;
+        private final String array;
+        private final int perChunk;
+        private final ByteBuffer chunk;
+        private int first = 0;
+        private int count = 0;
+
+        Entries(ProcessMemory mem, long base, long stride, String array) {
+            this.mem = mem;
+            this.base = base;
+            this.stride = (int) stride;
+            this.array = array;
+            this.perChunk = Math.max(1, CHUNK / this.stride);
+            this.chunk = ByteBuffer.allocate(perChunk * this.stride).order(ByteOrder.LITTLE_ENDIAN);
+        }
+
+        ByteBuffer at(int i) throws IOException, HotSpotException {
+            if (i >= MAX_ENTRIES) {
+                throw new HotSpotException(array + ": no terminating entry within " + MAX_ENTRIES);
+            }
+            if (i >= first + count) {
+                first = i;
+                int n = Math.min(perChunk, MAX_ENTRIES - i);
+                chunk.clear().limit(n * stride);
+                try {
+                    mem.read(base + (long) i * stride, chunk);
+                    count = n;
+                } catch (ProcessGoneException e) {
+                    throw e;
+                } catch (IOException e) {
+                    // Past mapped memory somewhere in the chunk: up to the end of the page this entry ends in (memory
+                    // is mapped in pages), at least the entry itself.
+                    long at = base + (long) i * stride;
+                    long pageEnd = (at + stride + 4095) & -4096L;
+                    int fit = (int) Math.max(1, Math.min(n, (pageEnd - at) / stride));
+                    chunk.clear().limit(fit * stride);
+                    mem.read(at, chunk);
+                    count = fit;
+                }
+            }
+            return chunk.slice((i - first) * stride, stride).order(ByteOrder.LITTLE_ENDIAN);
+        }
+    }
+
     private static long layoutValue(ProcessMemory mem, Symbols syms, String symbol) throws IOException, HotSpotException {
         long v = mem.readLong(syms.address(symbol));
         if (v <= 0 || v > MAX_STRIDE) {
@@ -142,10 +181,12 @@ final class VmStructs {
         return v;
     }
 
-    private static int offset(ProcessMemory mem, Symbols syms, String symbol, long stride) throws IOException, HotSpotException {
+    /** Where in an entry of {@code stride} bytes a field of {@code width} bytes is: all of it inside the entry. */
+    private static int offset(ProcessMemory mem, Symbols syms, String symbol, long stride, int width) throws IOException, HotSpotException {
         long v = mem.readLong(syms.address(symbol));
-        if (v < 0 || v + 4 > stride) {
-            throw new HotSpotException(symbol + " is " + v + ", outside the entry's " + stride + " bytes");
+        if (v < 0 || v > stride - width) {
+            throw new HotSpotException(symbol + " is " + v + ": a field of " + width + " bytes there lies outside the entry's "
+                    + stride + " bytes");
         }
         return (int) v;
     }

@@ -7,8 +7,8 @@ import java.util.concurrent.TimeUnit;
  * read {@link #RESCAN_NANOS} after a read that found a change, and twice as long after each read that found none (up
  * to {@link #MAX_RESCAN_NANOS}). A hint (a sample showed code nothing described, or a name was missed) brings the next
  * read to {@link #HINTED_RESCAN_NANOS} after the last; a hinted read that found nothing new makes hints count for
- * nothing during {@link #HINTS_IGNORED_NANOS} (frames no read can explain must not keep a process read four times a
- * second). And a read never starts sooner than {@link #COST_FACTOR} times the last one's duration after it: a big
+ * nothing during {@link #HINTS_IGNORED_NANOS}, and the back-off goes on from where the hint interrupted it (frames no
+ * read can explain must not keep a process read four times a second, nor every few seconds). And a read never starts sooner than {@link #COST_FACTOR} times the last one's duration after it: a big
  * process's read takes tens of milliseconds, so reads take at most about 1 % of a core a process.
  *
  * <p>Not thread-safe: its owner synchronizes.
@@ -24,6 +24,8 @@ public final class RescanSchedule {
     private long last;
     private long lastCost;
     private long after = RESCAN_NANOS;
+    /** {@link #after} before a hint brought it in: what a hinted read that finds nothing backs off from. */
+    private long unhinted = RESCAN_NANOS;
     private boolean hinted;
     private long hintsIgnoredFrom = Long.MIN_VALUE / 2;
 
@@ -35,6 +37,9 @@ public final class RescanSchedule {
     /** A sample or a lookup showed code the last read did not: read again soon (unless hints are being ignored). */
     public void hint(long now) {
         if (now - hintsIgnoredFrom >= HINTS_IGNORED_NANOS) {
+            if (!hinted) {
+                unhinted = after;
+            }
             after = Math.min(after, HINTED_RESCAN_NANOS);
             hinted = true;
         }
@@ -48,7 +53,9 @@ public final class RescanSchedule {
         if (changed) {
             after = RESCAN_NANOS;
         } else {
-            after = Math.min(MAX_RESCAN_NANOS, Math.max(RESCAN_NANOS, after * 2));
+            // A hinted read that found nothing goes on from the back-off it interrupted, not from the hint's 250 ms:
+            // else a process whose samples keep showing code no read explains is read every 1, 2, 4, 8 s, each 10 s.
+            after = Math.min(MAX_RESCAN_NANOS, Math.max(RESCAN_NANOS, (hinted ? unhinted : after) * 2));
             if (hinted) {
                 hintsIgnoredFrom = start;
             }
