@@ -164,6 +164,9 @@ public final class DebugHttpServer implements AutoCloseable {
         }
         server.setHandler(new Endpoints(agent, registry, refusals, byConnector, access, nanoTime));
         try {
+            if (tcp != null) {
+                openTcp(tcp, settings.address().get());
+            }
             server.start();
             if (unix != null) {
                 UnixSocketFile.restrict(settings.socket().get());
@@ -178,13 +181,22 @@ public final class DebugHttpServer implements AutoCloseable {
         return s;
     }
 
-    private static String startError(HttpSettings settings, Exception e) {
-        String why = e.getMessage() == null ? e.toString() : e.getMessage();
-        if (settings.address().isPresent() && (e instanceof java.net.BindException || why.contains(":" + settings.address().get().getPort()))) {
-            InetSocketAddress a = settings.address().get();
-            return "cannot serve HTTP on " + a.getHostString() + ":" + a.getPort() + ": " + why + " (set http.address or --http off)";
+    /** Binds the TCP port before the rest starts, so that a port in use is said as such. */
+    private static void openTcp(ServerConnector tcp, InetSocketAddress a) throws IOException {
+        try {
+            tcp.open();
+        } catch (IOException e) {
+            throw new IOException("cannot serve HTTP on " + hostPort(a) + ": " + e.getMessage() + " (set http.address or --http off)", e);
         }
-        return "cannot serve HTTP" + settings.socket().map(p -> " on " + p).orElse("") + ": " + why;
+    }
+
+    private static String startError(HttpSettings settings, Exception e) {
+        if (e instanceof IOException io && io.getMessage() != null && io.getMessage().startsWith("cannot serve HTTP on ")) {
+            return io.getMessage();
+        }
+        String why = e.getMessage() == null ? e.toString() : e.getMessage();
+        return "cannot serve HTTP" + settings.socket().map(p -> " on " + p + ": " + why + " (set http.socket or --http-socket off)")
+                .orElse(": " + why);
     }
 
     /** Once at start: what a user should know about who can read profiles. */

@@ -175,6 +175,48 @@ class DebugHttpServerTest {
         assertEquals(java.util.logging.Level.WARNING, Logger.getLogger("org.eclipse.jetty").getLevel());
     }
 
+    @Test
+    void closeCutsOffACaptureInProgress() throws Exception {
+        start(30_000);
+        latency.hold = new CountDownLatch(1); // never released: only close() ends this capture
+        CompletableFuture<HttpResponse<byte[]>> held = http.sendAsync(HttpRequest.newBuilder(
+                URI.create(base + "/debug/pprof/latency?seconds=600")).build(), HttpResponse.BodyHandlers.ofByteArray());
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        while (latency.captures.get() == 0 && System.nanoTime() < deadline) {
+            Thread.sleep(10);
+        }
+        assertEquals(1, latency.captures.get(), "the capture began");
+        long t0 = System.nanoTime();
+        server.close();
+        server = null;
+        long closeMillis = (System.nanoTime() - t0) / 1_000_000;
+        assertTrue(closeMillis < 10_000, "close took " + closeMillis + " ms with a 600 s capture in progress");
+        // The client hears at once: the interrupted capture's 503, or its connection closed (the JDK client then
+        // retries the GET once, and finds the port closed).
+        String outcome;
+        try {
+            HttpResponse<byte[]> r = held.get(10, TimeUnit.SECONDS);
+            outcome = r.statusCode() + " " + new String(r.body(), java.nio.charset.StandardCharsets.UTF_8);
+        } catch (java.util.concurrent.ExecutionException e) {
+            outcome = e.getCause() instanceof java.io.IOException ? "cut" : "unexpected: " + e.getCause();
+        }
+        assertTrue(outcome.equals("503 interrupted\n") || outcome.equals("cut"), outcome);
+    }
+
+    @Test
+    void aPortInUseIsSaidWithTheOptionToChange() throws Exception {
+        agent = Fixture.agent(latency);
+        try (java.net.ServerSocket taken = new java.net.ServerSocket(0, 1, java.net.InetAddress.getByName("127.0.0.1"))) {
+            int port = taken.getLocalPort();
+            java.io.IOException e = org.junit.jupiter.api.Assertions.assertThrows(java.io.IOException.class,
+                    () -> DebugHttpServer.start(new HttpSettings(java.util.Optional.of(new java.net.InetSocketAddress("127.0.0.1", port)),
+                            HttpSettings.Profiles.OFF, java.util.Optional.empty(), java.util.Optional.empty(),
+                            java.util.Optional.empty(), java.util.Optional.empty()), agent, new PrometheusRegistry()));
+            assertEquals("cannot serve HTTP on 127.0.0.1:" + port + ": Failed to bind to /127.0.0.1:" + port
+                    + " (set http.address or --http off)", e.getMessage());
+        }
+    }
+
     private HttpResponse<byte[]> get(String path) throws Exception {
         return http.send(HttpRequest.newBuilder(URI.create(base + path)).build(), HttpResponse.BodyHandlers.ofByteArray());
     }
