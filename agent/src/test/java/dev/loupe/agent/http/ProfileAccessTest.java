@@ -16,7 +16,11 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.net.InetSocketAddress;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
 
 import static dev.loupe.agent.http.DebugHttpServerTest.assertText;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -129,6 +133,76 @@ class ProfileAccessTest {
                 () -> DebugHttpServer.start(Fixture.tcp(HttpSettings.Profiles.ON, token), agent, registry));
         assertEquals("http.bearer-token-file: " + token + " is readable by every user (mode 0644): chmod o-rwx " + token,
                 e.getMessage());
+    }
+
+    @Test
+    void aTokenInClearOffLoopbackIsWarnedOfOnce() throws Exception {
+        Path token = Files.writeString(dir.resolve("token"), "t");
+        Files.setPosixFilePermissions(token, PosixFilePermissions.fromString("rw-------"));
+        List<String> warnings = new ArrayList<>();
+        java.util.logging.Handler capture = new java.util.logging.Handler() {
+            @Override
+            public void publish(java.util.logging.LogRecord r) {
+                if (r.getLevel() == java.util.logging.Level.WARNING) {
+                    warnings.add(r.getMessage());
+                }
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        java.util.logging.Logger log = java.util.logging.Logger.getLogger(DebugHttpServer.class.getName());
+        log.addHandler(capture);
+        try {
+            agent = Fixture.agent(latency);
+            // Every interface: what a remote Prometheus and pprof user would be given; requests still go to 127.0.0.1.
+            server = DebugHttpServer.start(new HttpSettings(Optional.of(new InetSocketAddress("0.0.0.0", 0)),
+                    HttpSettings.Profiles.ON, Optional.of(token), Optional.empty(), Optional.empty(), Optional.empty()),
+                    agent, registry);
+            int port = server.address().orElseThrow().getPort();
+            base = "http://127.0.0.1:" + port;
+            assertEquals(200, get("/debug/pprof/latency?seconds=1", "Bearer t").statusCode());
+            assertEquals(List.of("the bearer token travels in clear text to http://0.0.0.0:" + port + "/debug/pprof/ "
+                    + "(http.profiles: on on a non-loopback address without http.tls-cert-file): anyone on the network "
+                    + "path can read it"), warnings);
+        } finally {
+            log.removeHandler(capture);
+        }
+    }
+
+    @Test
+    void noWarningOnLoopback() throws Exception {
+        Path token = Files.writeString(dir.resolve("token"), "t");
+        Files.setPosixFilePermissions(token, PosixFilePermissions.fromString("rw-------"));
+        List<java.util.logging.LogRecord> records = new ArrayList<>();
+        java.util.logging.Handler capture = new java.util.logging.Handler() {
+            @Override
+            public void publish(java.util.logging.LogRecord r) {
+                records.add(r);
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        java.util.logging.Logger log = java.util.logging.Logger.getLogger(DebugHttpServer.class.getName());
+        log.addHandler(capture);
+        try {
+            start(Fixture.tcp(HttpSettings.Profiles.ON, token));
+            assertEquals(200, get("/debug/pprof/latency?seconds=1", "Bearer t").statusCode());
+        } finally {
+            log.removeHandler(capture);
+        }
+        assertEquals(List.of(), records.stream().map(java.util.logging.LogRecord::getMessage).toList());
     }
 
     private HttpResponse<byte[]> get(String path, String authorization) throws Exception {
