@@ -31,7 +31,6 @@ import dev.loupe.unwinder.symbolize.Symbolizer;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 
 import java.io.IOException;
-import java.net.InetSocketAddress;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Arrays;
@@ -244,15 +243,13 @@ public final class Main {
     }
 
     private static DebugHttpServer serveHttp(LoupeConfig config, Agent agent, PrometheusRegistry metrics) throws StartFailure {
-        if (config.httpAddress().isEmpty()) {
+        if (config.http().address().isEmpty() && config.http().socket().isEmpty()) {
             return null;
         }
-        InetSocketAddress addr = config.httpAddress().get();
         try {
-            return DebugHttpServer.start(addr, agent, metrics);
+            return DebugHttpServer.start(config.http(), agent, metrics);
         } catch (IOException e) {
-            throw new StartFailure("cannot serve HTTP on " + addr.getHostString() + ":" + addr.getPort()
-                    + ": " + e.getMessage() + " (set http.address or --http off)");
+            throw new StartFailure(e.getMessage());
         }
     }
 
@@ -263,8 +260,9 @@ public final class Main {
                 + config.remoteStore().map(r -> "parca " + r.address() + " ").orElse("")
                 + config.kafka().map(k -> "kafka " + k.bootstrapServers() + "/" + k.topic() + " ").orElse("")
                 + "(sinks: " + agent.sinkNames() + ")"
-                + (server == null ? "" : ", http://" + server.address().getHostString() + ":" + server.address().getPort()
-                + "/debug/pprof/profile"));
+                + (server == null ? "" : server.baseUrl().map(u -> ", " + u + "/metrics (profiles: "
+                        + config.http().profiles().word() + ")").orElse("")
+                        + server.socket().map(p -> ", " + p + " (profiles, metrics)").orElse("")));
     }
 
     /** Until --duration ends (0) or the loop dies on its own (1); SIGTERM ends the JVM through the hook. */

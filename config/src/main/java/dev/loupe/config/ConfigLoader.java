@@ -45,7 +45,7 @@ public final class ConfigLoader {
     }
 
     static OptionValues defaultValues() {
-        return DEFAULTS.copy();
+        return DEFAULTS.withoutLines();
     }
 
     private static OptionValues loadDefaults() {

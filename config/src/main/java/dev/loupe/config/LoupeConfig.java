@@ -21,20 +21,23 @@ public final class LoupeConfig {
     private final Optional<KafkaSettings> kafka;
     private final List<ProbeConfig> probes;
     private final Set<Integer> pids;
+    private final HttpSettings http;
 
     private LoupeConfig(OptionValues values, Optional<Path> source, Optional<RemoteStore> remoteStore,
-                        Optional<KafkaSettings> kafka, List<ProbeConfig> probes) {
+                        Optional<KafkaSettings> kafka, List<ProbeConfig> probes, HttpSettings http) {
         this.values = values;
         this.source = source;
         this.remoteStore = remoteStore;
         this.kafka = kafka;
         this.probes = List.copyOf(probes);
         this.pids = Collections.unmodifiableSortedSet(new TreeSet<>(values.get(Options.PIDS)));
+        this.http = http;
     }
 
     /** Checks what no single option can (TLS settings that go together, ...) and builds the settings. */
     static LoupeConfig build(OptionValues v, Optional<Path> source, String sourceName) throws ConfigException {
         Optional<RemoteStore> remote = RemoteStore.from(v, sourceName);
+        HttpSettings http = HttpSettings.from(v, sourceName);
         Optional<KafkaSettings> kafka = v.get(Options.KAFKA_BOOTSTRAP_SERVERS).map(servers -> new KafkaSettings(servers,
                 v.get(Options.KAFKA_TOPIC), v.get(Options.KAFKA_PRODUCER), v.get(Options.KAFKA_TRANSACTIONAL)));
         List<ProbeConfig> probes = v.get(Options.PROBES);
@@ -43,7 +46,7 @@ public final class LoupeConfig {
             boolean on = stacks.get();
             probes = probes.stream().map(p -> new ProbeConfig(p.binary(), p.pid(), p.functions(), on)).toList();
         }
-        return new LoupeConfig(v.copy(), source, remote, kafka, probes);
+        return new LoupeConfig(v.copy(), source, remote, kafka, probes, http);
     }
 
     /**
@@ -107,6 +110,11 @@ public final class LoupeConfig {
     /** Local HTTP endpoint; empty = off. */
     public Optional<InetSocketAddress> httpAddress() {
         return get(Options.HTTP);
+    }
+
+    /** The HTTP listeners and who may read profiles on them. */
+    public HttpSettings http() {
+        return http;
     }
 
     /** How long to run; empty = until SIGTERM (command line only). */

@@ -35,6 +35,11 @@ final class OptionValues {
         lines.put(keyOrSection, line);
     }
 
+    /** A copy with no lines: the defaults' lines are in the embedded default.yaml, never in the user's file. */
+    OptionValues withoutLines() {
+        return new OptionValues(new HashMap<>(values), new HashMap<>());
+    }
+
     /** A copy for the next layer; lines of the layer below stay (a flag does not move a file's error). */
     OptionValues copy() {
         return new OptionValues(new HashMap<>(values), new HashMap<>(lines));

@@ -55,7 +55,35 @@ public final class Options {
     /** Empty: no HTTP endpoint ({@code off}). */
     public static final Option<Optional<InetSocketAddress>> HTTP = Option.value("http.address", "--http", "HOST:PORT|off",
                     t -> Optional.ofNullable(Values.httpAddress(t)))
-            .byDefault("127.0.0.1:7071").help("local endpoint (/debug/pprof/profile, /healthz, /metrics); off disables it");
+            .byDefault("127.0.0.1:7071").help("TCP endpoint: /metrics and /healthz always, /debug/pprof/* as http.profiles says; "
+                    + "off disables it");
+
+    public static final Option<HttpSettings.Profiles> HTTP_PROFILES = Option.value("http.profiles", "--http-profiles",
+                    "off|on|unauthenticated", HttpSettings.Profiles::parse)
+            .byDefault("off").help("profiles (/debug/pprof/*: every process's stacks) over TCP: off: 403, use http.socket; "
+                    + "on: to requests with the bearer token of http.bearer-token-file; unauthenticated: to every local "
+                    + "user, loopback addresses only (./loupe run's default)");
+
+    public static final Option<Optional<Path>> HTTP_BEARER_TOKEN_FILE = Option.value("http.bearer-token-file",
+                    "--http-bearer-token-file", "FILE", Options::optionalPath)
+            .byDefault("\"\"").help("with http.profiles: on, requests need 'Authorization: Bearer <token read from FILE>'; "
+                    + "FILE must not be open to other users (chmod o-rwx); re-read when it changes");
+
+    public static final Option<Optional<Path>> HTTP_TLS_CERT_FILE = Option.value("http.tls-cert-file", "--http-tls-cert-file",
+                    "FILE", Options::optionalPath)
+            .byDefault("\"\"").help("PEM certificate chain (server first); with http.tls-key-file the TCP endpoint speaks "
+                    + "only TLS; both re-read when they change");
+
+    public static final Option<Optional<Path>> HTTP_TLS_KEY_FILE = Option.value("http.tls-key-file", "--http-tls-key-file",
+                    "FILE", Options::optionalPath)
+            .byDefault("\"\"").help("PEM PKCS#8 private key (BEGIN PRIVATE KEY) of http.tls-cert-file");
+
+    /** Empty: no socket ({@code off}). */
+    public static final Option<Optional<Path>> HTTP_SOCKET = Option.value("http.socket", "--http-socket", "PATH|off",
+                    Values::unixSocket)
+            .byDefault("off").help("Unix domain socket serving everything (profiles too) without a token: who may "
+                    + "connect is who may write it (mode 0660, the agent's or the setgid directory's group); "
+                    + "the directory must exist");
 
     public static final Option<Boolean> UNWIND_TABLES = Option.value("unwind.tables", "--unwind-tables", "on|off", Values::onOff)
             .byDefault("on").help("walk user stacks with eh_frame tables; off: frame pointers only");
@@ -229,7 +257,8 @@ public final class Options {
                     + "json: a JSON array, one object per function");
 
     /** Every option, in the order of help and documentation. */
-    public static final List<Option<?>> ALL = List.of(CONFIG, FREQUENCY, INTERVAL, DURATION, OUTPUT, PIDS, HTTP,
+    public static final List<Option<?>> ALL = List.of(CONFIG, FREQUENCY, INTERVAL, DURATION, OUTPUT, PIDS, HTTP, HTTP_PROFILES,
+            HTTP_BEARER_TOKEN_FILE, HTTP_TLS_CERT_FILE, HTTP_TLS_KEY_FILE, HTTP_SOCKET,
             OUTPUT_RETENTION, OUTPUT_MAX_BYTES, STATE_DIR, LOG_LEVEL, UNWIND_TABLES, UNWIND_TABLE_BUDGET, JVM_SYMBOLS, JVM_CODE_CACHE,
             REMOTE_STORE_ADDRESS, REMOTE_STORE_INSECURE, REMOTE_STORE_INSECURE_SKIP_VERIFY,
             REMOTE_STORE_BEARER_TOKEN_FILE, REMOTE_STORE_CA_FILE, REMOTE_STORE_CERT_FILE, REMOTE_STORE_KEY_FILE,
@@ -244,7 +273,7 @@ public final class Options {
 
     private static Map<String, String> sections() {
         Map<String, String> m = new LinkedHashMap<>();
-        m.put("http", "The local HTTP endpoint.");
+        m.put("http", "The local HTTP endpoints (docs/profiles.md: who may read profiles).");
         m.put("unwind", "User stacks without frame pointers.");
         m.put("remote-store", "Parca (gRPC WriteRaw); flags --remote-store-*. Shipping is off unless an address is set; "
                 + "what a remote sink has not confirmed is spooled on disk first, so outages and restarts lose nothing.");

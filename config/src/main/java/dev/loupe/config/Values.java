@@ -1,6 +1,7 @@
 package dev.loupe.config;
 
 import java.net.InetSocketAddress;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -80,6 +81,26 @@ final class Values {
     }
 
     /** {@code host:port}, {@code [v6]:port}, or null for {@code off}. Never resolves names. */
+    /** Longest Unix domain socket path Linux binds (sun_path is 108 bytes with its terminating NUL). */
+    static final int MAX_SOCKET_PATH_BYTES = 107;
+
+    /** {@code off} or a path a Unix domain socket can bind. */
+    static java.util.Optional<Path> unixSocket(String text) {
+        String t = text.trim();
+        if (t.isEmpty()) {
+            throw new IllegalArgumentException("must be a path or off");
+        }
+        if (t.equals("off")) {
+            return java.util.Optional.empty();
+        }
+        int bytes = t.getBytes(java.nio.charset.StandardCharsets.UTF_8).length;
+        if (bytes > MAX_SOCKET_PATH_BYTES) {
+            throw new IllegalArgumentException("a Unix socket path has at most " + MAX_SOCKET_PATH_BYTES + " bytes, got "
+                    + bytes + ": " + t);
+        }
+        return java.util.Optional.of(Path.of(t));
+    }
+
     static InetSocketAddress httpAddress(String text) {
         String t = text.trim();
         if (t.equals("off")) {

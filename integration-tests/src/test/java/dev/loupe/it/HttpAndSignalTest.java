@@ -32,8 +32,14 @@ class HttpAndSignalTest {
         String base = "http://127.0.0.1:" + port;
         HttpClient http = HttpClient.newHttpClient();
         try (AgentProcess agent = AgentProcess.start(dir, "--pid", Long.toString(target.pid()), "--frequency", "99",
-                "--interval", "120s", "--output", out.toString(), "--http", "127.0.0.1:" + port)) {
+                "--interval", "120s", "--output", out.toString(), "--http", "127.0.0.1:" + port,
+                "--http-profiles", "unauthenticated")) {
             agent.awaitSampling(Duration.ofSeconds(30));
+            // ./loupe run's convenience, said once at start: every local user may read these profiles.
+            String warning = "WARNING dev.loupe.agent.http.DebugHttpServer: profiles on " + base + "/debug/pprof/ are served to "
+                    + "every local user without a token (http.profiles: unauthenticated); the service serves them on its "
+                    + "Unix socket (http.socket) only\n";
+            assertEquals(1, agent.log().split(java.util.regex.Pattern.quote(warning), -1).length - 1, agent.log());
 
             HttpResponse<String> health = http.send(HttpRequest.newBuilder(URI.create(base + "/healthz")).build(),
                     HttpResponse.BodyHandlers.ofString());

@@ -116,7 +116,7 @@ class LatencyProbeEndToEndTest {
         String metrics;
         String log;
         try (AgentProcess agent = AgentProcess.start(work, "--pid", Long.toString(ProcessHandle.current().pid()),
-                "--interval", "1s", "--output", out.toString(), "--http", "127.0.0.1:" + port,
+                "--interval", "1s", "--output", out.toString(), "--http", "127.0.0.1:" + port, "--http-profiles", "unauthenticated",
                 "--probe", goNormal + ":main.work", "--probe", goPie + ":main.work", "--probe", goStrippedPie + ":main.work",
                 "--probe", cTarget + ":work", "--probe", goNormal + ":nomatch.*")) {
             agent.awaitSampling(Duration.ofSeconds(120));

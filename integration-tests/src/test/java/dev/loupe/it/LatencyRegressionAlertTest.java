@@ -318,7 +318,7 @@ class LatencyRegressionAlertTest {
 
     static AgentProcess startAgent(String instance, Path state, Path... services) throws Exception {
         List<String> args = new ArrayList<>(List.of("--pid", Long.toString(ProcessHandle.current().pid()), "--interval", "1s",
-                "--output", "off", "--http", instance, "--state-dir", state.toString(),
+                "--output", "off", "--http", instance, "--http-profiles", "unauthenticated", "--state-dir", state.toString(),
                 "--latency-regression-window", WINDOW.toSeconds() + "s", "--latency-regression-warmup", WARMUP.toSeconds() + "s"));
         for (Path s : services) {
             args.addAll(List.of("--probe", s + ":" + FUNCTION));

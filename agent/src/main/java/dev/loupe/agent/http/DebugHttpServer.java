@@ -1,213 +1,259 @@
 package dev.loupe.agent.http;
 
-import com.sun.net.httpserver.HttpExchange;
-import com.sun.net.httpserver.HttpServer;
 import dev.loupe.agent.sampling.Agent;
-import dev.loupe.agent.sampling.SideProfileSource;
-import dev.loupe.bpf.SamplerStats;
-import dev.loupe.pprof.PprofFiles;
-import dev.loupe.pprof.proto.Profile;
+import dev.loupe.config.HttpSettings;
 import io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import org.eclipse.jetty.server.ConnectionFactory;
+import org.eclipse.jetty.server.HttpConfiguration;
+import org.eclipse.jetty.server.HttpConnectionFactory;
+import org.eclipse.jetty.server.Server;
+import org.eclipse.jetty.server.ServerConnector;
+import org.eclipse.jetty.server.SslConnectionFactory;
+import org.eclipse.jetty.server.handler.ErrorHandler;
+import org.eclipse.jetty.unixdomain.server.UnixDomainServerConnector;
+import org.eclipse.jetty.util.ssl.SslContextFactory;
+import org.eclipse.jetty.util.thread.QueuedThreadPool;
 
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.OutputStream;
 import java.net.InetSocketAddress;
-import java.net.URI;
-import java.net.URLDecoder;
-import java.nio.charset.StandardCharsets;
-import java.time.Duration;
+import java.nio.file.Path;
+import java.util.EnumMap;
+import java.util.EnumSet;
+import java.util.HashMap;
+import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Semaphore;
+import java.util.Set;
+import java.util.function.LongSupplier;
+import java.util.logging.Level;
+import java.util.logging.Logger;
 
 /**
- * Local HTTP endpoint (127.0.0.1 by default):
+ * The local HTTP endpoint, on Jetty (core handlers, no servlets), with up to two listeners:
  * <ul>
- *   <li>{@code /debug/pprof/profile?seconds=N}: a CPU profile of the next N seconds (default 30), the
- *       convention {@code go tool pprof URL} understands;</li>
- *   <li>{@code /healthz}: 200 while the sampling loop is polling, 503 otherwise;</li>
- *   <li>{@code /debug/pprof/latency?baseline=previous_build|trailing} and {@code ?window=current}: the latency
- *       profiles the regression baselines keep ({@link SideProfileSource#stored}), 404 while there is none.</li>
- *   <li>{@code /debug/pprof/latency?seconds=N} (with probes; any {@link SideProfileSource}): that profile
- *       over the next N seconds;</li>
- *   <li>{@code /metrics}: sampler and agent counters in Prometheus text format, and the side sources'
- *       metrics (function latency histograms).</li>
+ *   <li>TCP ({@code http.address}, optionally TLS only): {@code /metrics} and {@code /healthz} for anyone (Prometheus
+ *       scrapes them); {@code /debug/pprof/*} as {@code http.profiles} says: refused (403), to bearer-token holders,
+ *       or to everyone on a loopback address;</li>
+ *   <li>a Unix domain socket ({@code http.socket}, mode 0660): everything, with no token: the socket file's owner
+ *       and group decide who connects.</li>
  * </ul>
+ * The endpoints ({@link Endpoints}): {@code /debug/pprof/profile?seconds=N} (a CPU profile of the next N seconds, as
+ * {@code go tool pprof URL} expects), {@code /debug/pprof/<side profile type>} (latency: {@code ?seconds=N},
+ * {@code ?baseline=previous_build|trailing}, {@code ?window=current}), {@code /healthz}, {@code /metrics}. Refusals
+ * are counted in {@code loupe_http_requests_refused_total} ({@link Refusals}); the token file ({@link BearerToken})
+ * and the TLS files ({@link ReloadingTls}) are re-read when they change.
  */
 public final class DebugHttpServer implements AutoCloseable {
-    static final int MAX_SECONDS = 600;
-    private static final int MAX_CONCURRENT_PROFILES = 4;
-    private final HttpServer server;
-    private final ExecutorService executor;
-    private final Agent agent;
-    private final PrometheusRegistry registry;
-    private static final PrometheusTextFormatWriter METRICS_FORMAT = PrometheusTextFormatWriter.create();
-    private final Semaphore profileSlots = new Semaphore(MAX_CONCURRENT_PROFILES);
+    static final PrometheusTextFormatWriter METRICS_FORMAT = PrometheusTextFormatWriter.create();
+    static final String TCP = "tcp";
+    static final String UNIX = "unix";
+    /** Jetty's threads: an acceptor and a selector per listener, four captures, and the rest for quick requests. */
+    private static final int MAX_THREADS = 16;
+    private static final System.Logger LOG = System.getLogger(DebugHttpServer.class.getName());
+    /** A strong reference: java.util.logging keeps loggers weakly, and a collected logger forgets its level. */
+    private static final Logger JETTY_LOG = Logger.getLogger("org.eclipse.jetty");
 
-    private DebugHttpServer(HttpServer server, ExecutorService executor, Agent agent, PrometheusRegistry registry) {
+    private final Server server;
+    private final ServerConnector tcp;
+    private final UnixDomainServerConnector unix;
+    private final Refusals refusals;
+    private final ReloadingTls tls;
+
+    private DebugHttpServer(Server server, ServerConnector tcp, UnixDomainServerConnector unix, Refusals refusals, ReloadingTls tls) {
         this.server = server;
-        this.executor = executor;
-        this.agent = agent;
-        this.registry = registry;
-    }
-
-    /** Serves {@code agent}'s profiles and health, and {@code registry}'s metrics (the components registered them). */
-    public static DebugHttpServer start(InetSocketAddress address, Agent agent, PrometheusRegistry registry) throws IOException {
-        HttpServer server = HttpServer.create(address, 16);
-        ExecutorService executor = Executors.newFixedThreadPool(MAX_CONCURRENT_PROFILES + 2, r -> {
-            Thread t = new Thread(r, "loupe-http");
-            t.setDaemon(true);
-            return t;
-        });
-        server.setExecutor(executor);
-        DebugHttpServer s = new DebugHttpServer(server, executor, agent, registry);
-        server.createContext("/debug/pprof/profile", ex -> s.serveProfile(ex, "profile", agent::capture, null));
-        for (SideProfileSource side : agent.sideProfiles()) {
-            server.createContext("/debug/pprof/" + side.profileType(),
-                    ex -> s.serveProfile(ex, side.profileType(), side::capture, side::stored));
-        }
-        server.createContext("/healthz", s::health);
-        server.createContext("/metrics", s::metrics);
-        server.createContext("/", ex -> respond(ex, 404, "text/plain", "not found; try /debug/pprof/profile, /healthz, /metrics\n"));
-        server.start();
-        return s;
-    }
-
-    public InetSocketAddress address() {
-        return server.getAddress();
-    }
-
-    /** A profile of the next {@code duration}: the agent's CPU profile, a side source's. */
-    @FunctionalInterface
-    private interface Capture {
-        Profile capture(Duration duration) throws InterruptedException;
-    }
-
-    /** A profile a source keeps, named by a query parameter ({@link SideProfileSource#stored}). */
-    @FunctionalInterface
-    private interface Stored {
-        Optional<Profile> stored(String parameter, String value);
+        this.tcp = tcp;
+        this.unix = unix;
+        this.refusals = refusals;
+        this.tls = tls;
     }
 
     /**
-     * One profile request, served as the file {@code NAME.pb.gz}: GET only; {@code baseline=} or {@code window=} asks
-     * {@code stored} (when the endpoint has one) for a profile it keeps; otherwise {@code seconds=N} (default 30) of
-     * {@code capture}, at most {@value #MAX_CONCURRENT_PROFILES} captures at a time.
+     * Serves {@code agent}'s profiles and health, and {@code registry}'s metrics (the components registered them;
+     * the refusal counters are added to it), on the listeners {@code settings} names. Throws with a message for the
+     * user when a file (token, certificate, socket path) or an address is not usable; nothing is left open then.
      */
-    private void serveProfile(HttpExchange ex, String name, Capture capture, Stored stored) throws IOException {
-        try (ex) {
-            if (!"GET".equals(ex.getRequestMethod())) {
-                respond(ex, 405, "text/plain", "use GET\n");
-                return;
-            }
-            Optional<String[]> storedName = stored == null ? Optional.empty() : storedName(ex.getRequestURI());
-            if (storedName.isPresent()) {
-                String[] kv = storedName.get();
-                Optional<Profile> kept;
+    public static DebugHttpServer start(HttpSettings settings, Agent agent, PrometheusRegistry registry) throws IOException {
+        return start(settings, agent, registry, System::nanoTime, 30_000);
+    }
+
+    /** With the clock of the once-a-second file checks, and the connections' idle timeout. */
+    static DebugHttpServer start(HttpSettings settings, Agent agent, PrometheusRegistry registry, LongSupplier nanoTime,
+                                 long idleTimeoutMillis) throws IOException {
+        quietJetty();
+        Refusals refusals = new Refusals(nanoTime);
+        Map<Refusals.Listener, ProfileAccess> access = new EnumMap<>(Refusals.Listener.class);
+        Set<Refusals.WatchedFile> watched = EnumSet.noneOf(Refusals.WatchedFile.class);
+        ReloadingTls tls = null;
+        if (settings.address().isPresent()) {
+            access.put(Refusals.Listener.TCP, switch (settings.profiles()) {
+                case OFF -> new ProfileAccess.Off();
+                case UNAUTHENTICATED -> new ProfileAccess.Open();
+                case ON -> {
+                    Path file = settings.bearerTokenFile().orElseThrow();
+                    watched.add(Refusals.WatchedFile.BEARER_TOKEN);
+                    try {
+                        yield new ProfileAccess.Token(BearerToken.open(file, nanoTime,
+                                () -> refusals.reloadFailed(Refusals.WatchedFile.BEARER_TOKEN)));
+                    } catch (IOException e) {
+                        throw new IOException("http.bearer-token-file: " + e.getMessage(), e);
+                    }
+                }
+            });
+            if (settings.tls()) {
+                watched.add(Refusals.WatchedFile.TLS);
                 try {
-                    kept = stored.stored(kv[0], kv[1]);
-                } catch (IllegalArgumentException e) {
-                    respond(ex, 400, "text/plain", e.getMessage() + "\n");
-                    return;
+                    tls = ReloadingTls.open(settings.tlsCertFile().orElseThrow(), settings.tlsKeyFile().orElseThrow(),
+                            nanoTime, () -> refusals.reloadFailed(Refusals.WatchedFile.TLS));
+                } catch (IOException e) {
+                    throw new IOException("http.tls-cert-file/http.tls-key-file: " + e.getMessage(), e);
                 }
-                if (kept.isEmpty()) {
-                    respond(ex, 404, "text/plain", "no " + kv[0] + "=" + kv[1] + " " + name + " profile yet\n");
-                    return;
-                }
-                respondProfile(ex, name + "-" + kv[1].replaceAll("[^A-Za-z0-9_]", "_"), kept.get());
-                return;
             }
-            int seconds;
+        }
+        if (settings.socket().isPresent()) {
+            access.put(Refusals.Listener.UNIX, new ProfileAccess.Open());
             try {
-                seconds = parseSeconds(ex.getRequestURI());
-            } catch (IllegalArgumentException e) {
-                respond(ex, 400, "text/plain", e.getMessage() + "\n");
-                return;
+                UnixSocketFile.prepare(settings.socket().get());
+            } catch (IOException e) {
+                throw new IOException("http.socket " + settings.socket().get() + ": " + e.getMessage(), e);
             }
-            if (!profileSlots.tryAcquire()) {
-                respond(ex, 429, "text/plain", "too many profiles in progress (max " + MAX_CONCURRENT_PROFILES + ")\n");
-                return;
+        }
+
+        QueuedThreadPool threads = new QueuedThreadPool(MAX_THREADS, 2);
+        threads.setName("loupe-http");
+        threads.setDaemon(true);
+        threads.setReservedThreads(0);
+        Server server = new Server(threads);
+        server.setStopTimeout(0);
+        ErrorHandler errors = new ErrorHandler();
+        errors.setShowStacks(false);
+        errors.setShowCauses(false);
+        server.setErrorHandler(errors);
+        HttpConfiguration http = new HttpConfiguration();
+        http.setSendServerVersion(false);
+        http.setSendXPoweredBy(false);
+
+        Map<String, Refusals.Listener> byConnector = new HashMap<>();
+        ServerConnector tcp = null;
+        if (settings.address().isPresent()) {
+            ConnectionFactory[] factories;
+            if (tls != null) {
+                SslContextFactory.Server ssl = new SslContextFactory.Server();
+                ssl.setSslContext(tls.sslContext());
+                factories = new ConnectionFactory[] {new SslConnectionFactory(ssl, "http/1.1"), new HttpConnectionFactory(http)};
+            } else {
+                factories = new ConnectionFactory[] {new HttpConnectionFactory(http)};
             }
-            Profile p;
-            try {
-                p = capture.capture(Duration.ofSeconds(seconds));
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                respond(ex, 503, "text/plain", "interrupted\n");
-                return;
-            } finally {
-                profileSlots.release();
+            tcp = new ServerConnector(server, 1, 1, factories);
+            InetSocketAddress a = settings.address().get();
+            tcp.setHost(a.getHostString());
+            tcp.setPort(a.getPort());
+            tcp.setName(TCP);
+            tcp.setIdleTimeout(idleTimeoutMillis);
+            server.addConnector(tcp);
+            byConnector.put(TCP, Refusals.Listener.TCP);
+        }
+        UnixDomainServerConnector unix = null;
+        if (settings.socket().isPresent()) {
+            unix = new UnixDomainServerConnector(server, 1, 1, new HttpConnectionFactory(http));
+            unix.setUnixDomainPath(settings.socket().get());
+            unix.setName(UNIX);
+            unix.setIdleTimeout(idleTimeoutMillis);
+            server.addConnector(unix);
+            byConnector.put(UNIX, Refusals.Listener.UNIX);
+        }
+        server.setHandler(new Endpoints(agent, registry, refusals, byConnector, access, nanoTime));
+        try {
+            if (tcp != null) {
+                openTcp(tcp, settings.address().get());
             }
-            respondProfile(ex, name, p);
+            server.start();
+            if (unix != null) {
+                UnixSocketFile.restrict(settings.socket().get());
+            }
+        } catch (Exception e) {
+            stopQuietly(server);
+            throw new IOException(startError(settings, e), e);
+        }
+        refusals.register(registry, access.keySet(), watched);
+        DebugHttpServer s = new DebugHttpServer(server, tcp, unix, refusals, tls);
+        s.warnings(settings);
+        return s;
+    }
+
+    /** Binds the TCP port before the rest starts, so that a port in use is said as such. */
+    private static void openTcp(ServerConnector tcp, InetSocketAddress a) throws IOException {
+        try {
+            tcp.open();
+        } catch (IOException e) {
+            throw new IOException("cannot serve HTTP on " + hostPort(a) + ": " + e.getMessage() + " (set http.address or --http off)", e);
         }
     }
 
-    /** 200 with {@code p} gzipped, as the download {@code fileName.pb.gz}. */
-    private static void respondProfile(HttpExchange ex, String fileName, Profile p) throws IOException {
-        ex.getResponseHeaders().add("Content-Disposition", "attachment; filename=\"" + fileName + ".pb.gz\"");
-        ex.getResponseHeaders().add("X-Content-Type-Options", "nosniff");
-        respond(ex, 200, "application/octet-stream", PprofFiles.gzip(p));
+    private static String startError(HttpSettings settings, Exception e) {
+        if (e instanceof IOException io && io.getMessage() != null && io.getMessage().startsWith("cannot serve HTTP on ")) {
+            return io.getMessage();
+        }
+        String why = e.getMessage() == null ? e.toString() : e.getMessage();
+        return "cannot serve HTTP" + settings.socket().map(p -> " on " + p + ": " + why + " (set http.socket or --http-socket off)")
+                .orElse(": " + why);
     }
 
-    /** {@code baseline=NAME} or {@code window=NAME}: a profile the source keeps (the first such parameter). */
-    static Optional<String[]> storedName(URI uri) {
-        String q = uri.getRawQuery();
-        if (q == null) {
+    /** Once at start: what a user should know about who can read profiles. */
+    private void warnings(HttpSettings settings) {
+        if (tcp == null) {
+            return;
+        }
+        String url = (tls != null ? "https" : "http") + "://" + hostPort(address().orElseThrow()) + "/debug/pprof/";
+        if (settings.profiles() == HttpSettings.Profiles.UNAUTHENTICATED) {
+            LOG.log(System.Logger.Level.WARNING, "profiles on " + url + " are served to every local user without a token "
+                    + "(http.profiles: unauthenticated); the service serves them on its Unix socket (http.socket) only");
+        }
+        if (settings.profiles() == HttpSettings.Profiles.ON && tls == null && !HttpSettings.loopback(settings.address().get())) {
+            LOG.log(System.Logger.Level.WARNING, "the bearer token travels in clear text to " + url + " (http.profiles: on "
+                    + "on a non-loopback address without http.tls-cert-file): anyone on the network path can read it");
+        }
+    }
+
+    static String hostPort(InetSocketAddress a) {
+        String host = a.getHostString();
+        return (host.contains(":") ? "[" + host + "]" : host) + ":" + a.getPort();
+    }
+
+    /** Jetty's start and stop lines (version banner, each connector) are noise in the agent's log; warnings stay. */
+    private static void quietJetty() {
+        synchronized (DebugHttpServer.class) {
+            if (JETTY_LOG.getLevel() == null) {
+                JETTY_LOG.setLevel(Level.WARNING);
+            }
+        }
+    }
+
+    /** The TCP listener's bound address (the real port when 0 was asked for); empty without one. */
+    public Optional<InetSocketAddress> address() {
+        if (tcp == null) {
             return Optional.empty();
         }
-        for (String kv : q.split("&")) {
-            for (String key : new String[] {"baseline", "window"}) {
-                if (kv.startsWith(key + "=")) {
-                    return Optional.of(new String[] {key,
-                            URLDecoder.decode(kv.substring(key.length() + 1), StandardCharsets.UTF_8)});
-                }
-            }
-        }
-        return Optional.empty();
+        return Optional.of(new InetSocketAddress(tcp.getHost(), tcp.getLocalPort()));
     }
 
-    /** Go's convention: {@code seconds} defaults to 30. */
-    static int parseSeconds(URI uri) {
-        String q = uri.getRawQuery();
-        if (q == null) {
-            return 30;
-        }
-        for (String kv : q.split("&")) {
-            if (kv.startsWith("seconds=")) {
-                String v = kv.substring(8);
-                int s;
-                try {
-                    s = Integer.parseInt(v);
-                } catch (NumberFormatException e) {
-                    throw new IllegalArgumentException("seconds must be a whole number, got \"" + v + "\"");
-                }
-                if (s < 1 || s > MAX_SECONDS) {
-                    throw new IllegalArgumentException("seconds must be between 1 and " + MAX_SECONDS + ", got " + s);
-                }
-                return s;
-            }
-        }
-        return 30;
+    /** Where the TCP listener is, as a URL base ({@code http://127.0.0.1:7071}, {@code https://...}); empty without one. */
+    public Optional<String> baseUrl() {
+        return address().map(a -> (tls != null ? "https" : "http") + "://" + hostPort(a));
     }
 
-    private void health(HttpExchange ex) throws IOException {
-        try (ex) {
-            Agent.Status st = agent.status();
-            SamplerStats s = st.sampler();
-            String body = "{\"status\":\"" + (st.healthy() ? "ok" : "unhealthy") + "\",\"samples\":" + s.samples()
-                    + ",\"dropped\":" + s.dropped() + ",\"profiles_written\":" + st.profilesWritten()
-                    + ",\"sink_errors\":" + st.sinkErrors() + "}\n";
-            respond(ex, st.healthy() ? 200 : 503, "application/json", body);
-        }
+    /** The Unix socket's path; empty without one. */
+    public Optional<Path> socket() {
+        return Optional.ofNullable(unix).map(UnixDomainServerConnector::getUnixDomainPath);
     }
 
-    private void metrics(HttpExchange ex) throws IOException {
-        try (ex) {
-            respond(ex, 200, METRICS_FORMAT.getContentType(), metricsText(registry));
-        }
+    Refusals refusals() {
+        return refusals;
+    }
+
+    /** The TLS key manager; null without TLS. */
+    ReloadingTls tls() {
+        return tls;
     }
 
     /** The registry's metrics in Prometheus' text format (0.0.4), as /metrics serves them. */
@@ -217,21 +263,17 @@ public final class DebugHttpServer implements AutoCloseable {
         return out.toByteArray();
     }
 
-    private static void respond(HttpExchange ex, int code, String type, String body) throws IOException {
-        respond(ex, code, type, body.getBytes(StandardCharsets.UTF_8));
-    }
-
-    private static void respond(HttpExchange ex, int code, String type, byte[] body) throws IOException {
-        ex.getResponseHeaders().set("Content-Type", type);
-        ex.sendResponseHeaders(code, body.length == 0 ? -1 : body.length);
-        try (OutputStream out = ex.getResponseBody()) {
-            out.write(body);
+    private static void stopQuietly(Server server) {
+        try {
+            server.stop();
+        } catch (Exception e) {
+            LOG.log(System.Logger.Level.DEBUG, "http: stopping after a failed start: " + e);
         }
     }
 
+    /** Stops both listeners (captures in progress are cut off) and removes the socket file. */
     @Override
     public void close() {
-        server.stop(0);
-        executor.shutdownNow();
+        stopQuietly(server);
     }
 }

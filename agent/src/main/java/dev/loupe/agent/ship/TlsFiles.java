@@ -1,6 +1,6 @@
 package dev.loupe.agent.ship;
 
-import okhttp3.tls.Certificates;
+import dev.loupe.agent.tls.PemFiles;
 import okhttp3.tls.HandshakeCertificates;
 import okhttp3.tls.HeldCertificate;
 
@@ -14,15 +14,9 @@ import javax.net.ssl.X509TrustManager;
 import java.io.IOException;
 import java.net.Socket;
 import java.security.GeneralSecurityException;
-import java.io.InputStream;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.security.cert.Certificate;
 import java.security.cert.CertificateException;
-import java.security.cert.CertificateFactory;
 import java.security.cert.X509Certificate;
-import java.util.ArrayList;
 import java.util.List;
 
 /** The TLS side of the Parca client from PEM files: trusted CAs, and the client certificate for mTLS. */
@@ -93,18 +87,8 @@ final class TlsFiles {
             b.addPlatformTrustedCertificates();
         }
         if (config.certFile().isPresent()) {
-            Path certFile = config.certFile().get();
-            Path keyFile = config.keyFile().orElseThrow();
-            List<X509Certificate> chain = certificates(certFile);
-            String keyPem = Files.readString(keyFile, StandardCharsets.US_ASCII);
-            HeldCertificate held;
-            try {
-                held = HeldCertificate.decode(Certificates.certificatePem(chain.getFirst()) + keyPem);
-            } catch (IllegalArgumentException e) {
-                // Not e.getMessage(): it could quote the key.
-                throw new IOException("client key " + keyFile + " is not an unencrypted PKCS#8 PEM key "
-                        + "(\"BEGIN PRIVATE KEY\"; convert with: openssl pkcs8 -topk8 -nocrypt)");
-            }
+            List<X509Certificate> chain = certificates(config.certFile().get());
+            HeldCertificate held = PemFiles.held(chain, config.keyFile().orElseThrow());
             b.heldCertificate(held, chain.subList(1, chain.size()).toArray(X509Certificate[]::new));
         }
         return b.build();
@@ -112,17 +96,6 @@ final class TlsFiles {
 
     /** Every certificate in a PEM (or DER) file; at least one. */
     static List<X509Certificate> certificates(Path file) throws IOException {
-        List<X509Certificate> out = new ArrayList<>();
-        try (InputStream in = Files.newInputStream(file)) {
-            for (Certificate c : CertificateFactory.getInstance("X.509").generateCertificates(in)) {
-                out.add((X509Certificate) c);
-            }
-        } catch (CertificateException e) {
-            throw new IOException("certificate file " + file + " is not PEM X.509: " + e.getMessage(), e);
-        }
-        if (out.isEmpty()) {
-            throw new IOException("certificate file " + file + " holds no certificate");
-        }
-        return out;
+        return PemFiles.certificates(file);
     }
 }

@@ -16,7 +16,7 @@
  * </ul>
  * <p>{@link dev.loupe.agent.ship.WriteRawEncoder} gives each process its series (cgroup labels lifted from its
  * samples) and applies the user's relabel rules. May import {@code sink} (the contract it implements),
- * {@code labels} (the cgroup label names), {@code relabel}, {@code files} (durable writes) and the leaves; never
+ * {@code labels} (the cgroup label names), {@code relabel}, {@code files} (durable writes), {@code tls} (PEM files) and the leaves; never
  * the root or {@code ship.kafka}.
  */
 package dev.loupe.agent.ship;

@@ -1,89 +1,219 @@
 package dev.loupe.agent.http;
 
 import dev.loupe.agent.sampling.Agent;
-import dev.loupe.agent.sampling.Clocks;
-import dev.loupe.agent.sampling.SampleSource;
-import dev.loupe.agent.sampling.SideProfileSource;
-import dev.loupe.bpf.RawSample;
-import dev.loupe.bpf.SamplerStats;
+import dev.loupe.config.HttpSettings;
 import dev.loupe.pprof.PprofFiles;
-import dev.loupe.pprof.proto.Profile;
-import dev.loupe.unwinder.symbolize.Frame;
-import dev.loupe.unwinder.symbolize.Symbolizer;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
-import java.net.InetSocketAddress;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
-import java.util.Optional;
-import java.util.function.Consumer;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.logging.Handler;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** The two profile endpoints, CPU and a side source's, through one handler: methods, parameters, stored profiles, file names. */
+/**
+ * The endpoints on TCP with profiles served to all (http.profiles: unauthenticated): the two profile endpoints, CPU
+ * and a side source's, through one handler (methods, parameters, stored profiles, file names, the capture limit),
+ * the 404 listing, a capture longer than the idle timeout, and a start that says nothing through Jetty's loggers.
+ */
 class DebugHttpServerTest {
     private final HttpClient http = HttpClient.newHttpClient();
+    private final Fixture.Latency latency = new Fixture.Latency();
     private Agent agent;
     private DebugHttpServer server;
     private String base;
 
-    @BeforeEach
-    void start() throws Exception {
-        agent = new Agent(19, Duration.ofHours(1), new NoSamples(), new NoSymbols(), List.of(), Clocks.system(),
-                Agent.Options.defaults(Map.of("node", "test-node")));
-        agent.addSideProfiles(new Latency());
-        server = DebugHttpServer.start(new InetSocketAddress("127.0.0.1", 0), agent, new PrometheusRegistry());
-        base = "http://127.0.0.1:" + server.address().getPort();
+    private void start(long idleTimeoutMillis) throws Exception {
+        agent = Fixture.agent(latency);
+        server = DebugHttpServer.start(Fixture.tcp(HttpSettings.Profiles.UNAUTHENTICATED, null), agent,
+                new PrometheusRegistry(), System::nanoTime, idleTimeoutMillis);
+        base = server.baseUrl().orElseThrow();
     }
 
     @AfterEach
     void stop() {
-        server.close();
-        agent.stop();
+        if (server != null) {
+            server.close();
+        }
+        if (agent != null) {
+            agent.stop();
+        }
     }
 
     @Test
     void capturesOfTheNextSeconds() throws Exception {
+        start(30_000);
         HttpResponse<byte[]> cpu = get("/debug/pprof/profile?seconds=1");
         assertEquals(200, cpu.statusCode());
         assertEquals("attachment; filename=\"profile.pb.gz\"", cpu.headers().firstValue("Content-Disposition").orElse(""));
         assertEquals("nosniff", cpu.headers().firstValue("X-Content-Type-Options").orElse(""));
-        PprofFiles.parse(cpu.body());
+        assertEquals("application/octet-stream", cpu.headers().firstValue("Content-Type").orElse(""));
+        assertEquals(1_000_000_000L, PprofFiles.parse(cpu.body()).getDurationNanos(), 200_000_000L);
         // The CPU endpoint keeps no profiles: baseline= is no stored name there.
         assertEquals(200, get("/debug/pprof/profile?baseline=previous_build&seconds=1").statusCode());
 
-        HttpResponse<byte[]> latency = get("/debug/pprof/latency?seconds=2");
-        assertEquals(200, latency.statusCode());
-        assertEquals("attachment; filename=\"latency.pb.gz\"", latency.headers().firstValue("Content-Disposition").orElse(""));
-        assertEquals(Duration.ofSeconds(2).toNanos(), PprofFiles.parse(latency.body()).getDurationNanos());
+        HttpResponse<byte[]> latencyProfile = get("/debug/pprof/latency?seconds=2");
+        assertEquals(200, latencyProfile.statusCode());
+        assertEquals("attachment; filename=\"latency.pb.gz\"", latencyProfile.headers().firstValue("Content-Disposition").orElse(""));
+        assertEquals(Duration.ofSeconds(2).toNanos(), PprofFiles.parse(latencyProfile.body()).getDurationNanos());
+        assertEquals(1, latency.captures.get());
     }
 
     @Test
     void storedProfilesByName() throws Exception {
+        start(30_000);
         HttpResponse<byte[]> kept = get("/debug/pprof/latency?baseline=previous_build");
         assertEquals(200, kept.statusCode());
         assertEquals("attachment; filename=\"latency-previous_build.pb.gz\"", kept.headers().firstValue("Content-Disposition").orElse(""));
         assertEquals(7, PprofFiles.parse(kept.body()).getDurationNanos());
         assertText(404, "no window=current latency profile yet\n", get("/debug/pprof/latency?window=current"));
         assertText(400, "no baseline named nightly\n", get("/debug/pprof/latency?baseline=nightly"));
+        assertEquals(0, latency.captures.get(), "a stored profile is no capture");
     }
 
     @Test
-    void refusals() throws Exception {
+    void badRequests() throws Exception {
+        start(30_000);
         for (String path : List.of("/debug/pprof/profile", "/debug/pprof/latency")) {
             assertText(400, "seconds must be a whole number, got \"abc\"\n", get(path + "?seconds=abc"));
             assertText(400, "seconds must be between 1 and 600, got 0\n", get(path + "?seconds=0"));
+            assertText(400, "seconds must be between 1 and 600, got 601\n", get(path + "?seconds=601"));
             HttpResponse<byte[]> post = http.send(HttpRequest.newBuilder(URI.create(base + path))
                     .POST(HttpRequest.BodyPublishers.noBody()).build(), HttpResponse.BodyHandlers.ofByteArray());
             assertText(405, "use GET\n", post);
+            assertEquals("GET", post.headers().firstValue("Allow").orElse(""));
+        }
+        String listing = "not found; try /debug/pprof/profile, /debug/pprof/latency, /healthz, /metrics\n";
+        assertText(404, listing, get("/"));
+        assertText(404, listing, get("/debug/pprof/heap"));
+        assertText(404, listing, get("/healthz/more"));
+        assertEquals(0, latency.captures.get());
+        HttpResponse<byte[]> health = get("/healthz");
+        // The agent here never starts its sampling loop: unhealthy.
+        assertEquals("503 {\"status\":\"unhealthy\",\"samples\":0,\"dropped\":0,\"profiles_written\":0,\"sink_errors\":0}\n",
+                health.statusCode() + " " + new String(health.body(), java.nio.charset.StandardCharsets.UTF_8));
+        assertEquals("", health.headers().firstValue("Server").orElse(""), "no Server: Jetty(version) header");
+    }
+
+    @Test
+    void atMostFourCapturesAtOnce() throws Exception {
+        start(30_000);
+        CountDownLatch release = new CountDownLatch(1);
+        latency.hold = release;
+        List<CompletableFuture<HttpResponse<byte[]>>> held = new ArrayList<>();
+        for (int i = 0; i < Endpoints.MAX_CONCURRENT_PROFILES; i++) {
+            held.add(http.sendAsync(HttpRequest.newBuilder(URI.create(base + "/debug/pprof/latency?seconds=1")).build(),
+                    HttpResponse.BodyHandlers.ofByteArray()));
+        }
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        while (latency.captures.get() < Endpoints.MAX_CONCURRENT_PROFILES && System.nanoTime() < deadline) {
+            Thread.sleep(10);
+        }
+        assertEquals(Endpoints.MAX_CONCURRENT_PROFILES, latency.captures.get(), "four captures in progress");
+        assertText(429, "too many profiles in progress (max 4)\n", get("/debug/pprof/profile?seconds=1"));
+        assertEquals(200, get("/metrics").statusCode(), "quick requests still have threads");
+        release.countDown();
+        for (CompletableFuture<HttpResponse<byte[]>> f : held) {
+            assertEquals(200, f.get(20, TimeUnit.SECONDS).statusCode());
+        }
+        latency.hold = null;
+        assertEquals(200, get("/debug/pprof/latency?seconds=1").statusCode(), "slots are given back");
+    }
+
+    @Test
+    void aCaptureOutlastsTheIdleTimeout() throws Exception {
+        start(1_000);
+        HttpResponse<byte[]> cpu = get("/debug/pprof/profile?seconds=3");
+        assertEquals(200, cpu.statusCode());
+        assertEquals(3_000_000_000L, PprofFiles.parse(cpu.body()).getDurationNanos(), 500_000_000L);
+    }
+
+    @Test
+    void jettySaysNothingAtInfoOnStartAndStop() throws Exception {
+        List<String> records = new ArrayList<>();
+        Handler capture = new Handler() {
+            @Override
+            public void publish(LogRecord r) {
+                if (r.getLoggerName() != null && r.getLoggerName().startsWith("org.eclipse.jetty")
+                        && r.getLevel().intValue() >= java.util.logging.Level.INFO.intValue()) {
+                    records.add(r.getLevel() + " " + r.getLoggerName() + ": " + r.getMessage());
+                }
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        Logger root = Logger.getLogger("");
+        root.addHandler(capture);
+        try {
+            start(30_000);
+            assertEquals(200, get("/metrics").statusCode());
+            server.close();
+            server = null;
+        } finally {
+            root.removeHandler(capture);
+        }
+        assertEquals(List.of(), records);
+        assertEquals(java.util.logging.Level.WARNING, Logger.getLogger("org.eclipse.jetty").getLevel());
+    }
+
+    @Test
+    void closeCutsOffACaptureInProgress() throws Exception {
+        start(30_000);
+        latency.hold = new CountDownLatch(1); // never released: only close() ends this capture
+        CompletableFuture<HttpResponse<byte[]>> held = http.sendAsync(HttpRequest.newBuilder(
+                URI.create(base + "/debug/pprof/latency?seconds=600")).build(), HttpResponse.BodyHandlers.ofByteArray());
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        while (latency.captures.get() == 0 && System.nanoTime() < deadline) {
+            Thread.sleep(10);
+        }
+        assertEquals(1, latency.captures.get(), "the capture began");
+        long t0 = System.nanoTime();
+        server.close();
+        server = null;
+        long closeMillis = (System.nanoTime() - t0) / 1_000_000;
+        assertTrue(closeMillis < 10_000, "close took " + closeMillis + " ms with a 600 s capture in progress");
+        // The client hears at once: the interrupted capture's 503, or its connection closed (the JDK client then
+        // retries the GET once, and finds the port closed).
+        String outcome;
+        try {
+            HttpResponse<byte[]> r = held.get(10, TimeUnit.SECONDS);
+            outcome = r.statusCode() + " " + new String(r.body(), java.nio.charset.StandardCharsets.UTF_8);
+        } catch (java.util.concurrent.ExecutionException e) {
+            outcome = e.getCause() instanceof java.io.IOException ? "cut" : "unexpected: " + e.getCause();
+        }
+        assertTrue(outcome.equals("503 interrupted\n") || outcome.equals("cut"), outcome);
+    }
+
+    @Test
+    void aPortInUseIsSaidWithTheOptionToChange() throws Exception {
+        agent = Fixture.agent(latency);
+        try (java.net.ServerSocket taken = new java.net.ServerSocket(0, 1, java.net.InetAddress.getByName("127.0.0.1"))) {
+            int port = taken.getLocalPort();
+            java.io.IOException e = org.junit.jupiter.api.Assertions.assertThrows(java.io.IOException.class,
+                    () -> DebugHttpServer.start(new HttpSettings(java.util.Optional.of(new java.net.InetSocketAddress("127.0.0.1", port)),
+                            HttpSettings.Profiles.OFF, java.util.Optional.empty(), java.util.Optional.empty(),
+                            java.util.Optional.empty(), java.util.Optional.empty()), agent, new PrometheusRegistry()));
+            assertEquals("cannot serve HTTP on 127.0.0.1:" + port + ": Failed to bind to /127.0.0.1:" + port
+                    + " (set http.address or --http off)", e.getMessage());
         }
     }
 
@@ -91,85 +221,8 @@ class DebugHttpServerTest {
         return http.send(HttpRequest.newBuilder(URI.create(base + path)).build(), HttpResponse.BodyHandlers.ofByteArray());
     }
 
-    private static void assertText(int code, String text, HttpResponse<byte[]> r) {
+    static void assertText(int code, String text, HttpResponse<byte[]> r) {
         assertEquals(code + " " + text, r.statusCode() + " " + new String(r.body(), java.nio.charset.StandardCharsets.UTF_8));
-    }
-
-    /** A side source whose capture lasts no time and says how long it was asked for; it keeps one baseline. */
-    private static final class Latency implements SideProfileSource {
-        @Override
-        public String profileType() {
-            return "latency";
-        }
-
-        @Override
-        public String seriesName() {
-            return "latency";
-        }
-
-        @Override
-        public Optional<Profile> interval(long timeNanos, long durationNanos) {
-            return Optional.empty();
-        }
-
-        @Override
-        public Profile capture(Duration duration) {
-            return Profile.newBuilder().setDurationNanos(duration.toNanos()).build();
-        }
-
-        @Override
-        public Optional<Profile> stored(String parameter, String value) {
-            if (parameter.equals("baseline") && value.equals("previous_build")) {
-                return Optional.of(Profile.newBuilder().setDurationNanos(7).build());
-            }
-            if (parameter.equals("window") && value.equals("current")) {
-                return Optional.empty();
-            }
-            throw new IllegalArgumentException("no " + parameter + " named " + value);
-        }
-
-        @Override
-        public void registerMetrics(PrometheusRegistry registry) {
-        }
-
-        @Override
-        public void close() {
-        }
-    }
-
-    private static final class NoSamples implements SampleSource {
-        @Override
-        public int poll(Duration timeout, Consumer<RawSample> sink) {
-            return 0;
-        }
-
-        @Override
-        public SamplerStats stats() {
-            return SamplerStats.EMPTY;
-        }
-
-        @Override
-        public void close() {
-        }
-    }
-
-    private static final class NoSymbols implements Symbolizer {
-        @Override
-        public int symbolizeUser(int pid, long processStartNs, long[] addrs, int count, List<Frame> out) {
-            return 0;
-        }
-
-        @Override
-        public void symbolizeKernel(long[] addrs, int count, List<Frame> out) {
-        }
-
-        @Override
-        public Stats stats() {
-            return null;
-        }
-
-        @Override
-        public void close() {
-        }
+        assertTrue(r.headers().firstValue("Content-Type").orElse("").startsWith("text/plain"), r.headers().toString());
     }
 }
