@@ -25,7 +25,7 @@ mkdir -p "$lib/lib"
 # (SnakeYAML's JavaBeans support; Loupe only composes node trees) and java.compiler (error_prone's annotations).
 # Without java.desktop the runtime needs no X11 or ALSA libraries.
 modules=$("$JAVA_HOME/bin/jdeps" --print-module-deps --ignore-missing-deps --multi-release 25 -R \
-  --class-path "$agent/lib/*" "$agent/loupe-agent.jar" | tr ',' '\n' | grep -vx -e java.desktop -e java.compiler | paste -sd,)
+  --class-path "$agent/lib/*" "$agent/loupe-agent.jar" | tr ',' '\n' | grep -vx -e java.desktop -e java.compiler -e java.sql | paste -sd,)
 "$JAVA_HOME/bin/jlink" --add-modules "$modules" --strip-debug \
   --no-man-pages --no-header-files --compress=zip-6 --generate-cds-archive --output "$lib/runtime"
 # The class-data archive for heaps over 32 GB (no compressed oops) never serves the agent's heap (160 MB at most).
