@@ -322,14 +322,14 @@ class SystemdServiceTest {
 
     /**
      * GET {@code path} from {@code address} (HOST:PORT or a socket's path) as {@code user} (a setpriv prefix), the
-     * body to /tmp/loupe-it-{@code name} in the machine, while a shell spins on a CPU (so a profile has samples).
+     * body to /var/tmp/loupe-it-{@code name} in the machine, while a shell spins on a CPU (so a profile has samples).
      */
     private static Commands.Result get(NspawnMachine m, String[] user, String address, String path, String name, String token)
             throws Exception {
         List<String> cmd = new java.util.ArrayList<>(List.of("sh", "-c",
                 "timeout 4 sh -c 'while :; do :; done' >/dev/null 2>&1 & exec \"$@\"", "get"));
         cmd.addAll(List.of(user));
-        cmd.addAll(List.of("perl", HTTP_GET, address, path, "/tmp/loupe-it-" + name));
+        cmd.addAll(List.of("perl", HTTP_GET, address, path, "/var/tmp/loupe-it-" + name));
         if (token != null) {
             cmd.add(token);
         }
@@ -348,12 +348,12 @@ class SystemdServiceTest {
     }
 
     private static String body(NspawnMachine m, String name) throws Exception {
-        return Files.readString(m.root().resolve("tmp/loupe-it-" + name));
+        return Files.readString(m.root().resolve("var/tmp/loupe-it-" + name));
     }
 
     /** The fetched file is a CPU profile with samples, and the real go tool pprof reads it. */
     private static void assertReadableProfile(NspawnMachine m, String name) throws Exception {
-        Path file = m.root().resolve("tmp/loupe-it-" + name);
+        Path file = m.root().resolve("var/tmp/loupe-it-" + name);
         Profile p = PprofFiles.parse(Files.readAllBytes(file));
         assertTrue(p.getSampleCount() > 0, name + " has samples");
         String top = PprofTool.run("-top", file.toString());
