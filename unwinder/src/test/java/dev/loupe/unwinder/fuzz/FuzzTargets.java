@@ -60,13 +60,13 @@ public final class FuzzTargets {
             target("dev.loupe.unwinder.elf.ElfFileFuzzTarget", 65536),
             target("dev.loupe.unwinder.golang.GoPclntabFuzzTarget", 32768),
             target("dev.loupe.unwinder.golang.GoRuntimeInfoFuzzTarget", 8192),
-            target("dev.loupe.unwinder.golang.GoBinaryFuzzTarget", 65536, NO_REGEX_INJECTION),
+            target("dev.loupe.unwinder.golang.GoBinaryFuzzTarget", 65536),
             target("dev.loupe.unwinder.golang.X86DecoderFuzzTarget", 4096),
             target("dev.loupe.unwinder.perfmap.PerfMapFuzzTarget", 16384),
             target("dev.loupe.unwinder.proc.ProcFuzzTarget", 16384),
             target("dev.loupe.agent.labels.CgroupFuzzTarget", 8192),
             target("dev.loupe.agent.relabel.RelabelFuzzTarget", 4096, NO_REGEX_INJECTION),
-            target("dev.loupe.agent.jvm.JvmProcessFuzzTarget", 8192));
+            target("dev.loupe.agent.jvm.JvmProcessFuzzTarget", 65600));
 
     private FuzzTargets() {}
 

@@ -28,6 +28,8 @@ public final class Jazzer {
     /** Jazzer's per-input limit: an input that takes longer is a finding (a hang, e.g. a loop that never advances). */
     static final int TIMEOUT_SECONDS = 10;
     private static final Pattern DONE = Pattern.compile("Done (\\d+) runs in (\\d+) second");
+    /** What libFuzzer prints instead when it stops at a finding. */
+    private static final Pattern EXECUTED = Pattern.compile("stat::number_of_executed_units: (\\d+)");
     private static final List<String> FINDING_PREFIXES = List.of("crash-", "timeout-", "oom-", "leak-");
 
     private Jazzer() {}
@@ -35,8 +37,9 @@ public final class Jazzer {
     /**
      * What one run did.
      *
-     * @param runs      executions of the target ("Done N runs in S second(s)"), -1 if Jazzer never said
-     * @param seconds   the run's length as Jazzer reports it
+     * @param runs      executions of the target ("Done N runs in S second(s)", or at a finding libFuzzer's
+     *                  number_of_executed_units), -1 if Jazzer said neither
+     * @param seconds   the run's length as Jazzer reports it (at a finding: the child's whole life)
      * @param corpus    inputs in the working corpus at the end (seeds and what coverage added)
      * @param exitCode  Jazzer's exit status (0: no finding)
      * @param findings  inputs Jazzer saved as findings
@@ -53,6 +56,8 @@ public final class Jazzer {
             StringBuilder m = new StringBuilder(target.simpleName()).append(": Jazzer ");
             if (findings.isEmpty() && exitCode == 0) {
                 m.append("ended without its \"Done N runs\" line");
+            } else if (findings.isEmpty()) {
+                m.append("failed (exit ").append(exitCode).append(") without saving a finding input: see its log");
             } else {
                 m.append("reported a finding (exit ").append(exitCode).append(")");
             }
@@ -95,7 +100,7 @@ public final class Jazzer {
                 "--target_class=" + target.className(),
                 "--instrumentation_includes=dev.loupe.**",
                 // Coverage of the readers, not of the harness or the targets' own checks and models.
-                "--instrumentation_excludes=dev.loupe.unwinder.fuzz.**:dev.loupe.**FuzzTarget*",
+                "--instrumentation_excludes=" + String.join(":", excludes(target)),
                 "--reproducer_path=" + artifacts,
                 "-max_total_time=" + seconds,
                 "-timeout=" + TIMEOUT_SECONDS,
@@ -105,6 +110,7 @@ public final class Jazzer {
         cmd.addAll(target.jazzerArgs());
         cmd.add(corpus.toString());
         Path log = artifacts.resolveSibling(target.simpleName() + ".log");
+        long started = System.nanoTime();
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
         if (!p.waitFor(seconds + 300L, TimeUnit.SECONDS)) {
             p.descendants().forEach(ProcessHandle::destroyForcibly);
@@ -119,12 +125,33 @@ public final class Jazzer {
             runs = Long.parseLong(done.group(1));
             secs = Long.parseLong(done.group(2));
         }
+        Matcher executed = EXECUTED.matcher(out);
+        if (runs < 0 && executed.find()) { // stopped at a finding: its count, and the child's time
+            runs = Long.parseLong(executed.group(1));
+            secs = TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - started);
+        }
         List<Path> findings;
         try (Stream<Path> s = Files.list(artifacts)) {
             findings = s.filter(f -> FINDING_PREFIXES.stream().anyMatch(pre -> f.getFileName().toString().startsWith(pre)))
                     .sorted().toList();
         }
         return new Run(target, runs, secs, count(corpus), p.exitValue(), findings, log);
+    }
+
+    /** The harness and the target with its nested classes (Jazzer's globs cannot say "FuzzTarget and what it nests"). */
+    private static List<String> excludes(FuzzTargets.Target target) {
+        List<String> out = new ArrayList<>(List.of(Jazzer.class.getPackageName() + ".**"));
+        try {
+            List<Class<?>> todo = new ArrayList<>(List.of(Class.forName(target.className())));
+            while (!todo.isEmpty()) {
+                Class<?> c = todo.removeLast();
+                out.add(c.getName());
+                todo.addAll(List.of(c.getDeclaredClasses()));
+            }
+        } catch (ClassNotFoundException e) {
+            throw new IllegalStateException(target + " is not on the classpath", e);
+        }
+        return out;
     }
 
     /**

@@ -32,7 +32,8 @@ import java.util.Set;
  * lines skipped or the bytes parsed.
  */
 public final class PerfMapFuzzTarget {
-    private static final int MAX_LONG_LINE = 200_000;
+    /** Long enough to pass the longest line the reader reads, short enough to keep executions fast. */
+    private static final int MAX_LONG_LINE = PerfMapFile.MAX_LINE + 4096;
 
     private PerfMapFuzzTarget() {}
 
@@ -77,12 +78,14 @@ public final class PerfMapFuzzTarget {
                         content = concat(content, line.toByteArray());
                     }
                     case 2 -> { // rewrite in place: same inode, new bytes
+                        names.addAll(namesOf(content));
                         content = in.longBytes(4096);
                         Files.write(path, content);
                         exact = false;
                         appendsOnly = false;
                     }
                     default -> { // replace: a new file renamed over it
+                        names.addAll(namesOf(content));
                         content = in.longBytes(4096);
                         Path tmp = FuzzFiles.scratch("perf-1.map.tmp");
                         Files.write(tmp, content);
@@ -91,7 +94,6 @@ public final class PerfMapFuzzTarget {
                         appendsOnly = false;
                     }
                 }
-                names.addAll(namesOf(content));
                 if ((op & 4) != 0) {
                     read(file, allowance);
                 }
@@ -101,6 +103,9 @@ public final class PerfMapFuzzTarget {
                 throw new IllegalStateException(file.entries() + " entries over the limit of " + limits.maxEntries());
             }
             Model m = Model.of(content);
+            for (Line l : m.lines) {
+                names.add(l.name);
+            }
             for (long addr : m.probes()) {
                 String got = file.lookup(addr);
                 if (got != null && !names.contains(got)) {
@@ -171,11 +176,14 @@ public final class PerfMapFuzzTarget {
             while (end > from && (b[end - 1] == '\r' || b[end - 1] == ' ' || b[end - 1] == '\t')) {
                 end--;
             }
-            String line = new String(b, from, end - from, StandardCharsets.ISO_8859_1);
-            String trimmed = line.replaceFirst("^[ \t]+", "");
-            if (trimmed.isEmpty()) {
+            int begin = from;
+            while (begin < end && (b[begin] == ' ' || b[begin] == '\t')) {
+                begin++;
+            }
+            if (begin == end) {
                 return;
             }
+            String trimmed = new String(b, begin, end - begin, StandardCharsets.ISO_8859_1);
             java.util.regex.Matcher x = LINE.matcher(trimmed);
             if (!x.matches()) {
                 malformed++;
