@@ -16,7 +16,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 public final class FuzzSuite {
     /** Seconds of Jazzer per target in the normal suite. */
-    public static final int SHORT_SECONDS = 3;
+    public static final int SHORT_SECONDS = 2;
     private static final List<Jazzer.Run> RUNS = new ArrayList<>();
 
     private FuzzSuite() {}
@@ -36,24 +36,24 @@ public final class FuzzSuite {
         System.out.printf("fuzz: %s replayed %d kept inputs%n", t.simpleName(), ran);
     }
 
-    /** A Jazzer run of the target from its kept inputs and its run-time seeds; fails on any finding. */
+    /**
+     * A Jazzer run of the target from its kept inputs (which hold what its {@code writeSeeds} makes: see {@link #main});
+     * fails on any finding.
+     */
     public static Jazzer.Run jazzerRun(FuzzTargets.Target t, Path tmp) throws Exception {
         int seconds = Integer.getInteger("loupe.fuzz.seconds", SHORT_SECONDS);
         String corpusRoot = System.getProperty("loupe.fuzz.corpus", "").strip();
         Path corpus = corpusRoot.isEmpty() ? tmp.resolve("corpus") : Path.of(corpusRoot).toAbsolutePath().resolve(t.simpleName());
-        Path seeds = tmp.resolve("seeds");
-        Jazzer.writeSeeds(t, seeds);
-        long seedCount = Jazzer.count(t.regressionDir(moduleDir())) + Jazzer.count(seeds);
         String cp = System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
         Path artifacts = moduleDir().resolve("target/fuzz-findings").resolve(t.simpleName());
-        Jazzer.Run run = Jazzer.run(t, seconds, List.of(t.regressionDir(moduleDir()), seeds), corpus, artifacts, cp);
+        Jazzer.Run run = Jazzer.run(t, seconds, List.of(t.regressionDir(moduleDir())), corpus, artifacts, cp);
         synchronized (RUNS) {
             RUNS.add(run);
         }
         System.out.println(run.summary());
         run.assertNoFinding();
         assertTrue(run.runs() >= 100, t + ": too few executions for a working harness: " + run.runs());
-        assertTrue(run.corpus() >= Math.min(seedCount, 1), t + ": the corpus lost its seeds: " + run.corpus());
+        assertTrue(run.corpus() > 0, t + ": an empty corpus");
         return run;
     }
 

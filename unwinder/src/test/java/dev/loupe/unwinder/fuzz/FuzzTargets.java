@@ -11,8 +11,8 @@ import java.util.stream.Collectors;
  * ({@code FuzzTargetsTest} in each module) and {@code ./loupe fuzz} run exactly these. To add a target, write a
  * class with Jazzer's {@code public static void fuzzerTestOneInput(byte[] data)} in a module's test sources,
  * add one line here, and put at least one seed in {@code <module>/src/test/resources/fuzz/<SimpleName>/}.
- * A target may also have {@code public static void writeSeeds(Path dir)} for seeds made at run time (not
- * kept in git, e.g. a freshly compiled program) and Jazzer's {@code fuzzerInitialize()}.
+ * A target may also have {@code public static void writeSeeds(Path dir)}, which makes its seeds (e.g. sections of a
+ * freshly compiled program) for {@link FuzzSuite#main} to keep there, and Jazzer's {@code fuzzerInitialize()}.
  *
  * <p>The module is the target's package: {@code dev.loupe.unwinder.*} runs in unwinder, {@code dev.loupe.agent.*}
  * in agent. {@code -Dloupe.fuzz.targets=A,B} (simple or full class names) narrows every run to those.
@@ -23,7 +23,8 @@ public final class FuzzTargets {
      *
      * @param className  the class with {@code fuzzerTestOneInput}
      * @param maxLen     libFuzzer's {@code -max_len}: the longest input tried (longer seeds are cut to it)
-     * @param jazzerArgs more arguments for Jazzer, e.g. {@code --disabled_hooks=...}
+     * @param jazzerArgs more arguments for Jazzer (libFuzzer's -flags), or names of more hooks to disable
+     *                   ({@code com.code_intelligence.jazzer.sanitizers.*})
      */
     public record Target(String className, int maxLen, List<String> jazzerArgs) {
         public Target {
@@ -45,14 +46,48 @@ public final class FuzzTargets {
             return moduleDir.resolve("src/test/resources/fuzz").resolve(simpleName());
         }
 
+        /** Jazzer's arguments: {@code --disabled_hooks} ({@link #OFF_HOOKS} and the target's own) and the rest. */
+        public List<String> arguments() {
+            List<String> hooks = new java.util.ArrayList<>(OFF_HOOKS);
+            List<String> rest = new java.util.ArrayList<>();
+            for (String a : jazzerArgs) {
+                (a.startsWith("com.code_intelligence.jazzer.sanitizers.") ? hooks : rest).add(a);
+            }
+            rest.add(0, "--disabled_hooks=" + String.join(":", hooks));
+            return rest;
+        }
+
         @Override
         public String toString() {
             return simpleName();
         }
     }
 
+    /**
+     * Jazzer's bug detectors for injections into what none of these readers reaches (SQL, LDAP, JNDI, scripts,
+     * deserialization, OS commands, XML, templates, reflection, sun.misc.Unsafe): off, which takes ~10 s off each
+     * child's start. On stay the file path traversal and regex detectors, and the comparison hooks that guide.
+     */
+    static final List<String> OFF_HOOKS = java.util.stream.Stream.of("BigDecimal", "ClojureLangHooks", "Deserialization",
+            "ExpressionLanguageInjection", "LdapInjection", "NamingContextLookup", "OsCommandInjection", "ReflectiveCall",
+            "ScriptEngineInjection", "ServerSideRequestForgery", "SqlInjection", "TemplateInjection", "UnsafeSanitizer",
+            "XPathInjection", "XmlParserSsrfGuidance").map(h -> "com.code_intelligence.jazzer.sanitizers." + h).toList();
+
+    /**
+     * The jars a Jazzer child gets besides the project's class directories (jar file names starting so): Jazzer
+     * scans its classpath at start, and agent's test libraries (Kafka, WireMock, gRPC) made that ~10 s. A target
+     * whose reader needs another library adds its jar here.
+     */
+    static final List<String> CHILD_JARS = List.of("jazzer", "caffeine", "jspecify", "error_prone_annotations");
+
     /** Java's regex compiler reached with fuzzer bytes is what a regex reader is for: not an injection there. */
-    private static final String NO_REGEX_INJECTION = "--disabled_hooks=com.code_intelligence.jazzer.sanitizers.RegexInjection";
+    private static final String NO_REGEX_INJECTION = "com.code_intelligence.jazzer.sanitizers.RegexInjection";
+
+    /**
+     * Inputs up to -max_len from the start: libFuzzer otherwise grows its length limit slowly from the longest seed
+     * (a perf map script stayed under 248 bytes for a whole 76 s run).
+     */
+    private static final String GROW_AT_ONCE = "-len_control=0";
 
     /** The list. One line a target; the HotSpot readers' targets go here too ({@code dev.loupe.unwinder.hotspot.*}). */
     public static final List<Target> ALL = List.of(
@@ -62,7 +97,7 @@ public final class FuzzTargets {
             target("dev.loupe.unwinder.golang.GoRuntimeInfoFuzzTarget", 8192),
             target("dev.loupe.unwinder.golang.GoBinaryFuzzTarget", 65536),
             target("dev.loupe.unwinder.golang.X86DecoderFuzzTarget", 4096),
-            target("dev.loupe.unwinder.perfmap.PerfMapFuzzTarget", 16384),
+            target("dev.loupe.unwinder.perfmap.PerfMapFuzzTarget", 16384, GROW_AT_ONCE),
             target("dev.loupe.unwinder.proc.ProcFuzzTarget", 16384),
             target("dev.loupe.agent.labels.CgroupFuzzTarget", 8192),
             target("dev.loupe.agent.relabel.RelabelFuzzTarget", 4096, NO_REGEX_INJECTION),

@@ -95,7 +95,7 @@ public final class Jazzer {
         List<String> cmd = new ArrayList<>(List.of(
                 Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "-Xmx768m", "-XX:+EnableDynamicAgentLoading", "--enable-native-access=ALL-UNNAMED",
-                "-cp", classpath,
+                "-cp", childClasspath(classpath),
                 "com.code_intelligence.jazzer.Jazzer",
                 "--target_class=" + target.className(),
                 "--instrumentation_includes=dev.loupe.**",
@@ -107,7 +107,7 @@ public final class Jazzer {
                 "-max_len=" + target.maxLen(),
                 "-print_final_stats=1",
                 "-artifact_prefix=" + artifacts + "/"));
-        cmd.addAll(target.jazzerArgs());
+        cmd.addAll(target.arguments());
         cmd.add(corpus.toString());
         Path log = artifacts.resolveSibling(target.simpleName() + ".log");
         long started = System.nanoTime();
@@ -136,6 +136,19 @@ public final class Jazzer {
                     .sorted().toList();
         }
         return new Run(target, runs, secs, count(corpus), p.exitValue(), findings, log);
+    }
+
+    /** The class directories of {@code classpath} and the jars {@link FuzzTargets#CHILD_JARS} names. */
+    static String childClasspath(String classpath) {
+        List<String> keep = new ArrayList<>();
+        for (String e : classpath.split(java.io.File.pathSeparator)) {
+            Path p = Path.of(e);
+            String name = p.getFileName() == null ? "" : p.getFileName().toString();
+            if (Files.isDirectory(p) || FuzzTargets.CHILD_JARS.stream().anyMatch(name::startsWith)) {
+                keep.add(e);
+            }
+        }
+        return String.join(java.io.File.pathSeparator, keep);
     }
 
     /** The harness and the target with its nested classes (Jazzer's globs cannot say "FuzzTarget and what it nests"). */

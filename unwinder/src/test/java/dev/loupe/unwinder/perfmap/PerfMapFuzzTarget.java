@@ -148,7 +148,7 @@ public final class PerfMapFuzzTarget {
     /** The format as the reader's javadoc states it, parsed the simple way. */
     private static final class Model {
         private static final java.util.regex.Pattern LINE = java.util.regex.Pattern.compile(
-                "(?:0[xX])?([0-9a-fA-F]{1,16})[ \t]+(?:0[xX])?([0-9a-fA-F]{1,16})[ \t]+(.+)", java.util.regex.Pattern.DOTALL);
+                "(?:0[xX])?([0-9a-fA-F]{1,16})[ \t]+(?:0[xX])?([0-9a-fA-F]{1,16})[ \t]+"); // then the name: the rest
         final List<Line> lines = new ArrayList<>();
         long malformed;
         long parsedBytes;
@@ -185,13 +185,13 @@ public final class PerfMapFuzzTarget {
             }
             String trimmed = new String(b, begin, end - begin, StandardCharsets.ISO_8859_1);
             java.util.regex.Matcher x = LINE.matcher(trimmed);
-            if (!x.matches()) {
+            if (!x.lookingAt() || x.end() == trimmed.length()) {
                 malformed++;
                 return;
             }
             long start = Long.parseUnsignedLong(x.group(1), 16);
             long size = Long.parseUnsignedLong(x.group(2), 16);
-            byte[] name = x.group(3).getBytes(StandardCharsets.ISO_8859_1);
+            byte[] name = trimmed.substring(x.end()).getBytes(StandardCharsets.ISO_8859_1);
             if (start < 0 || size <= 0 || size > Integer.MAX_VALUE || start > Long.MAX_VALUE - size || name.length > PerfMapTable.MAX_NAME_BYTES) {
                 malformed++;
                 return;
