@@ -35,6 +35,9 @@ public final class GoBinaryFuzzTarget {
             default -> in.string(64);
         };
         byte[] elf = in.rest();
+        if (choice == 3 && pattern.chars().filter(c -> c == '*').count() <= 4) { // the regex's own time stays small
+            sameAsRegex(pattern, elf);
+        }
         Path file = FuzzFiles.write("go-binary", elf);
         try {
             pclntab(file, elf.length);
@@ -98,6 +101,35 @@ public final class GoBinaryFuzzTarget {
             }
             if (t.problem().isEmpty() && rets.length == 0) {
                 throw new IllegalStateException("no returns and no problem: " + t);
+            }
+        }
+    }
+
+    /**
+     * {@link FunctionResolver.Glob} against the regular expression globs were matched with before (linear time
+     * mattered, not meaning): on short names made from the pattern and the input's first bytes.
+     */
+    private static void sameAsRegex(String pattern, byte[] elf) {
+        StringBuilder re = new StringBuilder();
+        StringBuilder lit = new StringBuilder();
+        for (int i = 0; i < pattern.length(); i++) {
+            char c = pattern.charAt(i);
+            if (c == '\\' && i + 1 < pattern.length()) {
+                lit.append(pattern.charAt(++i));
+            } else if (c == '*' || c == '?') {
+                re.append(java.util.regex.Pattern.quote(lit.toString())).append(c == '*' ? ".*" : ".");
+                lit.setLength(0);
+            } else {
+                lit.append(c);
+            }
+        }
+        re.append(java.util.regex.Pattern.quote(lit.toString()));
+        java.util.regex.Pattern regex = java.util.regex.Pattern.compile(re.toString(), java.util.regex.Pattern.DOTALL);
+        FunctionResolver.Glob glob = FunctionResolver.Glob.of(pattern);
+        String head = new String(elf, 0, Math.min(elf.length, 48), StandardCharsets.UTF_8);
+        for (String name : new String[] {pattern, pattern.replace("*", ""), pattern.replace("*", head), head, pattern.replace("?", "\u00e9")}) {
+            if (name.length() <= 200 && regex.matcher(name).matches() != glob.matches(name)) {
+                throw new IllegalStateException("'" + pattern + "' on '" + name + "': the regex says " + regex.matcher(name).matches());
             }
         }
     }
