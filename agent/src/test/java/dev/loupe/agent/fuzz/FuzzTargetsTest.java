@@ -12,8 +12,8 @@ import java.nio.file.Path;
 import java.util.List;
 
 /**
- * The agent's fuzz targets ({@link FuzzTargets}, the list shared with unwinder): each one's kept inputs replayed, and a short Jazzer run of
- * each. {@code ./loupe fuzz SECONDS} runs the same test with {@code -Dloupe.fuzz.seconds}.
+ * The agent's fuzz targets ({@link FuzzTargets}, the list shared with unwinder): each one's kept inputs replayed,
+ * and a short Jazzer run of each. {@code ./loupe fuzz SECONDS} runs the same test with {@code -Dloupe.fuzz.seconds}.
  */
 class FuzzTargetsTest {
     static List<FuzzTargets.Target> targets() {
