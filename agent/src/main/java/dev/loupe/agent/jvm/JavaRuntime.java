@@ -18,10 +18,11 @@ import java.util.regex.Pattern;
  * @param feature the feature release (8, 11, 17, 25), 0 when unknown
  */
 record JavaRuntime(String libjvm, String version, int feature) {
-    private static final Pattern RELEASE_LINE = Pattern.compile("^([A-Z_][A-Z0-9_]*)=\"?(.*?)\"?\\s*$", Pattern.MULTILINE);
+    private static final Pattern RELEASE_KEY = Pattern.compile("[A-Z_][A-Z0-9_]*");
     /** A JDK directory name: jdk-17.0.2, jdk1.8.0_202, java-11-openjdk-amd64, temurin-25-jdk, openjdk-21, jre1.8.0. */
     private static final Pattern PATH_VERSION = Pattern.compile(
             "/(?:[a-z]+-)?(?:jdk|jre|java|openjdk|temurin|zulu|corretto)[-_]?(?:1\\.(8)|(\\d{1,2}))(?:[.\\-_+][^/]*)?/");
+    private static final Pattern FEATURE = Pattern.compile("^(?:1\\.(\\d+)|(\\d+))");
     private static final String DELETED = " (deleted)";
 
     /** How the log names it: {@code java 25.0.3}, or {@code java ?} when the version is unknown. */
@@ -68,23 +69,51 @@ record JavaRuntime(String libjvm, String version, int feature) {
         return dirs;
     }
 
-    /** The {@code KEY="value"} lines of a release file. */
+    /**
+     * The {@code KEY="value"} lines of a release file: the value without trailing blanks and one pair of quotes; other
+     * lines are skipped. Read a line at a time in linear time: the file is the image's, and a regular expression
+     * over its lines took seconds for 64 KB of blanks (JvmProcessFuzzTarget).
+     */
     static Map<String, String> parseRelease(String text) {
         Map<String, String> m = new LinkedHashMap<>();
-        Matcher x = RELEASE_LINE.matcher(text);
-        while (x.find()) {
-            m.put(x.group(1), x.group(2));
+        int from = 0;
+        while (from < text.length()) {
+            int nl = text.indexOf('\n', from);
+            int end = nl < 0 ? text.length() : nl;
+            int eq = text.indexOf('=', from);
+            if (eq > from && eq < end && RELEASE_KEY.matcher(text).region(from, eq).matches()) {
+                int v = eq + 1;
+                int e = end;
+                while (e > v && Character.isWhitespace(text.charAt(e - 1))) {
+                    e--;
+                }
+                if (v < e && text.charAt(v) == '"') {
+                    v++;
+                }
+                if (v < e && text.charAt(e - 1) == '"') {
+                    e--;
+                }
+                m.put(text.substring(from, eq), text.substring(v, e));
+            }
+            from = end + 1;
         }
         return m;
     }
 
-    /** The feature release of a {@code java.version}: 1.8.0_392 → 8, 11.0.2 → 11, 17 → 17, 21-ea → 21; 0 if none. */
+    /**
+     * The feature release of a {@code java.version}: 1.8.0_392 → 8, 11.0.2 → 11, 17 → 17, 21-ea → 21; 0 if none, as
+     * for a number no release has (a release file is the image's, whatever its owner wrote: not a reason to fail).
+     */
     static int feature(String javaVersion) {
-        Matcher m = Pattern.compile("^(?:1\\.(\\d+)|(\\d+))").matcher(javaVersion);
+        Matcher m = FEATURE.matcher(javaVersion);
         if (!m.find()) {
             return 0;
         }
-        return Integer.parseInt(m.group(1) != null ? m.group(1) : m.group(2));
+        try {
+            return Integer.parseInt(m.group(1) != null ? m.group(1) : m.group(2));
+        } catch (NumberFormatException overflow) {
+            return 0;
+        }
     }
 
     /** The feature release a JDK's install path names, e.g. {@code /usr/lib/jvm/java-11-openjdk-amd64/lib/server/libjvm.so}. */

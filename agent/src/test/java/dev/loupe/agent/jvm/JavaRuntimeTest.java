@@ -47,6 +47,8 @@ class JavaRuntimeTest {
         assertEquals("java 25.0.3", rt.describe());
         assertEquals(17, JavaRuntime.of("/x/libjvm.so", JavaRuntime.parseRelease(DEBIAN_17)).feature());
         assertEquals("", JavaRuntime.parseRelease(DEBIAN_17).get("SOURCE"));
+        assertEquals(Map.of("A", "x y", "B", "", "C", "\"q", "D", "unquoted"),
+                JavaRuntime.parseRelease("A=\"x y\"  \r\n# comment\nB=\"\"\nlower=1\nC=\"\"q\"\nD=unquoted\t\n=E\n"));
     }
 
     @Test
@@ -58,6 +60,9 @@ class JavaRuntimeTest {
         assertEquals(21, JavaRuntime.feature("21-ea"));
         assertEquals(25, JavaRuntime.feature("25.0.3"));
         assertEquals(0, JavaRuntime.feature("unknown"));
+        // A release file is whatever the image's owner wrote (JvmProcessFuzzTarget found this one): unknown, no exception.
+        assertEquals(0, JavaRuntime.feature("5555555555555555555555555555555555555555555555555555555555555.01_8.392"));
+        assertEquals(0, JavaRuntime.feature("1.99999999999"));
     }
 
     @Test

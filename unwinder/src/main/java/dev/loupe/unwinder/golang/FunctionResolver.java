@@ -10,7 +10,6 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Optional;
-import java.util.regex.Pattern;
 
 /**
  * Turns a binary and a function name or glob into uprobe targets: each function's entry and the file
@@ -127,11 +126,11 @@ public final class FunctionResolver {
                 return new int[] {i};
             }
         }
-        Pattern glob = globToRegex(pattern);
+        Glob glob = Glob.of(pattern);
         int[] found = new int[16];
         int n = 0;
         for (int i = 0; i < t.size(); i++) {
-            if (glob.matcher(t.name(i)).matches()) {
+            if (glob.matches(t.name(i))) {
                 if (n == found.length) {
                     found = Arrays.copyOf(found, n * 2);
                 }
@@ -150,27 +149,63 @@ public final class FunctionResolver {
         return Arrays.copyOf(found, n);
     }
 
-    static Pattern globToRegex(String glob) {
-        StringBuilder re = new StringBuilder();
-        StringBuilder lit = new StringBuilder();
-        for (int i = 0; i < glob.length(); i++) {
-            char c = glob.charAt(i);
-            if (c == '\\' && i + 1 < glob.length()) {
-                lit.append(glob.charAt(++i));
-            } else if (c == '*' || c == '?') {
-                if (!lit.isEmpty()) {
-                    re.append(Pattern.quote(lit.toString()));
-                    lit.setLength(0);
+    /**
+     * A pattern with {@code *} (any run of characters), {@code ?} (one) and {@code \\} (the next character is
+     * literal), matched without a regular expression: names are the binary's, which any user may have built, and
+     * a regex of two or more {@code .*} backtracks polynomially over a long name ({@code *a*a*b} took 16 s on one
+     * name of 4,000 characters). This matcher backs up only to the last {@code *}: at most the name's length
+     * times the pattern's steps.
+     */
+    static final class Glob {
+        private static final int STAR = -1;
+        private static final int ONE = -2;
+        /** Code points to match literally, or STAR / ONE. */
+        private final int[] tokens;
+
+        private Glob(int[] tokens) {
+            this.tokens = tokens;
+        }
+
+        static Glob of(String glob) {
+            int[] cps = glob.codePoints().toArray();
+            int[] t = new int[cps.length];
+            int n = 0;
+            for (int i = 0; i < cps.length; i++) {
+                int c = cps[i];
+                if (c == '\\' && i + 1 < cps.length) {
+                    t[n++] = cps[++i];
+                } else {
+                    t[n++] = c == '*' ? STAR : c == '?' ? ONE : c;
                 }
-                re.append(c == '*' ? ".*" : ".");
-            } else {
-                lit.append(c);
             }
+            return new Glob(java.util.Arrays.copyOf(t, n));
         }
-        if (!lit.isEmpty()) {
-            re.append(Pattern.quote(lit.toString()));
+
+        boolean matches(String name) {
+            int[] s = name.codePoints().toArray();
+            int i = 0;
+            int j = 0;
+            int star = -1; // the last * seen, and where in the name its run ends so far
+            int mark = 0;
+            while (i < s.length) {
+                if (j < tokens.length && (tokens[j] == ONE || tokens[j] == s[i])) {
+                    i++;
+                    j++;
+                } else if (j < tokens.length && tokens[j] == STAR) {
+                    star = j++;
+                    mark = i;
+                } else if (star >= 0) {
+                    j = star + 1; // the * takes one more character
+                    i = ++mark;
+                } else {
+                    return false;
+                }
+            }
+            while (j < tokens.length && tokens[j] == STAR) {
+                j++;
+            }
+            return j == tokens.length;
         }
-        return Pattern.compile(re.toString(), Pattern.DOTALL);
     }
 
     private static String unescape(String s) {

@@ -117,7 +117,11 @@ public final class ProcessRegistry {
 
     /** Field 22 of /proc/PID/stat; parsed after the last ')' because comm may hold spaces and parens. */
     public long startTicks(int pid) throws IOException {
-        String stat = ProcMaps.readText(procRoot.resolve(Integer.toString(pid)).resolve("stat"));
+        return parseStartTicks(ProcMaps.readText(procRoot.resolve(Integer.toString(pid)).resolve("stat")), pid);
+    }
+
+    /** Field 22 (starttime) of a /proc/PID/stat text; IOException naming the pid if the text is not what the kernel writes. */
+    static long parseStartTicks(String stat, int pid) throws IOException {
         int close = stat.lastIndexOf(')');
         if (close < 0 || close + 2 > stat.length()) {
             throw new IOException("malformed /proc/" + pid + "/stat");

@@ -1,9 +1,12 @@
 package dev.loupe.unwinder.ehframe;
 
+import dev.loupe.unwinder.TestPrograms;
 import dev.loupe.unwinder.elf.ElfException;
 import dev.loupe.unwinder.elf.ElfFile;
 
 import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.Arrays;
 
 /**
@@ -12,6 +15,8 @@ import java.util.Arrays;
  * picks the parser, the rest is its input. Typed exceptions ({@link EhFrameException}, {@link ElfException})
  * are the expected outcome of bad input; anything else escaping, a table that breaks the kernel's lookup
  * invariants ({@link UnwindTable#verify}), a hang (Jazzer's timeout) or running out of memory is a finding.
+ * Kept inputs: real sections of a small C program ({@code src/test/resources/fuzz/CfiFuzzTarget}); {@link #writeSeeds}
+ * adds the whole program, compiled at run time.
  */
 public final class CfiFuzzTarget {
     private CfiFuzzTarget() {}
@@ -43,6 +48,39 @@ public final class CfiFuzzTarget {
         } catch (EhFrameException | ElfException e) {
             // the typed errors bad input must give
         }
+    }
+
+    /** Seeds: a small program as a whole ELF and its .eh_frame, .debug_frame and .eh_frame_hdr sections. */
+    public static void writeSeeds(Path dir) throws Exception {
+        Path work = Files.createTempDirectory("loupe-cfi-seed");
+        Path prog = TestPrograms.compile(work, "seed", """
+                #include <stdio.h>
+                #include <stdlib.h>
+                __attribute__((noinline)) int f(int n) { char *p = __builtin_alloca(n + 8); p[0] = n; return n ? f(n - 1) + p[0] : 0; }
+                int main(int argc, char **argv) { printf("%d\\n", f(argc)); return 0; }
+                """, "-g", "-fomit-frame-pointer");
+        byte[] elf = Files.readAllBytes(prog);
+        ElfSections s = ElfSections.read(prog);
+        String[] names = {".eh_frame", ".debug_frame", null, ".eh_frame_hdr"};
+        for (int mode = 0; mode < names.length; mode++) {
+            if (names[mode] != null && s.find(names[mode]) != null) {
+                write(dir, names[mode].substring(1), mode, s.contents(s.find(names[mode])));
+            }
+        }
+        write(dir, "elf", 2, elf);
+        try (var made = Files.list(work)) {
+            for (Path p : made.toList()) {
+                Files.delete(p);
+            }
+        }
+        Files.delete(work);
+    }
+
+    private static void write(Path dir, String name, int mode, byte[] data) throws Exception {
+        byte[] in = new byte[data.length + 1];
+        in[0] = (byte) mode;
+        System.arraycopy(data, 0, in, 1, data.length);
+        Files.write(dir.resolve("seed-" + name), in);
     }
 
     private static void check(UnwindTable t) {

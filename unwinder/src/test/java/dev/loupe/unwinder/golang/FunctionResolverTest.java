@@ -94,8 +94,30 @@ class FunctionResolverTest {
         assertEquals(FunctionResolutionException.Reason.NO_MATCH, none.reason());
         assertTrue(none.getMessage().contains("no function matches 'nosuch.*'"), none.getMessage());
 
-        assertTrue(FunctionResolver.globToRegex("a\\*b?").matcher("a*bc").matches());
-        assertTrue(!FunctionResolver.globToRegex("a\\*b").matcher("axb").matches());
+        assertTrue(FunctionResolver.Glob.of("a\\*b?").matches("a*bc"));
+        assertTrue(!FunctionResolver.Glob.of("a\\*b").matches("axb"));
+    }
+
+    @Test
+    void globsMatchAsTheyDidAsRegularExpressionsInLinearTime() {
+        String[][] yes = {{"*", ""}, {"*", "x"}, {"main.*", "main.main"}, {"*.(*conn).serve", "net/http.(*conn).serve"},
+                {"a?c", "abc"}, {"a?c", "a\u00e9c"}, {"?", "\ud83d\ude00"}, {"*a*a*b", "xaxab"}, {"a**b", "ab"}, {"\\?", "?"},
+                {"ab\\", "ab\\"}, {"*.abi0", "runtime.goexit.abi0"}, {"x*y*z", "xyz"}};
+        String[][] no = {{"main.*", "runtime.main"}, {"a?c", "ac"}, {"?", ""}, {"*a*a*b", "xaxa"}, {"\\?", "x"}, {"a", "ab"},
+                {"ab*", "a"}, {"*b", "ba"}};
+        for (String[] c : yes) {
+            assertTrue(FunctionResolver.Glob.of(c[0]).matches(c[1]), c[0] + " ~ " + c[1]);
+        }
+        for (String[] c : no) {
+            assertTrue(!FunctionResolver.Glob.of(c[0]).matches(c[1]), c[0] + " !~ " + c[1]);
+        }
+        // A hostile binary's name: 64 KB of one letter against a pattern that backtracks (16 s for 4 KB as a regex).
+        String name = "a".repeat(64 << 10);
+        long t0 = System.nanoTime();
+        assertTrue(!FunctionResolver.Glob.of("*a*a*b").matches(name));
+        assertTrue(FunctionResolver.Glob.of("*a*a*").matches(name));
+        long ms = (System.nanoTime() - t0) / 1_000_000;
+        assertTrue(ms < 5_000, "took " + ms + " ms");
     }
 
     @Test

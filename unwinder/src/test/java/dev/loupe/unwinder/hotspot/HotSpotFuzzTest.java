@@ -24,14 +24,9 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * {@link HotSpotFuzzTarget}: its seeds are JVMs the readers accept in full; its regression corpus
- * ({@code src/test/resources/fuzz/HotSpotFuzzTarget}: the seeds and every finding's input) replays clean; and Jazzer
- * run over it in a child JVM finds nothing: a short run in the normal suite, a long one on demand:
- * <pre>
- * mvn -B -o -pl unwinder -am test -Dtest=HotSpotFuzzTest#jazzerFindsNothing -Dsurefire.failIfNoSpecifiedTests=false \
- *     -Dloupe.fuzz.seconds=300 [-Dloupe.fuzz.corpus=/var/tmp/loupe-hotspot-corpus]
- * </pre>
- * Findings (crash-*, timeout-*, oom-* inputs) go to {@code unwinder/target/fuzz-findings-hotspot/} and fail the test.
+ * {@link HotSpotFuzzTarget}'s seeds are JVMs the readers accept in full, laid out as the real JVMs are. Its regression
+ * corpus ({@code src/test/resources/fuzz/HotSpotFuzzTarget}: the seeds and every finding's input) and its Jazzer runs
+ * are the shared harness's ({@code dev.loupe.unwinder.fuzz.FuzzTargetsTest}, {@code ./loupe fuzz}).
  */
 class HotSpotFuzzTest {
     static final Path CORPUS = Path.of("src/test/resources/fuzz", HotSpotFuzzTarget.class.getSimpleName());
@@ -132,87 +127,5 @@ class HotSpotFuzzTest {
             compared++;
         }
         assertTrue(compared > 50, "compared " + compared);
-    }
-
-    /** Every input of the regression corpus (the seeds and each finding's) runs through the target clean. */
-    @Test
-    void theRegressionCorpusReplays() throws Exception {
-        List<Path> files;
-        try (Stream<Path> s = Files.list(CORPUS)) {
-            files = s.filter(Files::isRegularFile).sorted().toList();
-        }
-        int run = 0;
-        for (Path p : files) {
-            try {
-                HotSpotFuzzTarget.fuzzerTestOneInput(Files.readAllBytes(p));
-            } catch (Throwable e) {
-                throw new AssertionError(p + " fails", e);
-            }
-            run++;
-        }
-        long inDir;
-        try (Stream<Path> s = Files.list(CORPUS)) {
-            inDir = s.count();
-        }
-        assertEquals(inDir, run);
-        assertTrue(run > SyntheticJvm.Flavour.values().length, "corpus of " + run);
-        System.out.printf("HotSpotFuzzTest: replayed %d corpus inputs%n", run);
-    }
-
-    @Test
-    void jazzerFindsNothing() throws Exception {
-        int seconds = Integer.getInteger("loupe.fuzz.seconds", 8);
-        String corpusProp = System.getProperty("loupe.fuzz.corpus");
-        Path corpus = corpusProp != null ? Path.of(corpusProp) : tmp.resolve("corpus");
-        Files.createDirectories(corpus);
-        try (Stream<Path> s = Files.list(CORPUS)) {
-            for (Path p : s.toList()) {
-                Files.copy(p, corpus.resolve(p.getFileName()), java.nio.file.StandardCopyOption.REPLACE_EXISTING);
-            }
-        }
-        Path findings = Path.of("target", "fuzz-findings-hotspot").toAbsolutePath();
-        Files.createDirectories(findings);
-        try (Stream<Path> old = Files.list(findings)) { // an earlier run's: kept in the corpus if they mattered
-            for (Path p : old.toList()) {
-                Files.delete(p);
-            }
-        }
-        String cp = System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
-        List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-Xmx1g", "-XX:+EnableDynamicAgentLoading", "--enable-native-access=ALL-UNNAMED", "-cp", cp,
-                "com.code_intelligence.jazzer.Jazzer",
-                "--target_class=" + HotSpotFuzzTarget.class.getName(),
-                "--instrumentation_includes=dev.loupe.unwinder.**", "--reproducer_path=" + findings,
-                "-max_total_time=" + seconds, "-timeout=10", "-max_len=65536", "-print_final_stats=1",
-                "-artifact_prefix=" + findings + "/", corpus.toString()));
-        Path log = tmp.resolve("jazzer.log");
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
-        if (!p.waitFor(seconds + 300L, TimeUnit.SECONDS)) {
-            p.destroyForcibly();
-            throw new AssertionError("Jazzer did not finish");
-        }
-        String out = Files.readString(log, StandardCharsets.ISO_8859_1);
-        Matcher done = Pattern.compile("Done (\\d+) runs in (\\d+) second").matcher(out);
-        String tail = out.length() > 6000 ? out.substring(out.length() - 6000) : out;
-        assertEquals(0, p.exitValue(), "Jazzer reported a finding:\n" + tail);
-        assertTrue(done.find(), tail);
-        long runs = Long.parseLong(done.group(1));
-        Matcher cov = Pattern.compile("cov: (\\d+) ft: (\\d+)").matcher(out);
-        String coverage = "";
-        while (cov.find()) {
-            coverage = cov.group();
-        }
-        System.out.printf("HotSpotFuzzTest: %d executions in %s s (%.0f/s), %s, corpus %d inputs%n", runs, done.group(2),
-                runs / Math.max(1.0, Double.parseDouble(done.group(2))), coverage, count(corpus));
-        assertTrue(runs > 200, "too few executions: " + runs);
-        try (Stream<Path> s = Files.list(findings)) {
-            assertEquals(List.of(), s.map(Path::toString).toList(), "finding inputs");
-        }
-    }
-
-    private static long count(Path dir) throws Exception {
-        try (Stream<Path> s = Files.list(dir)) {
-            return s.count();
-        }
     }
 }
