@@ -120,6 +120,20 @@ public final class JvmSymbols implements SampleObserver {
         }
     }
 
+    /** Processes tracked now (/metrics: read from another thread, a possibly stale size). */
+    public long tracked() {
+        return entries.size();
+    }
+
+    /** The process exited: its entry goes (a task for it still queued finds it gone and does nothing of note). */
+    @Override
+    public void exited(int pid, long processStartNs) {
+        Entry e = entries.get(pid);
+        if (e != null && (e.startTicks < 0 || e.startTicks == ticks(processStartNs))) {
+            entries.remove(pid);
+        }
+    }
+
     public void consider(int pid) {
         entry(pid, -1);
     }

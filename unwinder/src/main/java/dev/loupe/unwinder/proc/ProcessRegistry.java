@@ -18,7 +18,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * listeners when a process appears (a first read, or its pid now belongs to a new process), changes its
  * mappings (dlopen, exec) or exits, so a consumer can push state for a process when it appears instead of
  * pulling it when a sample arrives. Processes are learnt of by {@link #read} (a consumer needs them),
- * {@link #scan} (a periodic look at /proc) and {@link #processExited} (an exit event feed).
+ * {@link #scan} (a periodic look at /proc) and {@link #processExited(int, long)} (the kernel's exit events).
  *
  * <p>Thread-safe: reads run without a global lock; listeners are called on the reading thread and must
  * be quick (queue work, do not do it).
@@ -65,6 +65,10 @@ public final class ProcessRegistry {
 
     public void addListener(Listener l) {
         listeners.add(l);
+    }
+
+    public void removeListener(Listener l) {
+        listeners.remove(l);
     }
 
     /**
@@ -165,12 +169,22 @@ public final class ProcessRegistry {
         return alive;
     }
 
-    /** A process exited (from a scan, or an exit event): forget it and tell listeners. */
+    /** A process exited (found by a scan): forget it and tell listeners. */
     public void processExited(int pid) {
         Snapshot gone = processes.remove(pid);
         if (gone != null) {
             listeners.forEach(l -> l.exited(pid, gone.startTicks()));
         }
+    }
+
+    /**
+     * The process {@code pid} that started at {@code startTicks} exited (an exit event, which names the exact
+     * process): its view is forgotten unless the pid already names a newer process, and listeners are told even if
+     * this registry never read it (a consumer may hold state for it all the same).
+     */
+    public void processExited(int pid, long startTicks) {
+        processes.computeIfPresent(pid, (k, s) -> s.startTicks() == startTicks ? null : s);
+        listeners.forEach(l -> l.exited(pid, startTicks));
     }
 
     /** Reads of /proc/PID/{stat,maps} and how many failed (gone, permission). */
