@@ -39,6 +39,14 @@ public final class JvmSymbols implements SampleObserver {
         Inspection inspect(int pid, long startTicks);
 
         HotSpotAttacher.Result writePerfMap(JvmTarget target);
+
+        /**
+         * Whether the process is known not to be a JVM without reading anything (the shared registry's view of it
+         * maps no libjvm): most processes of a busy host, told apart on the poll thread instead of a task each.
+         */
+        default boolean knownNotAJvm(int pid, long startTicks) {
+            return false;
+        }
     }
 
     private enum State { PENDING, NOT_A_JVM, GONE, SKIPPED, JVM }
@@ -97,6 +105,16 @@ public final class JvmSymbols implements SampleObserver {
             @Override
             public HotSpotAttacher.Result writePerfMap(JvmTarget target) {
                 return attacher.writePerfMap(target);
+            }
+
+            @Override
+            public boolean knownNotAJvm(int pid, long startTicks) {
+                ProcessRegistry.Snapshot s = registry.cached(pid).orElse(null);
+                if (s == null || startTicks < 0 || s.startTicks() != startTicks) {
+                    return false;
+                }
+                // JvmInspector's own test, on the same view: it would say NotAJvm.
+                return JavaRuntime.libjvm(s.executable().stream().map(dev.loupe.unwinder.proc.MapEntry::path).toList()).isEmpty();
             }
         };
     }
@@ -179,6 +197,12 @@ public final class JvmSymbols implements SampleObserver {
             evict();
         }
         Entry fresh = new Entry(pid, startTicks);
+        if (jvms.knownNotAJvm(pid, startTicks)) {
+            fresh.state = State.NOT_A_JVM;
+            fresh.busy = false;
+            entries.put(pid, fresh);
+            return fresh;
+        }
         if (!submit(() -> classify(fresh))) {
             return null; // queue full: the next sample asks again
         }

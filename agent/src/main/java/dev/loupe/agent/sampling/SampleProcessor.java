@@ -37,11 +37,11 @@ import java.util.function.LongSupplier;
  * and the labels {@code comm} and {@code pid_namespace=outside} only. Every sampled process is named to the
  * {@link SampleObserver}s, with whether the symbolizer found code no runtime named or walked yet, which the unwind
  * tables hear too (their runtimes then read their code again soon).
- * A process's exit ({@link #processExited}, from the kernel, after its samples) releases what is held for it here
- * (labels, cgroup) and tells the observers and the exit listeners (the process registry, and through it the
- * symbolizer's and the unwind tables' state) {@link #EXIT_GRACE} later: a sample of the rest of the kernel's exit
- * path may follow the exit record, and it should find the process as it was, not read /proc for it again or ask for
- * its registration. Runs on the sampling thread.
+ * A process's exit ({@link #processExited}, from the kernel, after its samples) releases its unwind registration at
+ * once, and what is held for it here (labels, cgroup) and tells the observers and the exit listeners (the process
+ * registry, and through it the symbolizer's state and its runtimes) {@link #EXIT_GRACE} later: a sample of the rest
+ * of the kernel's exit path may follow the exit record, and it should find the process as it was, not read /proc for
+ * it again or ask for its registration. Runs on the sampling thread.
  */
 final class SampleProcessor implements Consumer<RawSample> {
     private static final Label FP_FALLBACK = Label.str("unwind", "frame_pointers");
@@ -111,12 +111,17 @@ final class SampleProcessor implements Consumer<RawSample> {
     }
 
     /**
-     * The kernel reports {@code pid} (started at {@code processStartNs}) exited; what is held for it goes
-     * {@link #EXIT_GRACE} from now ({@link #releaseExited}).
+     * The kernel reports {@code pid} (started at {@code processStartNs}) exited: the unwind tables release its
+     * registration now (nothing of a late sample needs it), what else is held for it goes {@link #EXIT_GRACE} from now
+     * ({@link #releaseExited}).
      */
     void processExited(int pid, long processStartNs) {
         if (pid <= 0) {
             return;
+        }
+        UnwindTableUploader u = unwind;
+        if (u != null) {
+            u.processExited(pid, processStartNs);
         }
         pendingExits.add(new PendingExit(pid, processStartNs, monotonicNanos.getAsLong() + EXIT_GRACE.toNanos()));
         exiting.put(pid, processStartNs);

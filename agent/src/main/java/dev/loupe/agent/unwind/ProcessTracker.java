@@ -61,10 +61,20 @@ final class ProcessTracker implements ProcessRegistry.Listener {
     private final IntPredicate wanted; // the --pid filter: only these processes
     private final LongSupplier nanoTime;
     private final ConcurrentHashMap<Integer, Registration> registered = new ConcurrentHashMap<>();
-    private final Set<Integer> pending = ConcurrentHashMap.newKeySet();
+    /** Queued pids, with the start a sample named (-1: asked for without one). */
+    private final ConcurrentHashMap<Integer, Long> pending = new ConcurrentHashMap<>();
+    /** The start the last taken request of each pid named (uploader thread). */
+    private final Map<Integer, Long> takenStarts = new HashMap<>();
     private final LinkedBlockingQueue<Integer> queue = new LinkedBlockingQueue<>();
     private final ConcurrentLinkedQueue<Exit> exits = new ConcurrentLinkedQueue<>();
     private final Map<Integer, Long> failedAt = new HashMap<>();
+    /** The last exits released (pid to start), so a registration queued before its process's exit is not made. */
+    private final Map<Integer, Long> lastExits = new java.util.LinkedHashMap<>(256, 0.75f, false) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<Integer, Long> eldest) {
+            return size() > 4096;
+        }
+    };
 
     ProcessTracker(IntPredicate wanted, LongSupplier nanoTime) {
         this.wanted = wanted;
@@ -105,14 +115,33 @@ final class ProcessTracker implements ProcessRegistry.Listener {
                 return;
             }
         }
-        request(pid);
+        request(pid, processStartNs > 0 ? processStartNs / ProcessRegistry.NANOS_PER_TICK : -1);
     }
 
     /** Queues {@code pid} for registration, once until it is taken. */
     void request(int pid) {
-        if (wanted.test(pid) && pending.add(pid)) {
-            queue.offer(pid);
+        request(pid, -1);
+    }
+
+    /** The same for the process a sample named: its start ({@code startTicks}) says whether a view of it is current. */
+    private void request(int pid, long startTicks) {
+        if (!wanted.test(pid)) {
+            return;
         }
+        if (pending.putIfAbsent(pid, startTicks) == null) {
+            queue.offer(pid);
+        } else if (startTicks >= 0) {
+            pending.replace(pid, startTicks); // the latest sample's process
+        }
+    }
+
+    /**
+     * The process start the request just taken for {@code pid} named, -1 if none did (the registry's view is then as
+     * good as any). Uploader thread.
+     */
+    long requestedStart(int pid) {
+        Long s = takenStarts.remove(pid);
+        return s == null ? -1 : s;
     }
 
     /** The next queued process, waiting up to {@code timeoutNanos}; null if none came. */
@@ -127,7 +156,10 @@ final class ProcessTracker implements ProcessRegistry.Listener {
 
     private Integer taken(Integer pid) {
         if (pid != null) {
-            pending.remove(pid);
+            Long start = pending.remove(pid);
+            if (start != null && start >= 0) {
+                takenStarts.put(pid, start);
+            }
         }
         return pid;
     }
@@ -141,8 +173,15 @@ final class ProcessTracker implements ProcessRegistry.Listener {
         Exit exit;
         while ((exit = exits.poll()) != null) {
             gone.add(exit);
+            lastExits.put(exit.pid(), exit.startTicks());
         }
         return gone;
+    }
+
+    /** Whether {@code pid}'s process that started at {@code startTicks} is among the last exits taken. */
+    boolean hasExited(int pid, long startTicks) {
+        Long start = lastExits.get(pid);
+        return start != null && start == startTicks;
     }
 
     /** Whether {@code exit} names the registered process (not an earlier one with its pid, nor a later one). */

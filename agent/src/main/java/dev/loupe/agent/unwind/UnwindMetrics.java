@@ -43,7 +43,7 @@ public final class UnwindMetrics {
                 "Registrations refused for want of free mapping slots (the process keeps frame pointers and is tried again later).",
                 UnwindTableUploader.Stats::mappingSpaceFull);
         counter(r, uploader, "loupe_unwind_exits_released_total",
-                "Process exits the unwind tables released state for (from the kernel's exit events or the /proc scan).",
+                "Registrations released because their process exited (the kernel's exit records, or the /proc scan).",
                 UnwindTableUploader.Stats::exitsReleased);
         CounterWithCallback.builder().name("loupe_unwind_table_failures_total")
                 .help("Binaries without a usable unwind table, by reason.").labelNames("reason")

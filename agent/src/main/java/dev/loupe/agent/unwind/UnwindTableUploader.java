@@ -129,7 +129,7 @@ public final class UnwindTableUploader implements AutoCloseable {
         this.space = new KernelTableSpace(target, this::unpublishUsers);
         this.runtimeTables = new RuntimeTables(runtimes, nanoTime);
         Path procRoot = registry.procRoot();
-        this.delay = new RegistrationDelay(() -> RegistrationDelay.bootTicks(procRoot));
+        this.delay = new RegistrationDelay(RegistrationDelay.bootClock(procRoot, nanoTime));
         this.mappingSpaceFullLog = new RateLimitedLog(LOG, System.Logger.Level.WARNING, TimeUnit.MINUTES.toNanos(1), nanoTime);
         this.thread = new Thread(this::run, "loupe-unwind-tables");
         this.thread.setDaemon(true);
@@ -156,6 +156,15 @@ public final class UnwindTableUploader implements AutoCloseable {
         if (unknownCodeHints.size() < 4096) {
             unknownCodeHints.add(pid);
         }
+    }
+
+    /**
+     * The kernel reports {@code pid} (started at {@code processStartNs}) exited (sampling thread): its registration
+     * goes at once (its kernel entry went at the exit; a sample of its exit path walks frame pointers and asks for
+     * nothing), and it is not registered if it was queued.
+     */
+    public void processExited(int pid, long processStartNs) {
+        processes.exited(pid, processStartNs / ProcessRegistry.NANOS_PER_TICK);
     }
 
     /** Whether {@code pid} is registered for unwinding (tests, metrics). */
@@ -256,16 +265,19 @@ public final class UnwindTableUploader implements AutoCloseable {
         }
     }
 
-    /** Releases every process the registry reported exited: its registration if it has one, and what else it holds. */
+    /**
+     * Releases every process reported exited (by the kernel at once, by the registry after the samples' grace or a
+     * scan): its registration if it has one, and what else it holds.
+     */
     private void releaseExited() {
         for (ProcessTracker.Exit exit : processes.takeExited()) {
             if (processes.registeredAs(exit)) {
                 release(exit.pid());
+                exitsReleased.incrementAndGet();
             }
             runtimeTables.forget(exit.pid(), exit.startTicks());
             processes.forgetFailure(exit.pid());
             refusedPids.remove(exit.pid());
-            exitsReleased.incrementAndGet();
         }
     }
 
@@ -314,7 +326,10 @@ public final class UnwindTableUploader implements AutoCloseable {
 
     /** Reads the process's executable mappings, loads the tables they need and publishes them. */
     void register(int pid) throws Exception {
-        ProcessRegistry.Snapshot snap = currentSnapshot(pid);
+        ProcessRegistry.Snapshot snap = currentSnapshot(pid, processes.requestedStart(pid));
+        if (processes.hasExited(pid, snap.startTicks())) {
+            throw new IOException("exited"); // queued before its exit was reported: nothing to walk any more
+        }
         ProcessTracker.Registration old = processes.get(pid);
         if (old != null && old.current(snap)) {
             return;
@@ -364,13 +379,16 @@ public final class UnwindTableUploader implements AutoCloseable {
         }
     }
 
-    /** The registry's view of the process if it is still that process, else a fresh read. */
-    private ProcessRegistry.Snapshot currentSnapshot(int pid) throws IOException {
+    /**
+     * The registry's view of the process, unless a sample asked for another process with the pid ({@code wantedStart},
+     * -1: none), else a fresh read. The view is not checked against /proc/PID/stat: a pid reused since was reported
+     * exited (the registry then forgot the view), and if that report is late the kernel entry written from the view
+     * names the old process's start, which the walker checks on every sample (the new process's samples keep frame
+     * pointers and ask for its registration, with their start).
+     */
+    private ProcessRegistry.Snapshot currentSnapshot(int pid, long wantedStart) throws IOException {
         ProcessRegistry.Snapshot snap = registry.cached(pid).orElse(null);
-        if (snap == null || snap.startTicks() != registry.startTicks(pid)) {
-            snap = registry.read(pid);
-        }
-        return snap;
+        return snap != null && (wantedStart < 0 || snap.startTicks() == wantedStart) ? snap : registry.read(pid, wantedStart);
     }
 
     private static List<MapEntry> executableByAddress(ProcessRegistry.Snapshot snap) throws IOException {

@@ -76,8 +76,23 @@ public final class ProcessRegistry {
      * view and tells listeners what changed. IOException: gone, not readable, or reused twice meanwhile.
      */
     public Snapshot read(int pid) throws IOException {
+        return read(pid, -1);
+    }
+
+    /**
+     * As {@link #read(int)} for the process that started at {@code expectedStartTicks} (a sample said so; -1: not
+     * known): maps, then stat once. If stat then names that start, the maps were that process's (a pid is reused only
+     * after its process exited, and a later process cannot have the earlier start); otherwise stat, maps, stat.
+     */
+    public Snapshot read(int pid, long expectedStartTicks) throws IOException {
         reads.incrementAndGet();
         try {
+            if (expectedStartTicks >= 0) {
+                ProcMaps.Parsed maps = ProcMaps.readCounted(procRoot, pid);
+                if (startTicks(pid) == expectedStartTicks) {
+                    return publish(pid, expectedStartTicks, maps);
+                }
+            }
             for (int attempt = 0; ; attempt++) {
                 long start = startTicks(pid);
                 ProcMaps.Parsed maps = ProcMaps.readCounted(procRoot, pid);
@@ -87,31 +102,36 @@ public final class ProcessRegistry {
                     }
                     throw new IOException("pid " + pid + " reused while reading its maps");
                 }
-                List<MapEntry> exec = new ArrayList<>();
-                for (MapEntry e : maps.entries()) {
-                    if (e.executable()) {
-                        exec.add(e);
-                    }
-                }
-                Snapshot now = new Snapshot(pid, start, exec, maps.malformedLines());
-                Snapshot before = processes.put(pid, now);
-                if (processes.size() > maxProcesses) {
-                    processes.remove(pid); // bounded: an untracked process is still answered, just not kept
-                }
-                if (before == null || before.startTicks() != start) {
-                    if (before != null) {
-                        listeners.forEach(l -> l.exited(pid, before.startTicks()));
-                    }
-                    listeners.forEach(l -> l.appeared(now));
-                } else if (!before.executable().equals(exec)) {
-                    listeners.forEach(l -> l.mappingsChanged(now));
-                }
-                return now;
+                return publish(pid, start, maps);
             }
         } catch (IOException | RuntimeException e) {
             failures.incrementAndGet();
             throw e instanceof IOException io ? io : new IOException(e.getMessage(), e);
         }
+    }
+
+    /** The view of the process as just read; listeners are told what changed. */
+    private Snapshot publish(int pid, long start, ProcMaps.Parsed maps) {
+        List<MapEntry> exec = new ArrayList<>();
+        for (MapEntry e : maps.entries()) {
+            if (e.executable()) {
+                exec.add(e);
+            }
+        }
+        Snapshot now = new Snapshot(pid, start, exec, maps.malformedLines());
+        Snapshot before = processes.put(pid, now);
+        if (processes.size() > maxProcesses) {
+            processes.remove(pid); // bounded: an untracked process is still answered, just not kept
+        }
+        if (before == null || before.startTicks() != start) {
+            if (before != null) {
+                listeners.forEach(l -> l.exited(pid, before.startTicks()));
+            }
+            listeners.forEach(l -> l.appeared(now));
+        } else if (!before.executable().equals(exec)) {
+            listeners.forEach(l -> l.mappingsChanged(now));
+        }
+        return now;
     }
 
     /** The last view of the process, without reading /proc. */

@@ -56,7 +56,7 @@ final class ProcessTable implements ProcessRegistry.Listener {
                 return null;
             }
         }
-        ProcessState fresh = read(pid, now, p, false);
+        ProcessState fresh = read(pid, startTicks, now, p, false);
         if (fresh != null) {
             if (p != null && p.readable() && fresh.startTicks != p.startTicks) {
                 pidReuses.incrementAndGet();
@@ -83,7 +83,7 @@ final class ProcessTable implements ProcessRegistry.Listener {
         if (!p.takeMissReread(now)) {
             return p;
         }
-        ProcessState fresh = read(pid, now, p, true); // one quick re-read per read from scratch, not a chain of them
+        ProcessState fresh = read(pid, startTicks, now, p, true); // one quick re-read per read from scratch, not a chain of them
         if (fresh == null) {
             return p;
         }
@@ -98,10 +98,11 @@ final class ProcessTable implements ProcessRegistry.Listener {
         return fresh;
     }
 
-    private ProcessState read(int pid, long now, ProcessState previous, boolean settled) {
+    /** {@code startTicks}: the sample's process start (-1: not known), which spares the registry one read of stat. */
+    private ProcessState read(int pid, long startTicks, long now, ProcessState previous, boolean settled) {
         mapsReads.incrementAndGet();
         try {
-            ProcessRegistry.Snapshot snap = registry.read(pid); // stat, maps, stat: consistent, shared
+            ProcessRegistry.Snapshot snap = registry.read(pid, startTicks); // consistent, shared
             malformedMapsLines.addAndGet(snap.malformedLines());
             return ProcessState.read(snap.startTicks(), snap.executable(), now, previous, settled);
         } catch (IOException | RuntimeException e) {
