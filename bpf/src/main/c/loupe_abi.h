@@ -49,6 +49,11 @@ enum sample_flag {
 	SAMPLE_F_FP_FALLBACK     = 8,  /* the process had no unwind state yet: frame pointers only */
 	SAMPLE_F_UNWIND_STOPPED  = 16, /* the user stack ends in a marker frame naming why */
 	SAMPLE_F_PID_OUTSIDE     = 32, /* the task is outside Java's PID namespace: pid, tid 0, no user stack */
+	/*
+	 * Not a sample: the process exited (its last thread), a header without frames written by process_exit; its
+	 * samples precede it in the ring buffer. pid, comm and start_boottime name the process, ktime_ns the exit.
+	 */
+	SAMPLE_F_PROCESS_EXIT    = 64,
 };
 
 /*
@@ -76,6 +81,8 @@ enum stat {
 	STAT_FP_FRAMES,        /* frames unwound with frame pointers */
 	STAT_PID_OUTSIDE,      /* samples of tasks outside Java's PID namespace (no pid, no user stack) */
 	STAT_FP_NO_FDE_FRAMES, /* frames in a table's code without unwind info stepped by checked frame pointers */
+	STAT_PROCESS_EXITS,    /* exit records written (SAMPLE_F_PROCESS_EXIT) */
+	STAT_EXIT_DROPS,       /* exit records lost: ring buffer full (Java's periodic /proc scan finds those exits) */
 	STAT_MAX
 };
 

@@ -21,11 +21,20 @@
 #define PF_KTHREAD 0x00200000
 
 /* Minimal CO-RE view of kernel types: only the fields we read. */
+typedef struct {
+	int counter;
+} loupe_atomic_t;
+
+struct signal_struct {
+	loupe_atomic_t live; /* threads of the group that have not passed do_exit's group_dead point */
+} __attribute__((preserve_access_index));
+
 struct task_struct {
 	unsigned int flags;
 	int pid;
 	int tgid;
 	struct task_struct *group_leader;
+	struct signal_struct *signal;
 	char comm[TASK_COMM_LEN];
 	__u64 start_boottime;
 } __attribute__((preserve_access_index));
@@ -678,6 +687,62 @@ SEC("perf_event")
 int sample_cpu_fp(struct perf_event_ctx *ctx)
 {
 	return sample(ctx, 0);
+}
+
+/*
+ * A process exits: sched_process_exit fires for every thread in do_exit, after the thread left signal->live; the
+ * thread that finds it at 0 is the group's last (two last threads racing may both find 0: Java takes an exit twice
+ * as once). The process's unwind entry leaves the kernel at once, and a header-only record (SAMPLE_F_PROCESS_EXIT)
+ * follows its samples in the ring buffer, so Java releases what it holds for that exact process (pid and start
+ * time) as soon as it has read them. It never wakes user space by itself: the next poll (100 ms) reads it.
+ * Loaded with either sampling program; a record lost to a full ring buffer is counted, and Java's periodic /proc
+ * scan finds that exit instead. A raw tracepoint (attached by name, no tracefs needed); the exiting task is the
+ * current one, so the tracepoint's arguments are not read.
+ */
+SEC("raw_tracepoint/sched_process_exit")
+int process_exit(void *ctx)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	if (BPF_CORE_READ(task, signal, live.counter) != 0 || (task->flags & PF_KTHREAD))
+		return 0;
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 host_tgid = pid_tgid >> 32;
+	__u32 host_tid = (__u32)pid_tgid;
+	if (to_java_pids(&pid_tgid))
+		return 0; /* outside Java's namespace: it holds nothing for it */
+	__u32 tgid = pid_tgid >> 32;
+	__u32 zero = 0;
+	struct config *cfg = bpf_map_lookup_elem(&config, &zero);
+	if (!cfg)
+		return 0;
+	if (cfg->filter_pids && !bpf_map_lookup_elem(&pid_filter, &tgid))
+		return 0;
+	/* Its entry, if any, is this process's or a stale one of an earlier process with the pid: neither is walked again. */
+	bpf_map_delete_elem(&procs, &tgid);
+
+	__u64 wake = bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) >= cfg->wakeup_bytes
+		? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+	struct sample *s = bpf_ringbuf_reserve(&samples, __builtin_offsetof(struct sample, frames), 0);
+	if (!s) {
+		count(STAT_EXIT_DROPS);
+		return 0;
+	}
+	s->pid = tgid;
+	s->tid = (__u32)pid_tgid;
+	s->cpu = bpf_get_smp_processor_id();
+	s->kernel_frames = 0;
+	s->user_frames = 0;
+	bpf_get_current_comm(s->thread_comm, sizeof(s->thread_comm));
+	bpf_core_read_str(s->comm, sizeof(s->comm), &task->group_leader->comm);
+	s->ktime_ns = bpf_ktime_get_ns();
+	s->flags = SAMPLE_F_PROCESS_EXIT;
+	s->reserved = 0;
+	s->start_boottime = BPF_CORE_READ(task, group_leader, start_boottime);
+	s->host_pid = host_tgid;
+	s->host_tid = host_tid;
+	bpf_ringbuf_submit(s, wake);
+	count(STAT_PROCESS_EXITS);
+	return 0;
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -189,6 +189,11 @@ public final class Main {
         }
         try {
             agent.externalLabels(config.externalLabels()); // on every sample of local files, as node is
+            // The kernel's exit records release what every consumer of the registry holds for a process (the symbolizer's
+            // state, its runtimes, its unwind registration); the periodic /proc scan is the fallback.
+            agent.onProcessExit((pid, startNs) -> processes.processExited(pid, startNs / ProcessRegistry.NANOS_PER_TICK));
+            agent.reportProcessStates("registry", processes::size);
+            agent.reportProcessStates("runtimes", runtimes::size);
             if (config.unwindTables()) {
                 // Only with tables: the uploader listens to the process registry and queues every new process.
                 UnwindTableUploader unwind = new UnwindTableUploader(new KernelUnwindTarget(sampler.unwindMaps()),
@@ -199,7 +204,10 @@ public final class Main {
                 unwind.start();
             }
             if (config.get(Options.JVM_SYMBOLS)) {
-                jvmSymbols(processes).ifPresent(agent::addSampleObserver);
+                jvmSymbols(processes).ifPresent(j -> {
+                    agent.addSampleObserver(j);
+                    agent.reportProcessStates("jvm_symbols", j::tracked);
+                });
             }
             // Always there, so that a reload can add probes; the kernel side is loaded with the first probe.
             // Caller stacks (stacks: true) are symbolized by a symbolizer of their own (one thread each) over the shared registry.

@@ -20,12 +20,13 @@ public final class BpfAvailability {
     private static final int CAP_BPF = 39;
     static final int PROG_KPROBE = 2;
     static final int PROG_PERF_EVENT = 7;
+    static final int PROG_RAW_TRACEPOINT = 17;
     static final int MAP_RINGBUF = 27;
 
     /** A BPF helper a program type must allow: id (enum bpf_func_id), name, the Linux version that added it. */
     record Helper(int progType, int id, String name, String since) {}
 
-    /** What profiler.bpf.c calls from its perf_event program. */
+    /** What profiler.bpf.c calls from its perf_event programs and its process-exit tracepoint program. */
     static final List<Helper> SAMPLER_HELPERS = List.of(
             new Helper(PROG_PERF_EVENT, 67, "bpf_get_stack", "4.18"),
             new Helper(PROG_PERF_EVENT, 112, "bpf_probe_read_user", "5.5"),
@@ -33,7 +34,11 @@ public final class BpfAvailability {
             new Helper(PROG_PERF_EVENT, 134, "bpf_ringbuf_query", "5.8"),
             new Helper(PROG_PERF_EVENT, 158, "bpf_get_current_task_btf", "5.11"),
             new Helper(PROG_PERF_EVENT, 175, "bpf_task_pt_regs", "5.15"),
-            new Helper(PROG_PERF_EVENT, 181, "bpf_loop", "5.17"));
+            new Helper(PROG_PERF_EVENT, 181, "bpf_loop", "5.17"),
+            new Helper(PROG_RAW_TRACEPOINT, 131, "bpf_ringbuf_reserve", "5.8"),
+            new Helper(PROG_RAW_TRACEPOINT, 132, "bpf_ringbuf_submit", "5.8"),
+            new Helper(PROG_RAW_TRACEPOINT, 134, "bpf_ringbuf_query", "5.8"),
+            new Helper(PROG_RAW_TRACEPOINT, 158, "bpf_get_current_task_btf", "5.11"));
 
     /**
      * Used only when the agent runs in a PID namespace other than the initial one, and optional there: without
@@ -135,6 +140,10 @@ public final class BpfAvailability {
         if (prog <= 0) {
             return Optional.of(kernel + " lacks BPF perf_event programs" + probeError(prog));
         }
+        int tp = p.progType(PROG_RAW_TRACEPOINT);
+        if (tp <= 0) {
+            return Optional.of(kernel + " lacks BPF raw tracepoint programs" + probeError(tp));
+        }
         int rb = p.mapType(MAP_RINGBUF);
         if (rb <= 0) {
             return Optional.of(kernel + " lacks BPF ring buffers (BPF_MAP_TYPE_RINGBUF, Linux >= 5.8 or a backport)"
@@ -143,7 +152,8 @@ public final class BpfAvailability {
         for (Helper h : SAMPLER_HELPERS) {
             int r = p.helper(h.progType(), h.id());
             if (r <= 0) {
-                return Optional.of(kernel + " lacks BPF helper " + h.name() + " for perf_event programs (Linux >= "
+                return Optional.of(kernel + " lacks BPF helper " + h.name() + " for "
+                        + (h.progType() == PROG_RAW_TRACEPOINT ? "raw tracepoint" : "perf_event") + " programs (Linux >= "
                         + h.since() + " or a backport)" + probeError(r));
             }
         }

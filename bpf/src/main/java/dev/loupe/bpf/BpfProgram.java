@@ -36,6 +36,15 @@ public final class BpfProgram {
         return new BpfLink(name + "@perf" + perfFd, link);
     }
 
+    /** Attaches to the kernel's raw tracepoint {@code name} (e.g. sched_process_exit): by name, without tracefs. */
+    public BpfLink attachRawTracepoint(String name) throws BpfException {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment link = LibBpf.ATTACH_RAW_TRACEPOINT.pointer(this.name + " to raw tracepoint " + name, handle,
+                    a.allocateFrom(name));
+            return new BpfLink(this.name + "@" + name, link);
+        }
+    }
+
     /**
      * Attaches as a uprobe at {@code fileOffset} of {@code binary} (a file offset, not a virtual address),
      * in process {@code pid} or in every process ({@code pid} = -1). {@code cookie} is what

@@ -73,7 +73,8 @@ public final class KernelAbi {
     /** enum stat, in order; the last is the count. */
     static final List<String> STATS = List.of("STAT_SAMPLES", "STAT_IDLE", "STAT_FILTERED", "STAT_RINGBUF_DROPS",
             "STAT_USER_READ_ERRORS", "STAT_USER_TRUNCATED", "STAT_KERNEL_ERRORS", "STAT_FP_FALLBACK", "STAT_UNWIND_STOPPED",
-            "STAT_TABLE_FRAMES", "STAT_FP_FRAMES", "STAT_PID_OUTSIDE", "STAT_FP_NO_FDE_FRAMES", "STAT_MAX");
+            "STAT_TABLE_FRAMES", "STAT_FP_FRAMES", "STAT_PID_OUTSIDE", "STAT_FP_NO_FDE_FRAMES", "STAT_PROCESS_EXITS",
+            "STAT_EXIT_DROPS", "STAT_MAX");
 
     /** struct unwind_table: where a table's pages, rows and rules start in the shared arrays. */
     static final StructLayout UNWIND_TABLE = MemoryLayout.structLayout(
@@ -122,7 +123,7 @@ public final class KernelAbi {
             "sample_flag", Map.of("SAMPLE_F_USER_TRUNCATED", (long) RawSample.USER_TRUNCATED,
                     "SAMPLE_F_USER_READ_ERROR", (long) RawSample.USER_READ_ERROR, "SAMPLE_F_KERNEL_ERROR", (long) RawSample.KERNEL_ERROR,
                     "SAMPLE_F_FP_FALLBACK", (long) RawSample.FP_FALLBACK, "SAMPLE_F_UNWIND_STOPPED", (long) RawSample.UNWIND_STOPPED,
-                    "SAMPLE_F_PID_OUTSIDE", (long) RawSample.PID_OUTSIDE),
+                    "SAMPLE_F_PID_OUTSIDE", (long) RawSample.PID_OUTSIDE, "SAMPLE_F_PROCESS_EXIT", (long) RawSample.PROCESS_EXIT),
             "unwind_marker", Map.of("UNWIND_REASON_BITS", (long) UNWIND_REASON_BITS),
             "mapping_search", Map.of("MAPPING_SEARCH_STEPS", (long) UnwindMaps.MAPPING_SEARCH_STEPS),
             "stat", ordinals(STATS),

@@ -177,6 +177,7 @@ final class LibBpf {
     static final Fn ATTACH_PERF_EVENT = fn("bpf_program__attach_perf_event", ptr(ADDRESS, JAVA_INT), true);
     static final Fn ATTACH_UPROBE_OPTS = fn("bpf_program__attach_uprobe_opts",
             ptr(ADDRESS, JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS), true);
+    static final Fn ATTACH_RAW_TRACEPOINT = fn("bpf_program__attach_raw_tracepoint", ptr(ADDRESS, ADDRESS), true);
     static final Fn LINK_DESTROY = fn("bpf_link__destroy", i32(ADDRESS), false);
     // ring buffers
     static final Fn RING_BUFFER_NEW = fn("ring_buffer__new", ptr(JAVA_INT, ADDRESS, ADDRESS, ADDRESS), true);

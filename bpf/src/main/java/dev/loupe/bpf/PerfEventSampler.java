@@ -24,6 +24,8 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
  * One program over the reusable pieces: {@link BpfObject}, {@link BpfMap}, {@link RingBuffer}, {@link BpfLink}.
  * Samples name processes by the pids of this process's PID namespace ({@link SampledPids}), so that a sample's
  * pid is the /proc entry of its process here; a process outside that namespace comes without pid or user stack.
+ * A third program, on the {@code sched_process_exit} raw tracepoint, takes an exited process's unwind entry out of the
+ * kernel and reports the exit through the same ring buffer ({@link ProcessExits}), after its samples.
  *
  * <p>Threads: {@link #poll} from one thread; {@link #stats()} and {@link #programStats()} from any
  * (they read maps by fd, which the kernel makes safe, and never wait for a poll in progress).
@@ -46,7 +48,9 @@ public final class PerfEventSampler implements AutoCloseable {
     private UnwindMaps unwindMaps;
     private final List<BpfLink> links = new ArrayList<>();
     private Consumer<RawSample> sink; // set for the duration of a poll, on the polling thread
+    private ProcessExits exits = ProcessExits.NONE; // the same
     private final AtomicLong delivered = new AtomicLong();
+    private final AtomicLong exitsDelivered = new AtomicLong();
     private final AtomicLong decodeErrors = new AtomicLong();
     private final AtomicLong consumerErrors = new AtomicLong();
     private volatile boolean consumerErrorLogged;
@@ -115,7 +119,7 @@ public final class PerfEventSampler implements AutoCloseable {
                     + " (/proc/sys/kernel/perf_event_max_sample_rate)", 22);
         }
         SampledPids sampledPids = forcedPids.isPresent() ? forcedPids.get()
-                : SampledPids.ofThisProcess(BpfAvailability.PROG_PERF_EVENT);
+                : SampledPids.ofThisProcess(BpfAvailability.PROG_PERF_EVENT, BpfAvailability.PROG_RAW_TRACEPOINT);
         PerfEventSampler s = new PerfEventSampler(frequencyHz);
         try {
             s.start(pids, unwind, tables, unwinderConstants, sampledPids);
@@ -168,6 +172,8 @@ public final class PerfEventSampler implements AutoCloseable {
         wakeupBytes = ringBytes / 4;
         writeConfig();
         ringBuffer = RingBuffer.open(object.map("samples"), this::onRecord);
+        // Exits first: a process that exits once sampling runs is always reported.
+        links.add(object.program("process_exit").attachRawTracepoint("sched_process_exit"));
         program = object.program(programName);
         for (int cpu : cpus) {
             int fd = LibC.perfEventOpenCpuClock(cpu, frequencyHz);
@@ -242,6 +248,11 @@ public final class PerfEventSampler implements AutoCloseable {
             return;
         }
         try {
+            if ((sample.flags() & RawSample.PROCESS_EXIT) != 0) {
+                exits.exited(sample.pid(), sample.processStartNs());
+                exitsDelivered.incrementAndGet();
+                return;
+            }
             sink.accept(sample);
             delivered.incrementAndGet();
         } catch (Throwable t) {
@@ -264,21 +275,35 @@ public final class PerfEventSampler implements AutoCloseable {
         }
     }
 
-    /** Waits up to {@code timeout}, then hands every available sample to {@code sink}; returns how many. */
-    public synchronized int poll(Duration timeout, Consumer<RawSample> sink) throws BpfException {
+    /**
+     * Waits up to {@code timeout}, then hands every available sample to {@code sink}; returns how many. Exit records
+     * are consumed and ignored.
+     */
+    public int poll(Duration timeout, Consumer<RawSample> sink) throws BpfException {
+        return poll(timeout, sink, ProcessExits.NONE);
+    }
+
+    /**
+     * Waits up to {@code timeout}, then hands every available sample to {@code sink} and every process exit to
+     * {@code exits}, in the order the kernel wrote them (a process's samples before its exit); returns how many
+     * records (samples and exits).
+     */
+    public synchronized int poll(Duration timeout, Consumer<RawSample> sink, ProcessExits exits) throws BpfException {
         if (closed) {
             throw new IllegalStateException("sampler closed");
         }
-        long before = delivered.get() + decodeErrors.get() + consumerErrors.get();
+        long before = delivered.get() + exitsDelivered.get() + decodeErrors.get() + consumerErrors.get();
         this.sink = sink;
+        this.exits = exits;
         try {
             // Records arrive without a wakeup below the threshold, so poll (wait) and then consume.
             ringBuffer.poll(timeout);
             ringBuffer.consume();
         } finally {
             this.sink = null;
+            this.exits = ProcessExits.NONE;
         }
-        return (int) (delivered.get() + decodeErrors.get() + consumerErrors.get() - before);
+        return (int) (delivered.get() + exitsDelivered.get() + decodeErrors.get() + consumerErrors.get() - before);
     }
 
     /** Counters since start. Never waits for a poll in progress. */
@@ -295,7 +320,7 @@ public final class PerfEventSampler implements AutoCloseable {
             }
         }
         return new SamplerStats(v[0], v[1], v[2], v[3], v[4], v[5], v[6], delivered.get(), decodeErrors.get(),
-                consumerErrors.get(), v[7], v[8], v[9], v[10], v[11], v[12]);
+                consumerErrors.get(), v[7], v[8], v[9], v[10], v[11], v[12], v[13], v[14]);
     }
 
     /**

@@ -32,6 +32,12 @@ public record RawSample(int pid, int tid, int hostPid, int hostTid, int cpu, Str
      * no user stack, since nothing here may be read for it.
      */
     public static final int PID_OUTSIDE = 32;
+    /**
+     * Not a sample: the process exited (its last thread). No frames; {@code pid}, {@code comm} and
+     * {@code processStartNs} name it, {@code ktimeNs} is the exit. The sampler hands these to a
+     * {@link ProcessExits} listener, never to a sample consumer.
+     */
+    public static final int PROCESS_EXIT = 64;
 
     /** Whether a user "address" is a stop marker; its reason code is {@link #markerReason}. */
     public static boolean isUnwindMarker(long address) {

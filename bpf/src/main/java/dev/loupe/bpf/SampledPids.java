@@ -33,14 +33,17 @@ record SampledPids(Mode mode, long device, long inode) {
     static final String SECTION = ".rodata.pid_ns";
 
     /**
-     * This process's namespace ({@code /proc/self/ns/pid}), translated if the kernel lets programs of
-     * {@code progType} call the helper.
+     * This process's namespace ({@code /proc/self/ns/pid}), translated if the kernel lets programs of every one of
+     * {@code progTypes} call the helper (one object's programs share the setting).
      */
-    static SampledPids ofThisProcess(int progType) throws BpfException {
+    static SampledPids ofThisProcess(int... progTypes) throws BpfException {
         Path link = Path.of("/proc/self/ns/pid");
+        boolean helper = true;
+        for (int type : progTypes) {
+            helper &= BpfAvailability.namespacePidHelper(type);
+        }
         try {
-            return of((Long) Files.getAttribute(link, "unix:dev"), (Long) Files.getAttribute(link, "unix:ino"),
-                    BpfAvailability.namespacePidHelper(progType));
+            return of((Long) Files.getAttribute(link, "unix:dev"), (Long) Files.getAttribute(link, "unix:ino"), helper);
         } catch (IOException | UnsupportedOperationException e) {
             throw new BpfException("cannot tell which PID namespace this process is in (stat " + link + "): " + e, 0);
         }

@@ -21,12 +21,14 @@ package dev.loupe.bpf;
  * @param pidOutside       samples of processes outside this process's PID namespace (no pid, no user stack)
  * @param fpNoFdeFrames    user frames in code a binary's table has no unwind info for (no FDE), stepped by
  *                         frame pointers after the checks passed (not counted in tableFrames or fpFrames)
+ * @param processExits     exit records the kernel wrote (a process's last thread exited)
+ * @param exitDrops        exit records lost to a full ring buffer (those exits are found by a /proc scan instead)
  */
 public record SamplerStats(long samples, long idle, long filtered, long ringBufferDrops, long userReadErrors,
                            long userTruncated, long kernelErrors, long delivered, long decodeErrors,
                            long consumerErrors, long fpFallback, long unwindStopped, long tableFrames, long fpFrames,
-                           long pidOutside, long fpNoFdeFrames) {
-    public static final SamplerStats EMPTY = new SamplerStats(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+                           long pidOutside, long fpNoFdeFrames, long processExits, long exitDrops) {
+    public static final SamplerStats EMPTY = new SamplerStats(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
 
     /** Samples lost for any reason. */
     public long dropped() {

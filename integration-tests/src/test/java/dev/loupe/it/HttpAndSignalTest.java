@@ -74,7 +74,16 @@ class HttpAndSignalTest {
                     java.util.Map.entry("loupe_unwind_table_evictions_total", "counter"),
                     java.util.Map.entry("loupe_unwind_processes", "gauge"),
                     java.util.Map.entry("loupe_unwind_table_failures_total", "counter reason"),
-                    java.util.Map.entry("loupe_unwind_registration_delay_seconds", "histogram")));
+                    java.util.Map.entry("loupe_unwind_registration_delay_seconds", "histogram"),
+                    java.util.Map.entry("loupe_unwind_mappings", "gauge"),
+                    java.util.Map.entry("loupe_unwind_mappings_capacity", "gauge"),
+                    java.util.Map.entry("loupe_unwind_mappings_allocated_total", "counter"),
+                    java.util.Map.entry("loupe_unwind_mapping_space_full_total", "counter"),
+                    java.util.Map.entry("loupe_unwind_registrations_total", "counter"),
+                    java.util.Map.entry("loupe_unwind_exits_released_total", "counter"),
+                    java.util.Map.entry("loupe_process_exits_total", "counter"),
+                    java.util.Map.entry("loupe_process_exits_dropped_total", "counter"),
+                    java.util.Map.entry("loupe_process_states", "gauge holder")));
             expected.forEach((name, kind) -> assertEquals(kind, families.get(name), name + " in:\n" + metrics.body()));
             assertTrue(metrics.body().contains("loupe_unwind_registration_delay_seconds_bucket{le=\"0.01\"} "), metrics.body());
             assertTrue(metrics.body().contains("loupe_unwind_registration_delay_seconds_bucket{le=\"+Inf\"} "), metrics.body());

@@ -39,6 +39,14 @@ public final class JvmSymbols implements SampleObserver {
         Inspection inspect(int pid, long startTicks);
 
         HotSpotAttacher.Result writePerfMap(JvmTarget target);
+
+        /**
+         * Whether the process is known not to be a JVM without reading anything (the shared registry's view of it
+         * maps no libjvm): most processes of a busy host, told apart on the poll thread instead of a task each.
+         */
+        default boolean knownNotAJvm(int pid, long startTicks) {
+            return false;
+        }
     }
 
     private enum State { PENDING, NOT_A_JVM, GONE, SKIPPED, JVM }
@@ -98,6 +106,16 @@ public final class JvmSymbols implements SampleObserver {
             public HotSpotAttacher.Result writePerfMap(JvmTarget target) {
                 return attacher.writePerfMap(target);
             }
+
+            @Override
+            public boolean knownNotAJvm(int pid, long startTicks) {
+                ProcessRegistry.Snapshot s = registry.cached(pid).orElse(null);
+                if (s == null || startTicks < 0 || s.startTicks() != startTicks) {
+                    return false;
+                }
+                // JvmInspector's own test, on the same view: it would say NotAJvm.
+                return JavaRuntime.libjvm(s.executable().stream().map(dev.loupe.unwinder.proc.MapEntry::path).toList()).isEmpty();
+            }
         };
     }
 
@@ -117,6 +135,20 @@ public final class JvmSymbols implements SampleObserver {
             newCode(pid, processStartNs);
         } else {
             consider(pid, processStartNs);
+        }
+    }
+
+    /** Processes tracked now (/metrics: read from another thread, a possibly stale size). */
+    public long tracked() {
+        return entries.size();
+    }
+
+    /** The process exited: its entry goes (a task for it still queued finds it gone and does nothing of note). */
+    @Override
+    public void exited(int pid, long processStartNs) {
+        Entry e = entries.get(pid);
+        if (e != null && (e.startTicks < 0 || e.startTicks == ticks(processStartNs))) {
+            entries.remove(pid);
         }
     }
 
@@ -165,6 +197,12 @@ public final class JvmSymbols implements SampleObserver {
             evict();
         }
         Entry fresh = new Entry(pid, startTicks);
+        if (jvms.knownNotAJvm(pid, startTicks)) {
+            fresh.state = State.NOT_A_JVM;
+            fresh.busy = false;
+            entries.put(pid, fresh);
+            return fresh;
+        }
         if (!submit(() -> classify(fresh))) {
             return null; // queue full: the next sample asks again
         }

@@ -71,7 +71,12 @@ public final class CgroupLabelCache {
         return labels;
     }
 
-    synchronized int size() {
+    /** The process exited: its entry goes now rather than when it is the least recently asked. */
+    public synchronized void forget(int pid, long startTime) {
+        entries.remove(new Key(pid, startTime));
+    }
+
+    public synchronized int size() {
         return entries.size();
     }
 }

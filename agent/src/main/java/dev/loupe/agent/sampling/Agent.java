@@ -225,6 +225,45 @@ public final class Agent {
         processor.unwindTables(u);
     }
 
+    /**
+     * Told of each process exit the sample source reports, once the process's last samples were processed (before
+     * start): the agent wires the shared process registry here, which tells the symbolizer and the unwind tables.
+     */
+    public void onProcessExit(dev.loupe.bpf.ProcessExits l) {
+        processor.addExitListener(l);
+    }
+
+    private final Map<String, java.util.function.LongSupplier> processStateHolders = new java.util.concurrent.ConcurrentSkipListMap<>();
+
+    /**
+     * One more holder of per-process state to report on /metrics ({@code loupe_process_states{holder}}) besides the
+     * loop's own (before {@link #registerMetrics}): how many processes it holds state for now. Read from any thread.
+     */
+    public void reportProcessStates(String holder, java.util.function.LongSupplier processes) {
+        processStateHolders.put(holder, processes);
+    }
+
+    /** How many processes each holder of per-process state holds state for now (symbolizer, labels, unwind, ...). */
+    Map<String, Long> processStates() {
+        Map<String, Long> out = new TreeMap<>();
+        Symbolizer.Stats st = symbolizer.stats();
+        if (st != null) {
+            out.put("symbolizer", st.processes());
+        }
+        out.put("labels", (long) processor.cachedLabelProcesses());
+        out.put("cgroups", (long) processor.cachedCgroups());
+        out.put("exits_pending", (long) processor.pendingExits());
+        UnwindTableUploader u = unwind;
+        if (u != null) {
+            UnwindTableUploader.Stats s = u.stats();
+            out.put("unwind_registrations", s.registrationsHeld());
+            out.put("unwind_retry_pauses", s.retryPauses());
+            out.put("unwind_runtime_tables", s.runtimeTableProcesses());
+        }
+        processStateHolders.forEach((k, v) -> out.put(k, v.getAsLong()));
+        return out;
+    }
+
     private final List<SampleObserver> observers = new java.util.concurrent.CopyOnWriteArrayList<>();
 
     /** Told of every sampled process (before start); closed at stop. */
@@ -253,12 +292,13 @@ public final class Agent {
         try {
             while (running) {
                 try {
-                    source.poll(POLL, processor);
+                    source.poll(POLL, processor, processor::processExited);
                 } catch (SampleSource.SampleSourceException | RuntimeException e) {
                     pollErrors.incrementAndGet();
                     pollErrorLog.log("sampling poll failed: " + e.getMessage());
                     sleepQuietly(POLL);
                 }
+                processor.releaseExited();
                 long now = clocks.nanoTime();
                 lastPollNanos = now;
                 polls++; // one writer: this thread

@@ -65,6 +65,16 @@ final class AgentMetrics {
         sampler(r, agent, "loupe_unwind_fp_no_fde_frames_total",
                 "User frames in a binary's code without unwind info (no FDE: V8 builtins, hand-written assembly) unwound "
                         + "with frame pointers after checking the frame.", SamplerStats::fpNoFdeFrames);
+        sampler(r, agent, "loupe_process_exits_total",
+                "Process exits the kernel reported (the last thread left), after the process's samples.", SamplerStats::processExits);
+        sampler(r, agent, "loupe_process_exits_dropped_total",
+                "Process exits the kernel could not report (ring buffer full): found by the periodic /proc scan instead.",
+                SamplerStats::exitDrops);
+        GaugeWithCallback.builder().name("loupe_process_states")
+                .help("Processes each part of the agent holds state for now (released when the process exits).")
+                .labelNames("holder")
+                .callback(cb -> agent.processStates().forEach((holder, n) -> cb.call(n, holder)))
+                .register(r);
         GaugeWithCallback.builder().name("loupe_up").help("Whether the sampling loop is polling.")
                 .callback(cb -> cb.call(agent.status().healthy() ? 1 : 0))
                 .register(r);

@@ -2,6 +2,7 @@ package dev.loupe.agent.sampling;
 
 import dev.loupe.bpf.BpfException;
 import dev.loupe.bpf.PerfEventSampler;
+import dev.loupe.bpf.ProcessExits;
 import dev.loupe.bpf.RawSample;
 import dev.loupe.bpf.SamplerStats;
 
@@ -20,6 +21,15 @@ public final class KernelSampleSource implements SampleSource {
     public int poll(Duration timeout, Consumer<RawSample> sink) throws SampleSourceException {
         try {
             return sampler.poll(timeout, sink);
+        } catch (BpfException e) {
+            throw new SampleSourceException(e.getMessage(), e);
+        }
+    }
+
+    @Override
+    public int poll(Duration timeout, Consumer<RawSample> sink, ProcessExits exits) throws SampleSourceException {
+        try {
+            return sampler.poll(timeout, sink, exits);
         } catch (BpfException e) {
             throw new SampleSourceException(e.getMessage(), e);
         }

@@ -8,6 +8,9 @@ package dev.loupe.agent.sampling;
 public interface SampleObserver extends AutoCloseable {
     void sampled(int pid, long processStartNs, boolean unknownCode);
 
+    /** The process exited (and its last samples were seen): whatever is kept for it can go. */
+    default void exited(int pid, long processStartNs) {}
+
     @Override
     default void close() {}
 }

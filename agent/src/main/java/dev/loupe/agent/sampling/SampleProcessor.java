@@ -4,6 +4,7 @@ import dev.loupe.agent.labels.CgroupLabelCache;
 import dev.loupe.agent.labels.CgroupLabels;
 import dev.loupe.agent.unwind.UnwindTableUploader;
 import dev.loupe.bpf.KernelAbi;
+import dev.loupe.bpf.ProcessExits;
 import dev.loupe.bpf.RawSample;
 import dev.loupe.pprof.Label;
 import dev.loupe.unwinder.ehframe.StopReason;
@@ -12,7 +13,9 @@ import dev.loupe.unwinder.symbolize.MappingRef;
 import dev.loupe.unwinder.symbolize.Symbolizer;
 
 import java.time.Duration;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -33,7 +36,12 @@ import java.util.function.LongSupplier;
  * keeps its kernel frames, one frame {@code [outside the agent's PID namespace]} in place of its user stack,
  * and the labels {@code comm} and {@code pid_namespace=outside} only. Every sampled process is named to the
  * {@link SampleObserver}s, with whether the symbolizer found code no runtime named or walked yet, which the unwind
- * tables hear too (their runtimes then read their code again soon). Runs on the sampling thread.
+ * tables hear too (their runtimes then read their code again soon).
+ * A process's exit ({@link #processExited}, from the kernel, after its samples) releases its unwind registration at
+ * once, and what is held for it here (labels, cgroup) and tells the observers and the exit listeners (the process
+ * registry, and through it the symbolizer's state and its runtimes) {@link #EXIT_GRACE} later: a sample of the rest
+ * of the kernel's exit path may follow the exit record, and it should find the process as it was, not read /proc for
+ * it again or ask for its registration. Runs on the sampling thread.
  */
 final class SampleProcessor implements Consumer<RawSample> {
     private static final Label FP_FALLBACK = Label.str("unwind", "frame_pointers");
@@ -42,6 +50,8 @@ final class SampleProcessor implements Consumer<RawSample> {
     private static final int MAX_CACHED_THREADS = 8192;
     private static final int MAX_CACHED_CGROUPS = 8192;
     static final Duration CGROUP_MAX_AGE = Duration.ofSeconds(30);
+    /** How long after its exit record a process's state stays (late samples of the exit path find it). */
+    static final Duration EXIT_GRACE = Duration.ofSeconds(1);
 
     private final Symbolizer symbolizer;
     private final List<ProfileWindow> windows = new CopyOnWriteArrayList<>();
@@ -62,8 +72,27 @@ final class SampleProcessor implements Consumer<RawSample> {
         }
     }
 
-    private final java.util.Map<Integer, ThreadLabels> labelsByTid = new java.util.HashMap<>();
+    /** The label lists of one process's threads (by tid), so that an exit drops them all. */
+    private static final class ProcessLabels {
+        final long startNs;
+        final Map<Integer, ThreadLabels> threads = new HashMap<>(4);
+
+        ProcessLabels(long startNs) {
+            this.startNs = startNs;
+        }
+    }
+
+    private final Map<Integer, ProcessLabels> labelsByPid = new HashMap<>();
+    private int cachedThreads; // threads over all of labelsByPid
     private final CgroupLabelCache cgroups;
+    private final LongSupplier monotonicNanos;
+    /** Exits waiting out {@link #EXIT_GRACE}, in arrival order, and the same by pid (value: the start). */
+    private record PendingExit(int pid, long startNs, long dueNanos) {}
+
+    private final ArrayDeque<PendingExit> pendingExits = new ArrayDeque<>();
+    private final Map<Integer, Long> exiting = new HashMap<>();
+    private final List<ProcessExits> exitListeners = new CopyOnWriteArrayList<>();
+    private final AtomicLong exitsReleased = new AtomicLong();
     private final java.util.Map<String, List<Label>> outsideLabelsByComm = new java.util.HashMap<>();
 
     /**
@@ -73,6 +102,65 @@ final class SampleProcessor implements Consumer<RawSample> {
     SampleProcessor(Symbolizer symbolizer, CgroupLabelCache.Reader cgroupReader, LongSupplier monotonicNanos) {
         this.symbolizer = symbolizer;
         this.cgroups = new CgroupLabelCache(cgroupReader, MAX_CACHED_CGROUPS, CGROUP_MAX_AGE, monotonicNanos);
+        this.monotonicNanos = monotonicNanos;
+    }
+
+    /** Told of every process exit once its grace has passed (the agent's process registry, before start). */
+    void addExitListener(ProcessExits l) {
+        exitListeners.add(l);
+    }
+
+    /**
+     * The kernel reports {@code pid} (started at {@code processStartNs}) exited: the unwind tables release its
+     * registration now (nothing of a late sample needs it), what else is held for it goes {@link #EXIT_GRACE} from now
+     * ({@link #releaseExited}).
+     */
+    void processExited(int pid, long processStartNs) {
+        if (pid <= 0) {
+            return;
+        }
+        UnwindTableUploader u = unwind;
+        if (u != null) {
+            u.processExited(pid, processStartNs);
+        }
+        pendingExits.add(new PendingExit(pid, processStartNs, monotonicNanos.getAsLong() + EXIT_GRACE.toNanos()));
+        exiting.put(pid, processStartNs);
+    }
+
+    /** Releases what is held for the processes whose exit grace has passed (the loop calls it after each poll). */
+    void releaseExited() {
+        long now = monotonicNanos.getAsLong();
+        PendingExit e;
+        while ((e = pendingExits.peek()) != null && now - e.dueNanos() >= 0) {
+            pendingExits.poll();
+            exiting.remove(e.pid(), e.startNs());
+            release(e.pid(), e.startNs());
+        }
+    }
+
+    private void release(int pid, long startNs) {
+        ProcessLabels p = labelsByPid.get(pid);
+        if (p != null && p.startNs == startNs) {
+            labelsByPid.remove(pid);
+            cachedThreads -= p.threads.size();
+        }
+        cgroups.forget(pid, startNs);
+        for (SampleObserver o : observers) {
+            o.exited(pid, startNs);
+        }
+        for (ProcessExits l : exitListeners) {
+            l.exited(pid, startNs);
+        }
+        exitsReleased.incrementAndGet();
+    }
+
+    /** Whether the sample is of a process whose exit record came already (a sample of the rest of its exit). */
+    private boolean exiting(RawSample s) {
+        if (exiting.isEmpty()) {
+            return false;
+        }
+        Long start = exiting.get(s.pid());
+        return start != null && start == s.processStartNs();
     }
 
     void unwindTables(UnwindTableUploader u) {
@@ -99,7 +187,8 @@ final class SampleProcessor implements Consumer<RawSample> {
             return;
         }
         UnwindTableUploader u = unwind;
-        if (u != null) {
+        boolean exited = exiting(s); // nothing to register, nothing new to learn of it
+        if (u != null && !exited) {
             u.observe(s.pid(), s.processStartNs());
         }
         frames.clear();
@@ -114,10 +203,12 @@ final class SampleProcessor implements Consumer<RawSample> {
         int userBase = frames.size();
         int hints = symbolizer.symbolizeUser(s.pid(), s.processStartNs(), user, n, frames);
         boolean unnamed = (hints & Symbolizer.UNNAMED_CODE) != 0;
-        for (SampleObserver o : observers) {
-            o.sampled(s.pid(), s.processStartNs(), unnamed);
+        if (!exited) {
+            for (SampleObserver o : observers) {
+                o.sampled(s.pid(), s.processStartNs(), unnamed);
+            }
         }
-        if (u != null && (unnamed || stoppedInRuntimeCode(marker, hints))) {
+        if (u != null && !exited && (unnamed || stoppedInRuntimeCode(marker, hints))) {
             u.unknownCode(s.pid()); // code the runtime's table does not describe yet: read it again soon
         }
         if (marker >= 0) {
@@ -157,19 +248,54 @@ final class SampleProcessor implements Consumer<RawSample> {
     }
 
     private List<Label> labels(RawSample s, boolean fallback) {
-        ThreadLabels c = labelsByTid.get(s.tid());
+        ProcessLabels p = labelsByPid.get(s.pid());
+        ThreadLabels c = p == null || p.startNs != s.processStartNs() ? null : p.threads.get(s.tid());
         boolean same = c != null && c.sameThread(s, fallback);
         if (same && s.ktimeNs() - c.cgroupAsOf() < CGROUP_MAX_AGE.toNanos()) {
             return c.labels();
         }
         CgroupLabels cgroup = s.pid() > 0 ? cgroups.labels(s.pid(), s.processStartNs()) : CgroupLabels.NONE;
         List<Label> labels = same && cgroup.equals(c.cgroup()) ? c.labels() : newLabels(s, fallback, cgroup);
-        if (labelsByTid.size() >= MAX_CACHED_THREADS) {
-            labelsByTid.clear(); // threads come and go; a full clear is simpler than aging and rare
+        if (c == null && cachedThreads >= MAX_CACHED_THREADS) {
+            labelsByPid.clear(); // exits release processes; this bounds what exits were not reported for (rare)
+            cachedThreads = 0;
         }
-        labelsByTid.put(s.tid(), new ThreadLabels(s.pid(), s.processStartNs(), s.comm(), s.threadComm(), fallback,
-                cgroup, s.ktimeNs(), labels));
+        p = labelsByPid.get(s.pid());
+        if (p == null || p.startNs != s.processStartNs()) {
+            if (p != null) {
+                cachedThreads -= p.threads.size(); // the pid's earlier process
+            }
+            p = new ProcessLabels(s.processStartNs());
+            labelsByPid.put(s.pid(), p);
+        }
+        if (p.threads.put(s.tid(), new ThreadLabels(s.pid(), s.processStartNs(), s.comm(), s.threadComm(), fallback,
+                cgroup, s.ktimeNs(), labels)) == null) {
+            cachedThreads++;
+        }
         return labels;
+    }
+
+    /** Processes and threads whose label lists are cached (tests, /metrics). */
+    int cachedLabelProcesses() {
+        return labelsByPid.size();
+    }
+
+    int cachedLabelThreads() {
+        return cachedThreads;
+    }
+
+    int cachedCgroups() {
+        return cgroups.size();
+    }
+
+    /** Exits waiting out their grace (a read from another thread is a snapshot, possibly stale). */
+    int pendingExits() {
+        return exiting.size();
+    }
+
+    /** Exits released (their grace passed) since start. */
+    long exitsReleased() {
+        return exitsReleased.get();
     }
 
     private static List<Label> newLabels(RawSample s, boolean fallback, CgroupLabels cgroup) {

@@ -1,5 +1,6 @@
 package dev.loupe.agent.sampling;
 
+import dev.loupe.bpf.ProcessExits;
 import dev.loupe.bpf.RawSample;
 import dev.loupe.bpf.SamplerStats;
 
@@ -14,6 +15,14 @@ import java.util.function.Consumer;
 public interface SampleSource extends AutoCloseable {
     /** Waits up to {@code timeout} and hands every available sample to {@code sink}; returns how many. */
     int poll(Duration timeout, Consumer<RawSample> sink) throws SampleSourceException;
+
+    /**
+     * As {@link #poll(Duration, Consumer)}, and tells {@code exits} of processes that exited, in order with the
+     * samples (a process's exit after the samples of its life). A source that sees no exits only polls.
+     */
+    default int poll(Duration timeout, Consumer<RawSample> sink, ProcessExits exits) throws SampleSourceException {
+        return poll(timeout, sink);
+    }
 
     /** Counters since start (samples, drops, stack read failures). Safe from any thread. */
     SamplerStats stats();

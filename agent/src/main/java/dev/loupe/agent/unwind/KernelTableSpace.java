@@ -37,6 +37,8 @@ final class KernelTableSpace {
     private volatile long tablesLoaded;
     private volatile long rowsLoaded;
     private volatile long bytesLoaded;
+    private volatile long mappingsInUse;
+    private final AtomicLong mappingsAllocated = new AtomicLong();
 
     KernelTableSpace(UnwindTarget target, Users users) {
         this.target = target;
@@ -164,11 +166,27 @@ final class KernelTableSpace {
 
     /** The first of {@code n} consecutive mapping slots, now taken; -1 if there is no such run. */
     int allocateMappings(int n) {
-        return mappingSlots.allocate(n);
+        int first = mappingSlots.allocate(n);
+        mappingsInUse = mappingSlots.used();
+        if (first >= 0) {
+            mappingsAllocated.addAndGet(n);
+        }
+        return first;
     }
 
     void releaseMappings(int first, int n) {
         mappingSlots.release(first, n);
+        mappingsInUse = mappingSlots.used();
+    }
+
+    /** Mapping slots handed out since start (a churn of processes takes many times the capacity). */
+    long mappingsAllocated() {
+        return mappingsAllocated.get();
+    }
+
+    /** Mapping slots held by registered processes now (read by /metrics). */
+    long mappingsInUse() {
+        return mappingsInUse;
     }
 
     /** A process now names these tables (once per mapping). */

@@ -19,7 +19,8 @@ import java.util.function.LongSupplier;
  * Which processes are registered for table unwinding, which wait to be, and which exited. A process is
  * asked for by its samples ({@link #observe}: when unregistered, registered for an earlier process with
  * its pid, or stale after an eviction) and by the process registry (a first read, changed mappings); the
- * uploader's thread takes them in turn ({@link #next}). Exits come from the registry and from scans.
+ * uploader's thread takes them in turn ({@link #next}). Exits come from the registry: the kernel's exit
+ * events, and its scans of /proc.
  *
  * <p>Threads: {@link #observe} on the sampling thread (a hash lookup), the listener methods on the
  * registry's readers, everything else on the uploader's thread.
@@ -28,6 +29,9 @@ final class ProcessTracker implements ProcessRegistry.Listener {
     private static final long TOUCH_NANOS = TimeUnit.SECONDS.toNanos(1);
     private static final long RETRY_NANOS = TimeUnit.SECONDS.toNanos(2);
     private static final int MAX_FAILED = 65536;
+
+    /** A process that exited: the pid and its start (clock ticks), which say exactly which process it was. */
+    record Exit(int pid, long startTicks) {}
 
     /** A registered process. Read on the sampling thread: the fields are final but stale and lastSeen (volatile). */
     static final class Registration {
@@ -57,10 +61,20 @@ final class ProcessTracker implements ProcessRegistry.Listener {
     private final IntPredicate wanted; // the --pid filter: only these processes
     private final LongSupplier nanoTime;
     private final ConcurrentHashMap<Integer, Registration> registered = new ConcurrentHashMap<>();
-    private final Set<Integer> pending = ConcurrentHashMap.newKeySet();
+    /** Queued pids, with the start a sample named (-1: asked for without one). */
+    private final ConcurrentHashMap<Integer, Long> pending = new ConcurrentHashMap<>();
+    /** The start the last taken request of each pid named (uploader thread). */
+    private final Map<Integer, Long> takenStarts = new HashMap<>();
     private final LinkedBlockingQueue<Integer> queue = new LinkedBlockingQueue<>();
-    private final ConcurrentLinkedQueue<long[]> exits = new ConcurrentLinkedQueue<>(); // {pid, startTicks}
+    private final ConcurrentLinkedQueue<Exit> exits = new ConcurrentLinkedQueue<>();
     private final Map<Integer, Long> failedAt = new HashMap<>();
+    /** The last exits released (pid to start), so a registration queued before its process's exit is not made. */
+    private final Map<Integer, Long> lastExits = new java.util.LinkedHashMap<>(256, 0.75f, false) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<Integer, Long> eldest) {
+            return size() > 4096;
+        }
+    };
 
     ProcessTracker(IntPredicate wanted, LongSupplier nanoTime) {
         this.wanted = wanted;
@@ -80,7 +94,7 @@ final class ProcessTracker implements ProcessRegistry.Listener {
 
     @Override
     public void exited(int pid, long startTicks) {
-        exits.offer(new long[] {pid, startTicks});
+        exits.offer(new Exit(pid, startTicks));
     }
 
     /**
@@ -101,14 +115,33 @@ final class ProcessTracker implements ProcessRegistry.Listener {
                 return;
             }
         }
-        request(pid);
+        request(pid, processStartNs > 0 ? processStartNs / ProcessRegistry.NANOS_PER_TICK : -1);
     }
 
     /** Queues {@code pid} for registration, once until it is taken. */
     void request(int pid) {
-        if (wanted.test(pid) && pending.add(pid)) {
-            queue.offer(pid);
+        request(pid, -1);
+    }
+
+    /** The same for the process a sample named: its start ({@code startTicks}) says whether a view of it is current. */
+    private void request(int pid, long startTicks) {
+        if (!wanted.test(pid)) {
+            return;
         }
+        if (pending.putIfAbsent(pid, startTicks) == null) {
+            queue.offer(pid);
+        } else if (startTicks >= 0) {
+            pending.replace(pid, startTicks); // the latest sample's process
+        }
+    }
+
+    /**
+     * The process start the request just taken for {@code pid} named, -1 if none did (the registry's view is then as
+     * good as any). Uploader thread.
+     */
+    long requestedStart(int pid) {
+        Long s = takenStarts.remove(pid);
+        return s == null ? -1 : s;
     }
 
     /** The next queued process, waiting up to {@code timeoutNanos}; null if none came. */
@@ -123,22 +156,38 @@ final class ProcessTracker implements ProcessRegistry.Listener {
 
     private Integer taken(Integer pid) {
         if (pid != null) {
-            pending.remove(pid);
+            Long start = pending.remove(pid);
+            if (start != null && start >= 0) {
+                takenStarts.put(pid, start);
+            }
         }
         return pid;
     }
 
-    /** Registered processes the registry reported gone since the last call (a pid now used by another process is not). */
-    List<Integer> takeExited() {
-        List<Integer> gone = new ArrayList<>();
-        long[] exit;
+    /**
+     * The exits the registry reported since the last call, registered processes or not (state may be held for a process
+     * that never got registered: a failed attempt, its runtimes).
+     */
+    List<Exit> takeExited() {
+        List<Exit> gone = new ArrayList<>();
+        Exit exit;
         while ((exit = exits.poll()) != null) {
-            Registration p = registered.get((int) exit[0]);
-            if (p != null && p.startTicks == exit[1]) {
-                gone.add((int) exit[0]);
-            }
+            gone.add(exit);
+            lastExits.put(exit.pid(), exit.startTicks());
         }
         return gone;
+    }
+
+    /** Whether {@code pid}'s process that started at {@code startTicks} is among the last exits taken. */
+    boolean hasExited(int pid, long startTicks) {
+        Long start = lastExits.get(pid);
+        return start != null && start == startTicks;
+    }
+
+    /** Whether {@code exit} names the registered process (not an earlier one with its pid, nor a later one). */
+    boolean registeredAs(Exit exit) {
+        Registration p = registered.get(exit.pid());
+        return p != null && p.startTicks == exit.startTicks();
     }
 
     /** Registered processes that are not in {@code alive}. */
@@ -201,6 +250,11 @@ final class ProcessTracker implements ProcessRegistry.Listener {
         return p != null && !p.stale;
     }
 
+    /** Registrations held, stale ones included (each holds mapping slots and tables). */
+    long heldCount() {
+        return registered.size();
+    }
+
     long registeredCount() {
         return registered.values().stream().filter(p -> !p.stale).count();
     }
@@ -220,5 +274,20 @@ final class ProcessTracker implements ProcessRegistry.Listener {
 
     void succeeded(int pid) {
         failedAt.remove(pid);
+    }
+
+    /** The process exited: its retry pause goes with it. */
+    void forgetFailure(int pid) {
+        failedAt.remove(pid);
+    }
+
+    /** Forgets failures whose retry pause is over (they hold nothing back any more). */
+    void expireFailures(long now) {
+        failedAt.values().removeIf(at -> now - at >= RETRY_NANOS);
+    }
+
+    /** Processes within their retry pause (tests, /metrics). */
+    int failures() {
+        return failedAt.size();
     }
 }

@@ -20,11 +20,14 @@ final class RangeAllocator {
             return 0;
         }
         for (Map.Entry<Integer, Integer> e : free.entrySet()) {
-            if (e.getValue() >= n) {
-                int start = e.getKey();
+            // Key and length read before the removal: removing an inner node of the tree moves its successor's key
+            // and value into that same entry object, so e would then name the next hole.
+            int start = e.getKey();
+            int length = e.getValue();
+            if (length >= n) {
                 free.remove(start);
-                if (e.getValue() > n) {
-                    free.put(start + n, e.getValue() - n);
+                if (length > n) {
+                    free.put(start + n, length - n);
                 }
                 used += n;
                 return start;

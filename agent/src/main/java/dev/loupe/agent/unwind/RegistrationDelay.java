@@ -11,7 +11,8 @@ import java.util.function.LongSupplier;
 /**
  * The registration-delay histogram ({@link UnwindTableUploader.DelayHistogram}): from a process's start to
  * its tables being live in the kernel, for processes that started after the agent. Both ends are clock
- * ticks since boot (the process's start from /proc/PID/stat, now from /proc/uptime): 10 ms resolution.
+ * ticks since boot (the process's start from /proc/PID/stat, now from the monotonic clock set by /proc/uptime):
+ * 10 ms resolution.
  * Recorded on the uploader's thread, read by /metrics.
  */
 final class RegistrationDelay {
@@ -26,6 +27,27 @@ final class RegistrationDelay {
     RegistrationDelay(LongSupplier bootTicks) {
         this.bootTicks = bootTicks;
         this.agentStartTicks = bootTicks.getAsLong();
+    }
+
+    /**
+     * Clock ticks since boot without a file read per registration: {@code nanoTime} (monotonic) plus its offset from
+     * {@code uptime}, read again at most once a minute (CLOCK_MONOTONIC stops while the host is suspended, uptime does
+     * not); -1 while uptime cannot be read.
+     */
+    static LongSupplier bootClock(Path procRoot, LongSupplier nanoTime) {
+        long[] offset = {0, Long.MIN_VALUE}; // uptime - nanoTime (ns), when it was read (nanoTime); uploader thread only
+        return () -> {
+            long now = nanoTime.getAsLong();
+            if (offset[1] == Long.MIN_VALUE || now - offset[1] >= 60_000_000_000L) {
+                long ticks = bootTicks(procRoot);
+                if (ticks < 0) {
+                    return -1;
+                }
+                offset[0] = ticks * ProcessRegistry.NANOS_PER_TICK - now;
+                offset[1] = now;
+            }
+            return (now + offset[0]) / ProcessRegistry.NANOS_PER_TICK;
+        };
     }
 
     /** Clock ticks since boot from {@code uptime} in {@code procRoot}; -1 if unreadable. */

@@ -138,6 +138,19 @@ final class RuntimeTables {
         }
     }
 
+    /** The process {@code pid} that started at {@code startTicks} exited: as {@link #forget(int)}, if it is the one held. */
+    void forget(int pid, long startTicks) {
+        State s = states.get(pid);
+        if (s != null && s.startTicks == startTicks) {
+            forget(pid);
+        }
+    }
+
+    /** Processes whose runtimes' tables are held (tests). */
+    int size() {
+        return states.size();
+    }
+
     /** A runtime table's cache key: never equal to a file's. */
     record CodeKey(int pid, long startTicks, String name, int generation) {}
 }

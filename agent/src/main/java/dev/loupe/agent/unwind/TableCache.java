@@ -60,15 +60,18 @@ final class TableCache {
     }
 
     private TableEntry fileTable(int pid, MapEntry m) {
-        Path file = procRoot.resolve(Integer.toString(pid)).resolve("map_files").resolve(m.mapFilesName());
-        if (!Files.exists(file)) {
-            file = procRoot.resolve(Integer.toString(pid)).resolve("root").resolve(m.path().substring(1));
-        }
+        Path pidDir = procRoot.resolve(Integer.toString(pid));
+        Path file = pidDir.resolve("map_files").resolve(m.mapFilesName());
         FileKey key;
         try {
-            key = FileKey.of(m, Files.readAttributes(file, BasicFileAttributes.class));
+            key = FileKey.of(m, Files.readAttributes(file, BasicFileAttributes.class)); // one stat: no exists() first
         } catch (IOException e) {
-            return null; // unreadable now: frame pointers
+            file = pidDir.resolve("root").resolve(m.path().substring(1));
+            try {
+                key = FileKey.of(m, Files.readAttributes(file, BasicFileAttributes.class));
+            } catch (IOException again) {
+                return null; // unreadable now: frame pointers
+            }
         }
         TableEntry t = tables.computeIfAbsent(key, k -> new TableEntry(k, m.path()));
         if (t.failure == null && !t.loaded() && builtFor != t) {

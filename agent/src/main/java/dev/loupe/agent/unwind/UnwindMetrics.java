@@ -30,6 +30,21 @@ public final class UnwindMetrics {
         counter(r, uploader, "loupe_unwind_processes_refused_total",
                 "Processes left to frame pointers because they have more executable mappings than the kernel's search covers.",
                 UnwindTableUploader.Stats::refusedTooManyMappings);
+        gauge(r, uploader, "loupe_unwind_mappings", "Slots of the kernel's process mappings array held by registered processes now.",
+                UnwindTableUploader.Stats::mappingsInUse);
+        gauge(r, uploader, "loupe_unwind_mappings_capacity", "Slots of the kernel's process mappings array (from the unwind table budget).",
+                UnwindTableUploader.Stats::mappingCapacity);
+        counter(r, uploader, "loupe_unwind_registrations_total",
+                "Processes registered for table unwinding (again after a change of mappings, pid reuse or eviction).",
+                UnwindTableUploader.Stats::registrations);
+        counter(r, uploader, "loupe_unwind_mappings_allocated_total", "Mapping slots handed out to registrations since start.",
+                UnwindTableUploader.Stats::mappingsAllocated);
+        counter(r, uploader, "loupe_unwind_mapping_space_full_total",
+                "Registrations refused for want of free mapping slots (the process keeps frame pointers and is tried again later).",
+                UnwindTableUploader.Stats::mappingSpaceFull);
+        counter(r, uploader, "loupe_unwind_exits_released_total",
+                "Registrations released because their process exited (the kernel's exit records, or the /proc scan).",
+                UnwindTableUploader.Stats::exitsReleased);
         CounterWithCallback.builder().name("loupe_unwind_table_failures_total")
                 .help("Binaries without a usable unwind table, by reason.").labelNames("reason")
                 .callback(cb -> {

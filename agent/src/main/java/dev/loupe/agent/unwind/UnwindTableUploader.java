@@ -1,5 +1,6 @@
 package dev.loupe.agent.unwind;
 
+import dev.loupe.agent.logging.RateLimitedLog;
 import dev.loupe.unwinder.ehframe.StopReason;
 import dev.loupe.unwinder.ehframe.UnwindTable;
 import dev.loupe.unwinder.elf.ElfException;
@@ -26,7 +27,10 @@ import java.util.function.LongSupplier;
  * Pushes unwind tables and process mappings into the kernel so the BPF walker can unwind code without
  * frame pointers. Processes are registered when they run: at the first sample of an unregistered process
  * ({@link #observe}) or when the shared registry first reads it (until then the kernel walks that process
- * with frame pointers and marks the sample); a periodic /proc scan forgets processes that exited. One
+ * with frame pointers and marks the sample). A process that exits is released (its mapping slots, its hold on
+ * tables, its runtimes' tables) when the registry reports it: the kernel's exit events, between any two
+ * registrations; a periodic /proc scan finds exits no event reported. A full mapping space is counted and logged
+ * (rate-limited), the process keeps frame pointers and is tried again on a later sample, after exits freed space. One
  * table per binary is shared by every process that maps it ({@link TableCache}). Table memory is bounded
  * by the kernel maps' capacity ({@link KernelTableSpace}): when a new table does not fit, the least
  * recently used tables are evicted (unused ones first), and processes that still need them are registered
@@ -63,7 +67,9 @@ public final class UnwindTableUploader implements AutoCloseable {
     /** Counters and sizes for /metrics. */
     public record Stats(long tablesBuilt, long tableFailures, long tablesLoaded, long rowsLoaded, long bytesLoaded,
                  long evictions, long processes, long registrations, long registrationFailures,
-                 Map<String, Long> failuresByReason, DelayHistogram registrationDelay, long refusedTooManyMappings) {}
+                 Map<String, Long> failuresByReason, DelayHistogram registrationDelay, long refusedTooManyMappings,
+                 long mappingsInUse, long mappingCapacity, long mappingSpaceFull, long exitsReleased,
+                 long registrationsHeld, long retryPauses, long runtimeTableProcesses, long mappingsAllocated) {}
 
     /**
      * Seconds from a process's start to its tables being live in the kernel, for processes that started
@@ -94,6 +100,11 @@ public final class UnwindTableUploader implements AutoCloseable {
     private final LongSupplier nanoTime;
     private final AtomicLong registrations = new AtomicLong();
     private final AtomicLong registrationFailures = new AtomicLong();
+    private final AtomicLong mappingSpaceFull = new AtomicLong();
+    private final AtomicLong exitsReleased = new AtomicLong();
+    private final RateLimitedLog mappingSpaceFullLog;
+    /** A full mapping space runs a scan for exits no event reported, at most this often. */
+    static final long RECLAIM_SCAN_NANOS = TimeUnit.SECONDS.toNanos(1);
     private final Thread thread;
     private volatile boolean running = true;
     private long lastScan = Long.MIN_VALUE;
@@ -118,7 +129,8 @@ public final class UnwindTableUploader implements AutoCloseable {
         this.space = new KernelTableSpace(target, this::unpublishUsers);
         this.runtimeTables = new RuntimeTables(runtimes, nanoTime);
         Path procRoot = registry.procRoot();
-        this.delay = new RegistrationDelay(() -> RegistrationDelay.bootTicks(procRoot));
+        this.delay = new RegistrationDelay(RegistrationDelay.bootClock(procRoot, nanoTime));
+        this.mappingSpaceFullLog = new RateLimitedLog(LOG, System.Logger.Level.WARNING, TimeUnit.MINUTES.toNanos(1), nanoTime);
         this.thread = new Thread(this::run, "loupe-unwind-tables");
         this.thread.setDaemon(true);
     }
@@ -146,26 +158,35 @@ public final class UnwindTableUploader implements AutoCloseable {
         }
     }
 
+    /**
+     * The kernel reports {@code pid} (started at {@code processStartNs}) exited (sampling thread): its registration
+     * goes at once (its kernel entry went at the exit; a sample of its exit path walks frame pointers and asks for
+     * nothing), and it is not registered if it was queued.
+     */
+    public void processExited(int pid, long processStartNs) {
+        processes.exited(pid, processStartNs / ProcessRegistry.NANOS_PER_TICK);
+    }
+
     /** Whether {@code pid} is registered for unwinding (tests, metrics). */
     boolean registered(int pid) {
         return processes.isRegistered(pid);
     }
 
     /**
-     * Processes seen in samples come first (they are on CPU now, walked with frame pointers until
-     * registered); processes the scan found are registered one at a time in between.
+     * Queued processes are registered in turn, exits released before each registration; the scan runs on time
+     * however long the queue stays full.
      */
     private void run() {
         while (running) {
             try {
-                long now = nanoTime.getAsLong();
-                if (lastScan == Long.MIN_VALUE || now - lastScan >= scanIntervalNanos) {
-                    lastScan = now;
+                if (scanDue()) {
                     scan();
                 }
-                // Wake for queued work at once, otherwise at the next scan (at most 1 s: the heap trimmer's tick).
+                // Wake for queued work at once, otherwise at the next scan (at most 1 s: the heap trimmer's tick, and
+                // how long a reported exit may wait when nothing is queued).
                 long untilScan = lastScan + scanIntervalNanos - nanoTime.getAsLong();
                 Integer pid = processes.next(Math.clamp(untilScan, 1_000_000L, 1_000_000_000L));
+                releaseExited();
                 if (pid != null) {
                     registerQuietly(pid);
                 }
@@ -185,7 +206,13 @@ public final class UnwindTableUploader implements AutoCloseable {
      * only processes that run need tables, and their first sample (or the registry's first read of them)
      * asks for it, so an idle host costs nothing.
      */
+    private boolean scanDue() {
+        return lastScan == Long.MIN_VALUE || nanoTime.getAsLong() - lastScan >= scanIntervalNanos;
+    }
+
     void scan() {
+        lastScan = nanoTime.getAsLong();
+        processes.expireFailures(lastScan);
         Set<Integer> alive;
         try {
             alive = registry.scan();
@@ -193,7 +220,8 @@ public final class UnwindTableUploader implements AutoCloseable {
             LOG.log(System.Logger.Level.WARNING, "cannot list " + registry.procRoot() + ": " + e);
             return;
         }
-        processes.registeredNotIn(alive).forEach(this::unregister);
+        releaseExited(); // what the registry found gone
+        processes.registeredNotIn(alive).forEach(this::unregister); // registered, unknown to the registry, gone
     }
 
     /**
@@ -224,18 +252,43 @@ public final class UnwindTableUploader implements AutoCloseable {
         });
     }
 
-    /** Forgets the processes that exited; registers every process that samples or the registry asked for. */
+    /**
+     * Registers every process that samples or the registry asked for, releasing reported exits before each, until
+     * the queue is empty or the scan is due (under a steady stream of new processes the queue may never empty).
+     */
     private void drainQueue() {
-        processes.takeExited().forEach(this::unregister);
+        releaseExited();
         Integer pid;
-        while ((pid = processes.next()) != null) {
+        while (!scanDue() && (pid = processes.next()) != null) {
             registerQuietly(pid);
+            releaseExited();
+        }
+    }
+
+    /**
+     * Releases every process reported exited (by the kernel at once, by the registry after the samples' grace or a
+     * scan): its registration if it has one, and what else it holds.
+     */
+    private void releaseExited() {
+        for (ProcessTracker.Exit exit : processes.takeExited()) {
+            if (processes.registeredAs(exit)) {
+                release(exit.pid());
+                exitsReleased.incrementAndGet();
+            }
+            runtimeTables.forget(exit.pid(), exit.startTicks());
+            processes.forgetFailure(exit.pid());
+            refusedPids.remove(exit.pid());
         }
     }
 
     /** What the uploader thread does, synchronously (tests): a scan for exits, then the requested processes. */
     void scanNow() {
         scan();
+        drainQueue();
+    }
+
+    /** The same without the scan (tests): reported exits, then the requested processes. */
+    void drainNow() {
         drainQueue();
     }
 
@@ -249,6 +302,11 @@ public final class UnwindTableUploader implements AutoCloseable {
             processes.succeeded(pid);
         } catch (IOException e) {
             processes.failed(pid, now); // gone, a kernel thread, or not ours to read: samples keep frame pointers
+        } catch (MappingSpaceFull e) {
+            processes.failed(pid, now); // tried again on a sample after the retry pause: exits free space meanwhile
+            mappingSpaceFull.incrementAndGet();
+            mappingSpaceFullLog.log("cannot register pid " + pid + " for unwinding now: " + e.getMessage()
+                    + " (loupe_unwind_mapping_space_full_total counts these)");
         } catch (TooManyMappings e) {
             processes.failed(pid, now);
             if (refusedPids.size() < 4096 && refusedPids.add(pid)) {
@@ -268,7 +326,10 @@ public final class UnwindTableUploader implements AutoCloseable {
 
     /** Reads the process's executable mappings, loads the tables they need and publishes them. */
     void register(int pid) throws Exception {
-        ProcessRegistry.Snapshot snap = currentSnapshot(pid);
+        ProcessRegistry.Snapshot snap = currentSnapshot(pid, processes.requestedStart(pid));
+        if (processes.hasExited(pid, snap.startTicks())) {
+            throw new IOException("exited"); // queued before its exit was reported: nothing to walk any more
+        }
         ProcessTracker.Registration old = processes.get(pid);
         if (old != null && old.current(snap)) {
             return;
@@ -304,6 +365,13 @@ public final class UnwindTableUploader implements AutoCloseable {
         dropRetiredRuntimeTables();
     }
 
+    /** No run of free mapping slots is long enough for the process, even after releasing the exited. */
+    static final class MappingSpaceFull extends Exception {
+        MappingSpaceFull(String message) {
+            super(message);
+        }
+    }
+
     /** A process with more executable mappings than the walker's bounded search can find among. */
     static final class TooManyMappings extends Exception {
         TooManyMappings(String message) {
@@ -311,13 +379,16 @@ public final class UnwindTableUploader implements AutoCloseable {
         }
     }
 
-    /** The registry's view of the process if it is still that process, else a fresh read. */
-    private ProcessRegistry.Snapshot currentSnapshot(int pid) throws IOException {
+    /**
+     * The registry's view of the process, unless a sample asked for another process with the pid ({@code wantedStart},
+     * -1: none), else a fresh read. The view is not checked against /proc/PID/stat: a pid reused since was reported
+     * exited (the registry then forgot the view), and if that report is late the kernel entry written from the view
+     * names the old process's start, which the walker checks on every sample (the new process's samples keep frame
+     * pointers and ask for its registration, with their start).
+     */
+    private ProcessRegistry.Snapshot currentSnapshot(int pid, long wantedStart) throws IOException {
         ProcessRegistry.Snapshot snap = registry.cached(pid).orElse(null);
-        if (snap == null || snap.startTicks() != registry.startTicks(pid)) {
-            snap = registry.read(pid);
-        }
-        return snap;
+        return snap != null && (wantedStart < 0 || snap.startTicks() == wantedStart) ? snap : registry.read(pid, wantedStart);
     }
 
     private static List<MapEntry> executableByAddress(ProcessRegistry.Snapshot snap) throws IOException {
@@ -400,11 +471,22 @@ public final class UnwindTableUploader implements AutoCloseable {
         }
     }
 
-    private int allocateMappings(int n) {
+    /**
+     * The first of {@code n} mapping slots for a registration. When none are free, exits not released yet come back
+     * first (those reported, and a scan for the rest at most every {@link #RECLAIM_SCAN_NANOS}).
+     */
+    private int allocateMappings(int n) throws MappingSpaceFull {
         int first = space.allocateMappings(n);
         if (first < 0) {
-            throw new IllegalStateException("no room for " + n + " more mappings (capacity "
-                    + space.capacity().mappings() + "); the process keeps frame pointers");
+            releaseExited();
+            if (lastScan == Long.MIN_VALUE || nanoTime.getAsLong() - lastScan >= RECLAIM_SCAN_NANOS) {
+                scan();
+            }
+            first = space.allocateMappings(n);
+        }
+        if (first < 0) {
+            throw new MappingSpaceFull("no run of " + n + " free mapping slots (" + space.mappingsInUse() + " of "
+                    + space.capacity().mappings() + " in use); it keeps frame pointers until space is freed");
         }
         return first;
     }
@@ -429,10 +511,13 @@ public final class UnwindTableUploader implements AutoCloseable {
         }
     }
 
-    /** Forgets a process that exited: its registration and its runtimes' tables. */
+    /** Forgets a registered process found gone by a scan: its registration and its runtimes' tables. */
     void unregister(int pid) {
-        release(pid);
-        runtimeTables.forget(pid);
+        ProcessTracker.Registration p = processes.get(pid);
+        if (p != null) {
+            release(pid);
+            runtimeTables.forget(pid, p.startTicks);
+        }
         refusedPids.remove(pid);
     }
 
@@ -454,7 +539,9 @@ public final class UnwindTableUploader implements AutoCloseable {
     public Stats stats() {
         return new Stats(tables.tablesBuilt(), tables.tableFailures(), space.tablesLoaded(), space.rowsLoaded(),
                 space.bytesLoaded(), space.evictions(), processes.registeredCount(), registrations.get(),
-                registrationFailures.get(), tables.failuresByReason(), delay.snapshot(), refusedTooManyMappings.get());
+                registrationFailures.get(), tables.failuresByReason(), delay.snapshot(), refusedTooManyMappings.get(),
+                space.mappingsInUse(), space.capacity().mappings(), mappingSpaceFull.get(), exitsReleased.get(),
+                processes.heldCount(), processes.failures(), runtimeTables.size(), space.mappingsAllocated());
     }
 
     @Override

@@ -82,7 +82,8 @@ public class MetricNamesTest {
                 "loupe_samples_processed_total", "loupe_profiles_written_total", "loupe_sink_errors_total",
                 "loupe_poll_errors_total",
                 "loupe_unwind_fp_fallback_samples_total", "loupe_unwind_stopped_stacks_total",
-                "loupe_unwind_table_frames_total", "loupe_unwind_fp_frames_total", "loupe_unwind_fp_no_fde_frames_total")) {
+                "loupe_unwind_table_frames_total", "loupe_unwind_fp_frames_total", "loupe_unwind_fp_no_fde_frames_total",
+                "loupe_process_exits_total", "loupe_process_exits_dropped_total")) {
             expected.put(c, "counter");
         }
         expected.put("loupe_samples_dropped_total", "counter reason");
@@ -100,7 +101,12 @@ public class MetricNamesTest {
         // The fake symbolizer has no stats, so no loupe_symbolizer_* families here (as before): the real
         // agent's are pinned by HttpAndSignalTest.
         expected.put("loupe_up", "gauge");
+        expected.put("loupe_process_states", "gauge holder");
         assertEquals(new TreeMap<>(expected), families(text), text);
+        assertEquals(List.of("cgroups", "exits_pending", "labels"),
+                text.lines().filter(l -> l.startsWith("loupe_process_states{"))
+                        .map(l -> l.replaceAll(".*holder=\"([^\"]+)\".*", "$1")).toList(),
+                "the loop's own holders (the fake symbolizer has no stats; no unwind tables here)");
         // Label values as before: one series per sink by its name, the drop reasons by theirs.
         assertEquals(List.of("loupe_sink_queue_intervals{sink=\"memory\"} 0.0", "loupe_sink_queue_intervals{sink=\"parca\"} 0.0"),
                 text.lines().filter(l -> l.startsWith("loupe_sink_queue_intervals{")).toList());

@@ -116,4 +116,64 @@ class SampleProcessorTest {
         assertFalse(SampleProcessor.stoppedInRuntimeCode(StopReason.TRUNCATED.code(), Symbolizer.ENDS_IN_RUNTIME_CODE));
         assertFalse(SampleProcessor.stoppedInRuntimeCode(-1, Symbolizer.ENDS_IN_RUNTIME_CODE), "not stopped");
     }
+
+    /**
+     * An exit (the kernel's record, after the process's samples) releases the process's label lists (every thread's)
+     * and its cgroup entry, and tells observers and exit listeners once, after the grace in which a late sample of
+     * the exit path still finds the process as it was without being announced as a new sighting; another process with
+     * the pid, or another process altogether, keeps its state.
+     */
+    @Test
+    void anExitReleasesTheProcessAfterItsGraceAndOnlyThatProcess() {
+        RecordingSymbolizer sym = new RecordingSymbolizer();
+        java.util.concurrent.atomic.AtomicLong clock = new java.util.concurrent.atomic.AtomicLong(5_000_000_000L);
+        List<Integer> cgroupReads = new ArrayList<>();
+        SampleProcessor p = new SampleProcessor(sym, pid -> {
+            cgroupReads.add(pid);
+            return "0::/system.slice/app.service\n";
+        }, clock::get);
+        List<String> told = new ArrayList<>();
+        p.addObserver(new SampleObserver() {
+            @Override
+            public void sampled(int pid, long start, boolean unknown) {
+                told.add("sampled " + pid);
+            }
+
+            @Override
+            public void exited(int pid, long start) {
+                told.add("exited " + pid + ":" + start);
+            }
+        });
+        List<String> listened = new ArrayList<>();
+        p.addExitListener((pid, start) -> listened.add(pid + ":" + start));
+        long other = START + 1_000_000_000L;
+        p.accept(new RawSample(7, 7, 7, 7, 0, "app", "app", 0, START, 0, new long[0], new long[] {0x1100}));
+        p.accept(new RawSample(7, 8, 7, 8, 0, "app", "worker", 0, START, 0, new long[0], new long[] {0x1100}));
+        p.accept(new RawSample(9, 9, 9, 9, 0, "other", "other", 0, START, 0, new long[0], new long[] {0x1100}));
+        assertEquals(2, p.cachedLabelProcesses());
+        assertEquals(3, p.cachedLabelThreads());
+        assertEquals(2, p.cachedCgroups());
+
+        p.processExited(7, START);
+        p.processExited(9, other); // an earlier process with pid 9: nothing of the one sampled goes
+        p.accept(new RawSample(7, 8, 7, 8, 0, "app", "worker", 0, START, 0, new long[] {0xffffffff81000010L}, new long[0]));
+        clock.addAndGet(SampleProcessor.EXIT_GRACE.toNanos() - 1);
+        p.releaseExited();
+        assertEquals(List.of(), listened, "within the grace");
+        assertEquals(2, p.cachedLabelProcesses());
+        assertEquals(2, p.pendingExits());
+        clock.addAndGet(1);
+        p.releaseExited();
+        assertEquals(List.of("7:" + START, "9:" + other), listened);
+        assertEquals(List.of("sampled 7", "sampled 7", "sampled 9", "exited 7:" + START, "exited 9:" + other), told,
+                "the late sample of the exit path is not a sighting; each exit told once");
+        assertEquals(1, p.cachedLabelProcesses(), "pid 9's process stays");
+        assertEquals(1, p.cachedLabelThreads());
+        assertEquals(1, p.cachedCgroups());
+        assertEquals(0, p.pendingExits());
+        assertEquals(2, p.exitsReleased());
+        p.releaseExited();
+        assertEquals(2, listened.size(), "released once");
+        assertEquals(List.of(7, 9), cgroupReads, "one cgroup read per process, none for its second thread or the late sample");
+    }
 }

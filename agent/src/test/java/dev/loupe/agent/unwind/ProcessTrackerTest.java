@@ -85,7 +85,11 @@ class ProcessTrackerTest {
         t.exited(7, 100);
         t.exited(8, 150); // an earlier process with pid 8: the registered one runs on
         t.exited(11, 400); // never registered
-        assertEquals(List.of(7), t.takeExited());
+        List<ProcessTracker.Exit> exits = t.takeExited();
+        assertEquals(List.of(new ProcessTracker.Exit(7, 100), new ProcessTracker.Exit(8, 150), new ProcessTracker.Exit(11, 400)),
+                exits, "every exit, registered or not, in order");
+        assertEquals(List.of(true, false, false), exits.stream().map(t::registeredAs).toList(),
+                "only the first names its registered process");
         assertEquals(List.of(), t.takeExited(), "reported once");
         assertEquals(Set.of(8), Set.copyOf(t.registeredNotIn(Set.of(7, 9, 12))), "7 is still registered until unregistered");
     }

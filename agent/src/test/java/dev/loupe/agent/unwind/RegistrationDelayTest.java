@@ -40,6 +40,26 @@ class RegistrationDelayTest {
         assertEquals(0, d.snapshot().count());
     }
 
+    /**
+     * The boot clock follows the monotonic clock from uptime's offset, read once and again after a minute (a suspended
+     * host's monotonic clock stops while uptime does not): no file read per registration.
+     */
+    @Test
+    void theBootClockFollowsTheMonotonicClockAndResyncsEachMinute(@TempDir Path proc) throws Exception {
+        AtomicLong nanos = new AtomicLong(5_000_000_000L);
+        java.util.function.LongSupplier clock = RegistrationDelay.bootClock(proc, nanos::get);
+        assertEquals(-1, clock.getAsLong(), "no uptime yet");
+        Files.writeString(proc.resolve("uptime"), "100.00 1.00\n");
+        assertEquals(10_000, clock.getAsLong());
+        Files.writeString(proc.resolve("uptime"), "999.00 1.00\n"); // not read again within the minute
+        nanos.addAndGet(250_000_000L);
+        assertEquals(10_025, clock.getAsLong());
+        nanos.addAndGet(60_000_000_000L); // a minute on: uptime read again (the host was suspended meanwhile)
+        assertEquals(99_900, clock.getAsLong());
+        nanos.addAndGet(10_000_000L);
+        assertEquals(99_901, clock.getAsLong());
+    }
+
     @Test
     void bootTicksComeFromUptimeInClockTicks(@TempDir Path proc) throws Exception {
         assertEquals(-1, RegistrationDelay.bootTicks(proc), "no uptime file");

@@ -210,15 +210,16 @@ class UnwindTableUploaderTest {
     void registrationDelayIsMeasuredFromProcessStartForProcessesStartedAfterTheAgent() throws Exception {
         RecordingTarget target = new RecordingTarget(new UnwindTarget.Capacity(64, 4096, 1 << 20, 1 << 16, 1024, 64));
         Files.writeString(proc.resolve("uptime"), "10.00 17.50\n"); // the agent starts 1,000 ticks after boot
+        AtomicLong now = new AtomicLong(); // the monotonic clock, which the boot clock follows from uptime's offset
         UnwindTableUploader u = new UnwindTableUploader(target, REAL, new ProcessRegistry(proc, 1024),
-                1_000_000_000L, () -> 0L, pid -> true);
+                1_000_000_000L, now::get, pid -> true);
         fakeProcess(501, 900, List.of("libm.so.6"));  // already running when the agent started: not counted
         fakeProcess(502, 1005, List.of("libm.so.6")); // started 50 ms after the agent
         fakeProcess(503, 1010, List.of("libz.so.1"));
-        Files.writeString(proc.resolve("uptime"), "10.12 17.70\n");
+        now.set(120_000_000L);
         u.register(501);
         u.register(502); // 70 ms after its start
-        Files.writeString(proc.resolve("uptime"), "10.40 18.20\n");
+        now.set(400_000_000L);
         u.register(503); // 300 ms after its start
         UnwindTableUploader.DelayHistogram d = u.stats().registrationDelay();
         assertEquals(2, d.count());

@@ -18,7 +18,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * listeners when a process appears (a first read, or its pid now belongs to a new process), changes its
  * mappings (dlopen, exec) or exits, so a consumer can push state for a process when it appears instead of
  * pulling it when a sample arrives. Processes are learnt of by {@link #read} (a consumer needs them),
- * {@link #scan} (a periodic look at /proc) and {@link #processExited} (an exit event feed).
+ * {@link #scan} (a periodic look at /proc) and {@link #processExited(int, long)} (the kernel's exit events).
  *
  * <p>Thread-safe: reads run without a global lock; listeners are called on the reading thread and must
  * be quick (queue work, do not do it).
@@ -67,13 +67,32 @@ public final class ProcessRegistry {
         listeners.add(l);
     }
 
+    public void removeListener(Listener l) {
+        listeners.remove(l);
+    }
+
     /**
      * Reads the process now: stat, maps, stat again (the pid must not be reused in between). Updates the
      * view and tells listeners what changed. IOException: gone, not readable, or reused twice meanwhile.
      */
     public Snapshot read(int pid) throws IOException {
+        return read(pid, -1);
+    }
+
+    /**
+     * As {@link #read(int)} for the process that started at {@code expectedStartTicks} (a sample said so; -1: not
+     * known): maps, then stat once. If stat then names that start, the maps were that process's (a pid is reused only
+     * after its process exited, and a later process cannot have the earlier start); otherwise stat, maps, stat.
+     */
+    public Snapshot read(int pid, long expectedStartTicks) throws IOException {
         reads.incrementAndGet();
         try {
+            if (expectedStartTicks >= 0) {
+                ProcMaps.Parsed maps = ProcMaps.readCounted(procRoot, pid);
+                if (startTicks(pid) == expectedStartTicks) {
+                    return publish(pid, expectedStartTicks, maps);
+                }
+            }
             for (int attempt = 0; ; attempt++) {
                 long start = startTicks(pid);
                 ProcMaps.Parsed maps = ProcMaps.readCounted(procRoot, pid);
@@ -83,31 +102,36 @@ public final class ProcessRegistry {
                     }
                     throw new IOException("pid " + pid + " reused while reading its maps");
                 }
-                List<MapEntry> exec = new ArrayList<>();
-                for (MapEntry e : maps.entries()) {
-                    if (e.executable()) {
-                        exec.add(e);
-                    }
-                }
-                Snapshot now = new Snapshot(pid, start, exec, maps.malformedLines());
-                Snapshot before = processes.put(pid, now);
-                if (processes.size() > maxProcesses) {
-                    processes.remove(pid); // bounded: an untracked process is still answered, just not kept
-                }
-                if (before == null || before.startTicks() != start) {
-                    if (before != null) {
-                        listeners.forEach(l -> l.exited(pid, before.startTicks()));
-                    }
-                    listeners.forEach(l -> l.appeared(now));
-                } else if (!before.executable().equals(exec)) {
-                    listeners.forEach(l -> l.mappingsChanged(now));
-                }
-                return now;
+                return publish(pid, start, maps);
             }
         } catch (IOException | RuntimeException e) {
             failures.incrementAndGet();
             throw e instanceof IOException io ? io : new IOException(e.getMessage(), e);
         }
+    }
+
+    /** The view of the process as just read; listeners are told what changed. */
+    private Snapshot publish(int pid, long start, ProcMaps.Parsed maps) {
+        List<MapEntry> exec = new ArrayList<>();
+        for (MapEntry e : maps.entries()) {
+            if (e.executable()) {
+                exec.add(e);
+            }
+        }
+        Snapshot now = new Snapshot(pid, start, exec, maps.malformedLines());
+        Snapshot before = processes.put(pid, now);
+        if (processes.size() > maxProcesses) {
+            processes.remove(pid); // bounded: an untracked process is still answered, just not kept
+        }
+        if (before == null || before.startTicks() != start) {
+            if (before != null) {
+                listeners.forEach(l -> l.exited(pid, before.startTicks()));
+            }
+            listeners.forEach(l -> l.appeared(now));
+        } else if (!before.executable().equals(exec)) {
+            listeners.forEach(l -> l.mappingsChanged(now));
+        }
+        return now;
     }
 
     /** The last view of the process, without reading /proc. */
@@ -169,12 +193,22 @@ public final class ProcessRegistry {
         return alive;
     }
 
-    /** A process exited (from a scan, or an exit event): forget it and tell listeners. */
+    /** A process exited (found by a scan): forget it and tell listeners. */
     public void processExited(int pid) {
         Snapshot gone = processes.remove(pid);
         if (gone != null) {
             listeners.forEach(l -> l.exited(pid, gone.startTicks()));
         }
+    }
+
+    /**
+     * The process {@code pid} that started at {@code startTicks} exited (an exit event, which names the exact
+     * process): its view is forgotten unless the pid already names a newer process, and listeners are told even if
+     * this registry never read it (a consumer may hold state for it all the same).
+     */
+    public void processExited(int pid, long startTicks) {
+        processes.computeIfPresent(pid, (k, s) -> s.startTicks() == startTicks ? null : s);
+        listeners.forEach(l -> l.exited(pid, startTicks));
     }
 
     /** Reads of /proc/PID/{stat,maps} and how many failed (gone, permission). */

@@ -86,8 +86,8 @@ public final class RuntimeRegistry implements ProcessRegistry.Listener, AutoClos
         return out;
     }
 
-    /** Processes with an entry (tests). */
-    int size() {
+    /** Processes with an entry (tests, /metrics). */
+    public int size() {
         return processes.size();
     }
 

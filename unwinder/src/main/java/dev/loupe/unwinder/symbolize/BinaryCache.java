@@ -21,7 +21,9 @@ import java.util.function.LongSupplier;
 /**
  * Mapped files' symbol tables, opened through /proc/PID/map_files (deleted files) or /proc/PID/root
  * (containers) and cached by file identity in a Caffeine cache bounded by bytes; a stripped binary's
- * symbols come from its debug file ({@link DebugSymbolFiles}) or, for Go, its pclntab.
+ * symbols come from its debug file ({@link DebugSymbolFiles}) or, for Go, its pclntab. When a process has exited
+ * (its files cannot be opened through /proc any more), a file some process mapped before is found by its device
+ * and inode.
  *
  * <p>Threading: {@link #binary} runs on one thread; the counters and the cache's sizes may be read from any.
  */
@@ -35,8 +37,15 @@ final class BinaryCache {
     private final Cache<FileKey, Binary> binaries;
     /** Files already warned about: a bad file is logged once even if its cache entry is evicted. */
     private final Cache<FileKey, Boolean> warnedFiles = Caffeine.newBuilder().executor(Runnable::run).maximumSize(4096).build();
+    /**
+     * The last full key of each mapped file by its maps-line identity (device, inode): a process that exited before its
+     * files could be opened still has its frames named by the binary another process mapped (its size and time can no
+     * longer be checked; a file rewritten in place since would name them as the old content).
+     */
+    private final Cache<FileKey, FileKey> byInode = Caffeine.newBuilder().executor(Runnable::run).maximumSize(4096).build();
     private final AtomicLong failures = new AtomicLong();
     private final AtomicLong unreadable = new AtomicLong();
+    private final AtomicLong afterExit = new AtomicLong();
 
     /** {@code nanoTime}: the monotonic clock the cache expires entries by. */
     BinaryCache(Path procRoot, long maxCacheBytes, LongSupplier nanoTime, DebugSymbolFiles debugFiles) {
@@ -74,6 +83,7 @@ final class BinaryCache {
                 return Binary.ANONYMOUS; // a device or the like mapped executable: nothing to read symbols from
             }
             FileKey key = FileKey.of(m, a);
+            byInode.put(inodeKey(m), key);
             Binary b = binaries.getIfPresent(key);
             if (b != null) {
                 return b;
@@ -84,6 +94,13 @@ final class BinaryCache {
                 return b;
             }
             lastError = "cannot open " + p;
+        }
+        // Not for a deleted file: its inode may since name another file, which no live process mapped to check.
+        FileKey last = m.deleted() ? null : byInode.getIfPresent(inodeKey(m));
+        Binary known = last == null ? null : binaries.getIfPresent(last);
+        if (known != null) {
+            afterExit.incrementAndGet();
+            return known;
         }
         unreadable.incrementAndGet();
         String err = lastError;
@@ -135,6 +152,15 @@ final class BinaryCache {
         String msg = String.valueOf(e.getMessage());
         String prefix = source + ": ";
         return msg.startsWith(prefix) ? msg.substring(prefix.length()) : msg;
+    }
+
+    private static FileKey inodeKey(MapEntry m) {
+        return new FileKey(FileKey.device(m.devMajor(), m.devMinor()), m.inode(), -1, -1);
+    }
+
+    /** Mappings of processes whose files could not be opened any more, named by the binary cached for their inode. */
+    long resolvedAfterExit() {
+        return afterExit.get();
     }
 
     /** Mapped files that are not usable ELF (each logged once). */

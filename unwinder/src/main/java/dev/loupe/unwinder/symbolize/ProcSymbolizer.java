@@ -29,6 +29,7 @@ final class ProcSymbolizer implements Symbolizer {
     private static final System.Logger LOG = System.getLogger(ProcSymbolizer.class.getName());
 
     private final ProcessTable processes;
+    private final ProcessRegistry registry;
     private final DebugSymbolFiles debugFiles;
     private final BinaryCache binaries;
     private final VdsoSymbols vdso;
@@ -42,7 +43,9 @@ final class ProcSymbolizer implements Symbolizer {
     ProcSymbolizer(Options o, ProcessRegistry registry, RuntimeRegistry runtimes) {
         this.nanoTime = o.nanoTime();
         this.runtimes = runtimes;
+        this.registry = registry;
         this.processes = new ProcessTable(registry, o.nanoTime());
+        registry.addListener(processes); // exits: a process's state goes when it does
         this.debugFiles = new DebugSymbolFiles(o.procRoot(), o.maxCacheBytes());
         this.binaries = new BinaryCache(o.procRoot(), o.maxCacheBytes(), o.nanoTime(), debugFiles);
         this.vdso = new VdsoSymbols(o.procRoot());
@@ -54,6 +57,9 @@ final class ProcSymbolizer implements Symbolizer {
     @Override
     public int symbolizeUser(int pid, long processStartNs, long[] addrs, int count, List<Frame> out) {
         int n = Math.max(0, Math.min(count, addrs.length));
+        if (n == 0) {
+            return 0; // a kernel thread, or a stack that could not be read: nothing to read /proc for
+        }
         int base = out.size();
         int hints = 0;
         try {
@@ -210,6 +216,7 @@ final class ProcSymbolizer implements Symbolizer {
 
     @Override
     public void close() {
+        registry.removeListener(processes);
         processes.clear();
         binaries.clear();
     }

@@ -10,13 +10,14 @@ import java.util.function.LongSupplier;
 
 /**
  * The symbolizer's process states by pid, read through the {@link ProcessRegistry}, re-read as each
- * {@link ProcessState} says, and dropped after {@link #PROCESS_IDLE_EXPIRY} without a lookup.
+ * {@link ProcessState} says, and dropped when the registry reports the process exited, or after
+ * {@link #PROCESS_IDLE_EXPIRY} without a lookup.
  *
  * <p>A plain map with our own idle sweep, not a Caffeine cache: the sampling thread looks a process up for
  * every sample, and Caffeine's per-read bookkeeping (ticker, read buffer, maintenance) was ~30 % of that
  * thread's CPU in the C1-compiled agent, for an expiry policy this simple.
  */
-final class ProcessTable {
+final class ProcessTable implements ProcessRegistry.Listener {
     /** The symbolizer's logger: one logger name for all its messages. */
     private static final System.Logger LOG = System.getLogger(ProcSymbolizer.class.getName());
     static final Duration PROCESS_IDLE_EXPIRY = Duration.ofSeconds(60);
@@ -55,7 +56,7 @@ final class ProcessTable {
                 return null;
             }
         }
-        ProcessState fresh = read(pid, now, p, false);
+        ProcessState fresh = read(pid, startTicks, now, p, false);
         if (fresh != null) {
             if (p != null && p.readable() && fresh.startTicks != p.startTicks) {
                 pidReuses.incrementAndGet();
@@ -82,7 +83,7 @@ final class ProcessTable {
         if (!p.takeMissReread(now)) {
             return p;
         }
-        ProcessState fresh = read(pid, now, p, true); // one quick re-read per read from scratch, not a chain of them
+        ProcessState fresh = read(pid, startTicks, now, p, true); // one quick re-read per read from scratch, not a chain of them
         if (fresh == null) {
             return p;
         }
@@ -97,10 +98,11 @@ final class ProcessTable {
         return fresh;
     }
 
-    private ProcessState read(int pid, long now, ProcessState previous, boolean settled) {
+    /** {@code startTicks}: the sample's process start (-1: not known), which spares the registry one read of stat. */
+    private ProcessState read(int pid, long startTicks, long now, ProcessState previous, boolean settled) {
         mapsReads.incrementAndGet();
         try {
-            ProcessRegistry.Snapshot snap = registry.read(pid); // stat, maps, stat: consistent, shared
+            ProcessRegistry.Snapshot snap = registry.read(pid, startTicks); // consistent, shared
             malformedMapsLines.addAndGet(snap.malformedLines());
             return ProcessState.read(snap.startTicks(), snap.executable(), now, previous, settled);
         } catch (IOException | RuntimeException e) {
@@ -134,6 +136,15 @@ final class ProcessTable {
     private void put(int pid, ProcessState p, long now) {
         p.accessedAtNanos = now;
         processes.put(pid, p);
+    }
+
+    /**
+     * The process exited: its state goes now rather than after {@link #PROCESS_IDLE_EXPIRY} (an unreadable entry for
+     * the pid too; a newer process's state stays).
+     */
+    @Override
+    public void exited(int pid, long startTicks) {
+        processes.computeIfPresent(pid, (k, s) -> s.startTicks == startTicks || !s.readable() ? null : s);
     }
 
     /** Processes whose state is kept (unreadable ones included). */

@@ -69,6 +69,36 @@ class ProcessRegistryTest {
         assertTrue(r.failures() >= 1);
     }
 
+    /**
+     * A read for the process a sample named (its start) takes its maps and checks that start once; when the pid names
+     * another process by now, the read is of that one, by the full stat-maps-stat protocol. An exit event names its
+     * process: an earlier process's exit leaves a later one's view alone, and listeners hear of both.
+     */
+    @Test
+    void aReadForAKnownStartAndExitsOfExactProcesses() throws Exception {
+        ProcessRegistry r = new ProcessRegistry(proc, 100);
+        List<String> heard = new CopyOnWriteArrayList<>();
+        r.addListener(new ProcessRegistry.Listener() {
+            @Override
+            public void exited(int pid, long startTicks) {
+                heard.add("exited " + pid + "@" + startTicks);
+            }
+        });
+        process(20, 300, "/lib/a.so");
+        assertEquals(300, r.read(20, 300).startTicks());
+        process(20, 400, "/lib/b.so", "/lib/c.so"); // reused since the sample
+        ProcessRegistry.Snapshot s = r.read(20, 300);
+        assertEquals(400, s.startTicks(), "the process the pid names now, never the old start with the new maps");
+        assertEquals(2, s.executable().size());
+        r.processExited(20, 300); // the old one's exit, reported late
+        assertEquals(400, r.cached(20).orElseThrow().startTicks(), "the later process's view stays");
+        r.processExited(20, 400);
+        assertTrue(r.cached(20).isEmpty());
+        r.processExited(21, 5); // never read: listeners still hear it (they may hold state of their own)
+        assertEquals(List.of("exited 20@300", "exited 20@300", "exited 20@400", "exited 21@5"), heard,
+                "the reuse found by the read, then each exit event");
+    }
+
     private static void deleteTree(Path p) throws IOException {
         try (var s = Files.list(p)) {
             for (Path c : s.toList()) {

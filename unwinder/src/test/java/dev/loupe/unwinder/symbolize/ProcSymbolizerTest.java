@@ -429,6 +429,54 @@ class ProcSymbolizerTest {
         }
     }
 
+    /**
+     * A process whose files can no longer be opened (it exited after its maps were read) has its frames named by the
+     * binary another process mapped from the same device and inode; a file never opened stays an address.
+     */
+    @Test
+    void aProcessGoneBeforeItsFilesWereOpenedIsNamedByTheSameFileOfAnother() throws Exception {
+        Path bin = TestPrograms.compile(dir, "gone", TestPrograms.LOOPER, "-fno-pie", "-no-pie");
+        long spin = TestPrograms.nmAddress(bin, "spin_here");
+        Path proc = dir.resolve("proc");
+        Files.createDirectories(proc.resolve("70/root/opt"));
+        Files.copy(bin, proc.resolve("70/root/opt/app"));
+        fakeProcess(proc, 70, 1000, "401000-402000 r-xp 00001000 08:01 779 /opt/app");
+        // 71 and 72 exited: their maps were read, their files cannot be opened (no root/ left).
+        fakeProcess(proc, 71, 1001, "401000-402000 r-xp 00001000 08:01 779 /opt/app");
+        fakeProcess(proc, 72, 1002, "401000-402000 r-xp 00001000 08:01 780 /opt/other");
+        try (Symbolizer s = Symbolizer.create(new Symbolizer.Options(proc, dir.resolve("none"), 8 << 20, new Clock()))) {
+            assertEquals("spin_here", symbolize(s, 70, 1000, spin));
+            assertEquals("spin_here", symbolize(s, 71, 1001, spin), "the same inode's binary, mapped by 70");
+            assertNull(symbolize(s, 72, 1002, spin), "an inode nobody could open");
+            assertEquals(1, s.stats().binaries());
+            assertEquals(1, s.stats().unreadableBinaries());
+        }
+    }
+
+    /** An exit the registry hears of (the kernel's exit event) drops that process's state at once, and only its. */
+    @Test
+    void anExitReportedToTheRegistryDropsThatProcessAtOnce() throws Exception {
+        Path bin = TestPrograms.compile(dir, "exits", TestPrograms.LOOPER, "-fno-pie", "-no-pie");
+        long spin = TestPrograms.nmAddress(bin, "spin_here");
+        Path proc = dir.resolve("proc");
+        for (int pid : new int[] {60, 61}) {
+            Files.createDirectories(proc.resolve(pid + "/root/opt"));
+            Files.copy(bin, proc.resolve(pid + "/root/opt/app"));
+            fakeProcess(proc, pid, 1000, "401000-402000 r-xp 00001000 08:01 778 /opt/app");
+        }
+        ProcessRegistry registry = new ProcessRegistry(proc, 1024);
+        try (Symbolizer s = Symbolizer.create(new Symbolizer.Options(proc, dir.resolve("none"), 8 << 20, new Clock()), registry)) {
+            assertEquals("spin_here", symbolize(s, 60, 1000, spin));
+            assertEquals("spin_here", symbolize(s, 61, 1000, spin));
+            assertEquals(2, s.stats().processes());
+            registry.processExited(60, 1000);
+            assertEquals(1, s.stats().processes(), "60's state went with its exit, no idle expiry waited for");
+            registry.processExited(61, 999); // an earlier process with pid 61
+            assertEquals(1, s.stats().processes(), "61's process runs on");
+            assertEquals(1, registry.size());
+        }
+    }
+
     @Test
     void processReadBeforeItsExecResolvesWithinItsFirstMoments() throws Exception {
         Path bin = TestPrograms.compile(dir, "execd", TestPrograms.LOOPER, "-fno-pie", "-no-pie");

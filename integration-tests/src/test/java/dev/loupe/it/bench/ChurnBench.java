@@ -1,0 +1,261 @@
+package dev.loupe.it.bench;
+
+import dev.loupe.it.Profiles;
+
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * {@code ./loupe bench churn} (issue 25): a host starting short processes all the time, as the issue tried it. A bash
+ * loop starts, every 0.2 s, {@code gzip} of a 400 KB file, Debian's {@code python3 -c}, {@code sh -c 'ls / | wc -l'}
+ * and its {@code sleep}: six processes (gzip, python3, sh, ls, wc, sleep), ~30 a second, each living 10 to 100 ms.
+ * The agent runs host-wide with {@code loupe run}'s defaults but the frequency (19 and 99 Hz, one agent each), first
+ * {@code --rest-seconds} (60) with no churn, then {@code --minutes} (5) of churn. Per frequency it prints:
+ * <ul>
+ *   <li>processes started per second (the loop's own count);</li>
+ *   <li>the agent's CPU (its cgroup's counter) at rest and during the churn, as % of a core, their ratio, and the
+ *       agent's CPU per started process: (churn CPU - the rest rate x churn seconds) / processes, in ms;</li>
+ *   <li>the agent's RSS and the mapping slots in use ({@code loupe_unwind_mappings}) after 1 minute of churn and at
+ *       its end, and again 15 s after it;</li>
+ *   <li>registrations refused (a full mapping space: {@code loupe_unwind_mapping_space_full_total}, and the log's
+ *       "cannot register" lines, which is how a build without that counter says it);</li>
+ *   <li>of the churn processes' samples in the profiles the agent wrote meanwhile (comm gzip, python3, sh, ls, wc):
+ *       the share without an {@code <unknown>} frame (an address in no mapping), reaching {@code _start} or
+ *       {@code __libc_start_main}, both together (the issue's figure), with every frame named by a function (Debian's
+ *       gzip is stripped: its own frames are named only {@code [gzip]}), per command and in all, and the share taken
+ *       before the process's tables were live ({@code unwind=frame_pointers}).</li>
+ * </ul>
+ * Options: {@code --minutes N} (5), {@code --rest-seconds S} (60), {@code --frequencies 19,99}, {@code --jar JAR} (the
+ * agent under test; default this build's), and {@code --agent-arg FLAG=VALUE} (one more {@code loupe run} flag; repeatable).
+ */
+public final class ChurnBench {
+    private ChurnBench() {}
+
+    static final Set<String> CHURN_COMMS = Set.of("gzip", "python3", "sh", "ls", "wc");
+    static final int PROCESSES_PER_ROUND = 6; // gzip, python3, sh, ls, wc, sleep
+
+    public static void main(String[] args) throws Exception {
+        double minutes = 5;
+        int restSeconds = 60;
+        List<Integer> frequencies = List.of(19, 99);
+        String jar = BenchAgent.jar();
+        List<String> agentArgs = new ArrayList<>();
+        for (int i = 0; i < args.length; i++) {
+            switch (args[i]) {
+                case "--minutes" -> minutes = Double.parseDouble(args[++i]);
+                case "--rest-seconds" -> restSeconds = Integer.parseInt(args[++i]);
+                case "--frequencies" -> frequencies = java.util.Arrays.stream(args[++i].split(",")).map(Integer::valueOf).toList();
+                case "--jar" -> jar = args[++i];
+                case "--agent-arg" -> agentArgs.add(args[++i]);
+                default -> throw new IllegalArgumentException("unknown argument " + args[i]
+                        + " (--minutes N, --rest-seconds S, --frequencies 19,99, --jar JAR, --agent-arg FLAG=VALUE ...)");
+            }
+        }
+        Path tmp = Files.createTempDirectory("loupe-churn-bench");
+        Path data = tmp.resolve("data.bin");
+        byte[] bytes = Files.readAllBytes(Path.of("/usr/bin/python3").toRealPath());
+        Files.write(data, java.util.Arrays.copyOf(bytes, Math.min(bytes.length, 400_000)));
+        System.out.printf("churn bench: agent %s, %s; %.1f min of churn after %d s at rest, per frequency%n", jar,
+                agentArgs.isEmpty() ? "loupe run's defaults" : "flags " + agentArgs, minutes, restSeconds);
+        for (int hz : frequencies) {
+            run(tmp.resolve(hz + "hz"), jar, hz, agentArgs, data, minutes, restSeconds);
+        }
+    }
+
+    private static void run(Path dir, String jar, int hz, List<String> agentArgs, Path data, double minutes, int restSeconds)
+            throws Exception {
+        Files.createDirectories(dir);
+        int port;
+        try (ServerSocket s = new ServerSocket(0)) {
+            port = s.getLocalPort();
+        }
+        String metricsUrl = "http://127.0.0.1:" + port + "/metrics";
+        Path out = dir.resolve("profiles");
+        Path log = dir.resolve("agent.log");
+        List<String> runArgs = new ArrayList<>(List.of("--frequency", Integer.toString(hz), "--interval", "10s",
+                "--output", out.toString(), "--http", "127.0.0.1:" + port, "--state-dir", dir.resolve("state").toString()));
+        runArgs.addAll(agentArgs);
+        Process agent = BenchAgent.start(jar, log, runArgs);
+        CpuMeter cpu = CpuMeter.of(agent.pid());
+        try {
+            Thread.sleep(10_000); // start-up done (tables of the running processes built): not part of either figure
+            long restStart = System.nanoTime();
+            long restCpu0 = cpu.nanos();
+            Thread.sleep(restSeconds * 1000L);
+            double restCores = (cpu.nanos() - restCpu0) / (double) (System.nanoTime() - restStart);
+            Map<String, Double> atRest = metrics(metricsUrl);
+            long rssRest = BenchAgent.statusKb(agent.pid(), "VmRSS:");
+
+            long churnSeconds = Math.round(minutes * 60);
+            long churnStart = System.nanoTime();
+            long churnCpu0 = cpu.nanos();
+            long profilesFrom = System.currentTimeMillis();
+            Process loop = churn(data, churnSeconds);
+            Thread.sleep(Math.min(60, churnSeconds) * 1000L);
+            Map<String, Double> atOneMinute = metrics(metricsUrl);
+            long rssOneMinute = BenchAgent.statusKb(agent.pid(), "VmRSS:");
+            String rounds = new String(loop.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
+            loop.waitFor();
+            long churnNanos = System.nanoTime() - churnStart;
+            long churnCpu = cpu.nanos() - churnCpu0;
+            long profilesTo = System.currentTimeMillis();
+            Map<String, Double> atEnd = metrics(metricsUrl);
+            long rssEnd = BenchAgent.statusKb(agent.pid(), "VmRSS:");
+            Thread.sleep(15_000);
+            Map<String, Double> after = metrics(metricsUrl);
+            long hwm = BenchAgent.statusKb(agent.pid(), "VmHWM:");
+
+            long processes = Long.parseLong(rounds) * PROCESSES_PER_ROUND;
+            double churnCores = churnCpu / (double) churnNanos;
+            double perProcessMs = (churnCpu - restCores * churnNanos) / 1e6 / processes;
+            System.out.printf("%n== %d Hz (CPU: %s)%n", hz, cpu.source());
+            System.out.printf("  processes started: %d in %.0f s, %.1f per second (%s rounds of gzip, python3, sh, ls, wc, sleep)%n",
+                    processes, churnNanos / 1e9, processes / (churnNanos / 1e9), rounds);
+            System.out.printf("  agent CPU: at rest %.3f %% of a core, during the churn %.3f %%: %.2fx; per started process %.3f ms"
+                    + " (goal <= 0.2 ms)%n", 100 * restCores, 100 * churnCores, churnCores / restCores, perProcessMs);
+            System.out.printf("  agent RSS: at rest %d MB, after 1 minute of churn %d MB, at its end (%.1f min) %d MB (%.2fx the"
+                    + " 1-minute figure), peak %d MB%n", rssRest / 1024, rssOneMinute / 1024, churnNanos / 60e9, rssEnd / 1024,
+                    (double) rssEnd / rssOneMinute, hwm / 1024);
+            System.out.printf("  mapping slots in use: at rest %s, after 1 minute %s, at the end %s, 15 s after %s (of %s;"
+                    + " handed out during the churn: %s)%n", num(atRest, "loupe_unwind_mappings"),
+                    num(atOneMinute, "loupe_unwind_mappings"), num(atEnd, "loupe_unwind_mappings"), num(after, "loupe_unwind_mappings"),
+                    num(atEnd, "loupe_unwind_mappings_capacity"), diff(atEnd, atRest, "loupe_unwind_mappings_allocated_total"));
+            System.out.printf("  per-process state after the churn (15 s): %s; at rest: %s%n", states(after), states(atRest));
+            String agentLog = Files.readString(log);
+            System.out.printf("  registrations refused: %s counted (loupe_unwind_mapping_space_full_total), %d 'cannot register' log"
+                    + " lines, of them %d 'no room'; registrations %s%n", diff(atEnd, atRest, "loupe_unwind_mapping_space_full_total"),
+                    count(agentLog, "cannot register"), count(agentLog, "no room"),
+                    diff(atEnd, atRest, "loupe_unwind_registrations_total"));
+            sampleQuality(out, profilesFrom, profilesTo);
+        } finally {
+            BenchAgent.stop(agent);
+            cpu.close(); // its cgroup goes once the agent is out of it
+        }
+    }
+
+    /** The issue's loop in bash: rounds of gzip, python3 and a shell pipeline every 0.2 s; prints how many rounds. */
+    private static Process churn(Path data, long seconds) throws IOException {
+        String script = String.join("\n",
+                "end=$((SECONDS + " + seconds + ")); n=0",
+                "while [ $SECONDS -lt $end ]; do",
+                "  gzip -c '" + data + "' > /dev/null &",
+                "  /usr/bin/python3 -c 'sum(range(100000))' &",
+                "  sh -c 'ls / | wc -l' > /dev/null &",
+                "  sleep 0.2",
+                "  n=$((n + 1))",
+                "done",
+                "wait",
+                "echo $n");
+        return new ProcessBuilder("/bin/bash", "-c", script).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+    }
+
+    /**
+     * The churn processes' samples in the profiles whose intervals began in [from, to] (ms): named throughout, reaching
+     * the process's entry, both, and taken before tables were live.
+     */
+    private static void sampleQuality(Path out, long from, long to) throws IOException {
+        Map<String, long[]> byComm = new TreeMap<>(); // all, no <unknown>, reaching, both, fallback, every frame a function
+        for (Path f : Profiles.files(out)) {
+            var p = Profiles.read(f);
+            long startMs = p.getTimeNanos() / 1_000_000;
+            if (startMs < from || startMs > to) {
+                continue;
+            }
+            for (Profiles.Stack s : Profiles.stacks(p)) {
+                String comm = s.labels().getOrDefault("comm", "");
+                if (!CHURN_COMMS.contains(comm)) {
+                    continue;
+                }
+                boolean named = true; // no frame outside every mapping (pprof's <unknown>)
+                boolean functions = true; // every frame named by a function (not only by its mapping, as [gzip])
+                for (int i = 0; i < s.functions().size(); i++) {
+                    if (s.functions().get(i).equals("?")) {
+                        functions = false;
+                        named &= !s.files().get(i).isEmpty();
+                    }
+                }
+                boolean reaches = s.functions().contains("_start") || s.functions().contains("__libc_start_main");
+                boolean fallback = "frame_pointers".equals(s.labels().get("unwind"));
+                for (String key : List.of(comm, "all")) {
+                    long[] c = byComm.computeIfAbsent(key, k -> new long[6]);
+                    c[0] += s.count();
+                    c[1] += named ? s.count() : 0;
+                    c[2] += reaches ? s.count() : 0;
+                    c[3] += named && reaches ? s.count() : 0;
+                    c[4] += fallback ? s.count() : 0;
+                    c[5] += functions ? s.count() : 0;
+                }
+            }
+        }
+        System.out.println("  churn processes' samples (profiles written during the churn): no <unknown> frame / reaching"
+                + " _start or __libc_start_main / both / every frame a function / taken before tables were live");
+        byComm.forEach((comm, c) -> System.out.printf("    %-8s %6d samples: %5.1f %% / %5.1f %% / %5.1f %% / %5.1f %% / %5.1f %%%n",
+                comm, c[0], pct(c[1], c[0]), pct(c[2], c[0]), pct(c[3], c[0]), pct(c[5], c[0]), pct(c[4], c[0])));
+        System.out.println("    goal (issue 25): >= 90 % both, >= 95 % after the first sample of a binary seen before");
+    }
+
+    private static double pct(long n, long of) {
+        return of == 0 ? Double.NaN : 100.0 * n / of;
+    }
+
+    private static long count(String text, String what) {
+        long n = 0;
+        for (int i = text.indexOf(what); i >= 0; i = text.indexOf(what, i + 1)) {
+            n++;
+        }
+        return n;
+    }
+
+    private static String num(Map<String, Double> m, String name) {
+        Double v = m.get(name);
+        return v == null ? "n/a" : String.format("%.0f", v);
+    }
+
+    private static String diff(Map<String, Double> end, Map<String, Double> start, String name) {
+        Double a = end.get(name);
+        Double b = start.get(name);
+        return a == null || b == null ? "n/a" : String.format("%.0f", a - b);
+    }
+
+    private static String states(Map<String, Double> m) {
+        Map<String, String> s = new LinkedHashMap<>();
+        m.forEach((k, v) -> {
+            if (k.startsWith("loupe_process_states{")) {
+                s.put(k.replaceAll(".*holder=\"([^\"]+)\".*", "$1"), String.format("%.0f", v));
+            }
+        });
+        return s.isEmpty() ? "n/a" : s.toString();
+    }
+
+    private static final Pattern LINE = Pattern.compile("^([a-z_]+(?:\\{[^}]*\\})?) (\\S+)$", Pattern.MULTILINE);
+
+    private static Map<String, Double> metrics(String url) throws IOException, InterruptedException {
+        String body = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create(url)).build(),
+                HttpResponse.BodyHandlers.ofString()).body();
+        Map<String, Double> out = new LinkedHashMap<>();
+        Matcher m = LINE.matcher(body);
+        while (m.find()) {
+            try {
+                out.put(m.group(1), Double.parseDouble(m.group(2)));
+            } catch (NumberFormatException ignored) {
+                // not a sample line
+            }
+        }
+        return out;
+    }
+}
