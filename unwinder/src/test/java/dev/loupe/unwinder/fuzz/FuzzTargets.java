@@ -78,7 +78,7 @@ public final class FuzzTargets {
      * scans its classpath at start, and agent's test libraries (Kafka, WireMock, gRPC) made that ~10 s. A target
      * whose reader needs another library adds its jar here.
      */
-    static final List<String> CHILD_JARS = List.of("jazzer", "caffeine", "jspecify", "error_prone_annotations");
+    static final List<String> CHILD_JARS = List.of("loupe-", "jazzer", "caffeine", "jspecify", "error_prone_annotations");
 
     /** Java's regex compiler reached with fuzzer bytes is what a regex reader is for: not an injection there. */
     private static final String NO_REGEX_INJECTION = "com.code_intelligence.jazzer.sanitizers.RegexInjection";

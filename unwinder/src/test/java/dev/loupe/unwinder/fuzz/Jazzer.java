@@ -1,5 +1,7 @@
 package dev.loupe.unwinder.fuzz;
 
+import com.code_intelligence.jazzer.api.FuzzedDataProvider;
+
 import java.io.IOException;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
@@ -27,6 +29,8 @@ import java.util.stream.Stream;
 public final class Jazzer {
     /** Jazzer's per-input limit: an input that takes longer is a finding (a hang, e.g. a loop that never advances). */
     static final int TIMEOUT_SECONDS = 10;
+    /** Runs up to this long are the suite's proofs that a target works, not searches. */
+    static final int SHORT_RUN = 10;
     private static final Pattern DONE = Pattern.compile("Done (\\d+) runs in (\\d+) second");
     /** What libFuzzer prints instead when it stops at a finding. */
     private static final Pattern EXECUTED = Pattern.compile("stat::number_of_executed_units: (\\d+)");
@@ -95,6 +99,8 @@ public final class Jazzer {
         List<String> cmd = new ArrayList<>(List.of(
                 Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "-Xmx768m", "-XX:+EnableDynamicAgentLoading", "--enable-native-access=ALL-UNNAMED",
+                // A short run is mostly start-up: C1 alone starts faster; a long one wants C2's code.
+                seconds <= SHORT_RUN ? "-XX:TieredStopAtLevel=1" : "-XX:+TieredCompilation",
                 "-cp", childClasspath(classpath),
                 "com.code_intelligence.jazzer.Jazzer",
                 "--target_class=" + target.className(),
@@ -169,12 +175,20 @@ public final class Jazzer {
 
     /**
      * Feeds every file of {@code dir} to the target's {@code fuzzerTestOneInput} in this JVM (after its
-     * {@code fuzzerInitialize}, if it has one); an exception escaping is an AssertionError naming the file. Returns
+     * {@code fuzzerInitialize}, if it has one): the bytes, or for a {@code fuzzerTestOneInput(FuzzedDataProvider)}
+     * a provider over them as Jazzer makes it. An exception escaping is an AssertionError naming the file. Returns
      * the number of files run.
      */
     public static int replay(FuzzTargets.Target target, Path dir) throws Exception {
         Class<?> c = Class.forName(target.className());
-        Method test = c.getMethod("fuzzerTestOneInput", byte[].class);
+        Method test;
+        boolean provider = false;
+        try {
+            test = c.getMethod("fuzzerTestOneInput", byte[].class);
+        } catch (NoSuchMethodException notBytes) {
+            test = c.getMethod("fuzzerTestOneInput", FuzzedDataProvider.class);
+            provider = true;
+        }
         if (!Modifier.isStatic(test.getModifiers())) {
             throw new IllegalStateException(target + ": fuzzerTestOneInput must be static");
         }
@@ -192,7 +206,16 @@ public final class Jazzer {
         for (Path f : files) {
             byte[] data = Files.readAllBytes(f);
             try {
-                test.invoke(null, (Object) data);
+                if (provider) { // what Jazzer's JUnit integration replays with: the same choices from the same bytes
+                    FuzzedDataProvider fdp = ProviderReplay.over(data);
+                    try {
+                        test.invoke(null, fdp);
+                    } finally {
+                        ((AutoCloseable) fdp).close();
+                    }
+                } else {
+                    test.invoke(null, (Object) data);
+                }
             } catch (InvocationTargetException e) {
                 throw new AssertionError(target + " fails on the kept input " + f + ": " + e.getCause(), e.getCause());
             }
