@@ -58,7 +58,7 @@ class ShortLivedProcessesTest {
         String base = "http://127.0.0.1:" + port;
         Path out = dir.resolve("profiles");
         try (AgentProcess agent = AgentProcess.start(dir, "--frequency", "99", "--interval", "60s",
-                "--unwind-table-budget", "1MiB", "--output", out.toString(), "--http", "127.0.0.1:" + port)) {
+                "--unwind-table-budget", "1MiB", "--output", out.toString(), "--http", "127.0.0.1:" + port, "--http-profiles", "unauthenticated")) {
             agent.awaitSampling(Duration.ofSeconds(60));
             String metrics = awaitMetrics(base, m -> metric(m, "loupe_unwind_mappings_capacity") > 0);
             long capacity = metric(metrics, "loupe_unwind_mappings_capacity");
