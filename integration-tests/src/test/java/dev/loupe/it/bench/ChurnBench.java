@@ -41,7 +41,10 @@ import java.util.regex.Pattern;
  *       before the process's tables were live ({@code unwind=frame_pointers}).</li>
  * </ul>
  * Options: {@code --minutes N} (5), {@code --rest-seconds S} (60), {@code --frequencies 19,99}, {@code --jar JAR} (the
- * agent under test; default this build's), and {@code --agent-arg FLAG=VALUE} (one more {@code loupe run} flag; repeatable).
+ * agent under test; default this build's), {@code --agent-arg FLAG=VALUE} (one more {@code loupe run} flag; repeatable),
+ * and {@code --pid-namespace}: the bench, its agent and its churn run in a PID namespace of their own (with their own
+ * /proc, as a container's agent does), so the agent symbolizes only the churn and the host's other processes (a busy
+ * machine's builds and JVMs) are outside it and cost it little: the figures of a shared machine, less its noise.
  */
 public final class ChurnBench {
     private ChurnBench() {}
@@ -50,6 +53,15 @@ public final class ChurnBench {
     static final int PROCESSES_PER_ROUND = 6; // gzip, python3, sh, ls, wc, sleep
 
     public static void main(String[] args) throws Exception {
+        if (List.of(args).contains("--pid-namespace")) {
+            List<String> cmd = new ArrayList<>(List.of("unshare", "--pid", "--fork", "--mount-proc",
+                    Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                    "-Dloupe.agent.jar=" + System.getProperty("loupe.agent.jar"),
+                    "-Dloupe.c.sources=" + System.getProperty("loupe.c.sources"),
+                    "-cp", System.getProperty("java.class.path"), ChurnBench.class.getName()));
+            cmd.addAll(List.of(args).stream().filter(a -> !a.equals("--pid-namespace")).toList());
+            System.exit(new ProcessBuilder(cmd).inheritIO().start().waitFor());
+        }
         double minutes = 5;
         int restSeconds = 60;
         List<Integer> frequencies = List.of(19, 99);
@@ -63,15 +75,17 @@ public final class ChurnBench {
                 case "--jar" -> jar = args[++i];
                 case "--agent-arg" -> agentArgs.add(args[++i]);
                 default -> throw new IllegalArgumentException("unknown argument " + args[i]
-                        + " (--minutes N, --rest-seconds S, --frequencies 19,99, --jar JAR, --agent-arg FLAG=VALUE ...)");
+                        + " (--minutes N, --rest-seconds S, --frequencies 19,99, --jar JAR, --agent-arg FLAG=VALUE ..., --pid-namespace)");
             }
         }
         Path tmp = Files.createTempDirectory("loupe-churn-bench");
         Path data = tmp.resolve("data.bin");
         byte[] bytes = Files.readAllBytes(Path.of("/usr/bin/python3").toRealPath());
         Files.write(data, java.util.Arrays.copyOf(bytes, Math.min(bytes.length, 400_000)));
-        System.out.printf("churn bench: agent %s, %s; %.1f min of churn after %d s at rest, per frequency%n", jar,
-                agentArgs.isEmpty() ? "loupe run's defaults" : "flags " + agentArgs, minutes, restSeconds);
+        boolean ownNamespace = !Files.readSymbolicLink(Path.of("/proc/self/ns/pid")).toString().equals("pid:[4026531836]");
+        System.out.printf("churn bench: agent %s, %s; %.1f min of churn after %d s at rest, per frequency%s%n", jar,
+                agentArgs.isEmpty() ? "loupe run's defaults" : "flags " + agentArgs, minutes, restSeconds,
+                ownNamespace ? "; in a PID namespace of its own" : "; host-wide");
         for (int hz : frequencies) {
             run(tmp.resolve(hz + "hz"), jar, hz, agentArgs, data, minutes, restSeconds);
         }
