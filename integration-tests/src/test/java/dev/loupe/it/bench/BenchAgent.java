@@ -1,6 +1,12 @@
 package dev.loupe.it.bench;
 
 import java.io.IOException;
+import java.util.Map;
+import java.util.LinkedHashMap;
+import java.net.http.HttpResponse;
+import java.net.http.HttpRequest;
+import java.net.http.HttpClient;
+import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -180,5 +186,23 @@ final class BenchAgent {
     private static long jsonLong(String json, String name) {
         Matcher m = Pattern.compile("\"" + name + "\":(\\d+)").matcher(json);
         return m.find() ? Long.parseLong(m.group(1)) : 0;
+    }
+
+    private static final Pattern LINE = Pattern.compile("^([a-z_]+(?:\\{[^}]*\\})?) (\\S+)$", Pattern.MULTILINE);
+
+    /** The sample lines of the agent's /metrics at {@code url}: series (with labels) to value. */
+    static Map<String, Double> metrics(String url) throws IOException, InterruptedException {
+        String body = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create(url)).build(),
+                HttpResponse.BodyHandlers.ofString()).body();
+        Map<String, Double> out = new LinkedHashMap<>();
+        Matcher m = LINE.matcher(body);
+        while (m.find()) {
+            try {
+                out.put(m.group(1), Double.parseDouble(m.group(2)));
+            } catch (NumberFormatException ignored) {
+                // not a sample line
+            }
+        }
+        return out;
     }
 }

@@ -4,10 +4,6 @@ import dev.loupe.it.Profiles;
 
 import java.io.IOException;
 import java.net.ServerSocket;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -17,8 +13,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 /**
  * {@code ./loupe bench churn} (issue 25): a host starting short processes all the time, as the issue tried it. A bash
@@ -112,7 +106,7 @@ public final class ChurnBench {
             long restCpu0 = cpu.nanos();
             Thread.sleep(restSeconds * 1000L);
             double restCores = (cpu.nanos() - restCpu0) / (double) (System.nanoTime() - restStart);
-            Map<String, Double> atRest = metrics(metricsUrl);
+            Map<String, Double> atRest = BenchAgent.metrics(metricsUrl);
             long rssRest = BenchAgent.statusKb(agent.pid(), "VmRSS:");
 
             long churnSeconds = Math.round(minutes * 60);
@@ -121,17 +115,17 @@ public final class ChurnBench {
             long profilesFrom = System.currentTimeMillis();
             Process loop = churn(data, churnSeconds);
             Thread.sleep(Math.min(60, churnSeconds) * 1000L);
-            Map<String, Double> atOneMinute = metrics(metricsUrl);
+            Map<String, Double> atOneMinute = BenchAgent.metrics(metricsUrl);
             long rssOneMinute = BenchAgent.statusKb(agent.pid(), "VmRSS:");
             String rounds = new String(loop.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
             loop.waitFor();
             long churnNanos = System.nanoTime() - churnStart;
             long churnCpu = cpu.nanos() - churnCpu0;
             long profilesTo = System.currentTimeMillis();
-            Map<String, Double> atEnd = metrics(metricsUrl);
+            Map<String, Double> atEnd = BenchAgent.metrics(metricsUrl);
             long rssEnd = BenchAgent.statusKb(agent.pid(), "VmRSS:");
             Thread.sleep(15_000);
-            Map<String, Double> after = metrics(metricsUrl);
+            Map<String, Double> after = BenchAgent.metrics(metricsUrl);
             long hwm = BenchAgent.statusKb(agent.pid(), "VmHWM:");
 
             long processes = Long.parseLong(rounds) * PROCESSES_PER_ROUND;
@@ -254,22 +248,5 @@ public final class ChurnBench {
             }
         });
         return s.isEmpty() ? "n/a" : s.toString();
-    }
-
-    private static final Pattern LINE = Pattern.compile("^([a-z_]+(?:\\{[^}]*\\})?) (\\S+)$", Pattern.MULTILINE);
-
-    private static Map<String, Double> metrics(String url) throws IOException, InterruptedException {
-        String body = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create(url)).build(),
-                HttpResponse.BodyHandlers.ofString()).body();
-        Map<String, Double> out = new LinkedHashMap<>();
-        Matcher m = LINE.matcher(body);
-        while (m.find()) {
-            try {
-                out.put(m.group(1), Double.parseDouble(m.group(2)));
-            } catch (NumberFormatException ignored) {
-                // not a sample line
-            }
-        }
-        return out;
     }
 }

@@ -1,19 +1,11 @@
 package dev.loupe.it.bench;
 
-import java.io.IOException;
 import java.net.ServerSocket;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 /**
  * {@code ./loupe bench unwind}'s process phase: the agent host-wide at 99 Hz with unwind tables while
@@ -56,7 +48,7 @@ public final class ProcessesBench {
             started.add(new ProcessBuilder(bin.toString(), "120", "2000", "1").start());
             Thread.sleep(20_000);
             String url = "http://127.0.0.1:" + port + "/metrics";
-            Map<String, Double> m0 = metrics(url);
+            Map<String, Double> m0 = BenchAgent.metrics(url);
             long rss0 = BenchAgent.statusKb(agent.pid(), "VmRSS:");
             double registered0 = m0.getOrDefault("loupe_unwind_processes", 0.0);
             for (int i = 1; i < processes; i++) {
@@ -64,13 +56,13 @@ public final class ProcessesBench {
                 Thread.sleep(50);
             }
             Thread.sleep(20_000);
-            Map<String, Double> m1 = metrics(url);
+            Map<String, Double> m1 = BenchAgent.metrics(url);
             long rss20 = BenchAgent.statusKb(agent.pid(), "VmRSS:");
             // Steady state: the heap a burst of table builds grew is given back within a minute (HeapTrimmer).
             Thread.sleep(60_000);
             long rss1 = BenchAgent.statusKb(agent.pid(), "VmRSS:");
             long hwm = BenchAgent.statusKb(agent.pid(), "VmHWM:");
-            double registered1 = metrics(url).getOrDefault("loupe_unwind_processes", 0.0);
+            double registered1 = BenchAgent.metrics(url).getOrDefault("loupe_unwind_processes", 0.0);
             double count = m1.getOrDefault("loupe_unwind_registration_delay_seconds_count", 0.0)
                     - m0.getOrDefault("loupe_unwind_registration_delay_seconds_count", 0.0);
             double sum = m1.getOrDefault("loupe_unwind_registration_delay_seconds_sum", 0.0)
@@ -97,23 +89,6 @@ public final class ProcessesBench {
             }
             BenchAgent.stop(agent);
         }
-    }
-
-    private static final Pattern LINE = Pattern.compile("^([a-z_]+(?:\\{[^}]*\\})?) (\\S+)$", Pattern.MULTILINE);
-
-    private static Map<String, Double> metrics(String url) throws IOException, InterruptedException {
-        String body = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create(url)).build(),
-                HttpResponse.BodyHandlers.ofString()).body();
-        Map<String, Double> out = new LinkedHashMap<>();
-        Matcher m = LINE.matcher(body);
-        while (m.find()) {
-            try {
-                out.put(m.group(1), Double.parseDouble(m.group(2)));
-            } catch (NumberFormatException ignored) {
-                // not a sample line
-            }
-        }
-        return out;
     }
 
 }
