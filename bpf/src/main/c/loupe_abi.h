@@ -17,8 +17,29 @@ enum sample_limit {
 	MAX_KERNEL_FRAMES = 127,
 	MAX_USER_FRAMES = 127,
 	TASK_COMM_LEN = 16,
+	MAX_SAMPLE_MAPPINGS = 8, /* mappings a sample's walk found itself (struct sampled_mapping) */
 };
 #define MAX_FRAMES (MAX_KERNEL_FRAMES + MAX_USER_FRAMES)
+
+/*
+ * A mapping the walk found itself (bpf_find_vma), as the process's mm said at sampling time: enough for Java to
+ * name the frames in it without /proc/PID/maps, which a process that exited no longer has. dev is the kernel's
+ * encoding of the file's super block device (MAJOR = dev >> 20, MINOR = dev & 0xfffff), as /proc/PID/maps prints it.
+ */
+enum sampled_mapping_kind {
+	SAMPLED_FILE = 0, /* a file: dev, ino, offset (bytes into the file at start) */
+	SAMPLED_VDSO = 1, /* the vdso (no file; offset 0) */
+	SAMPLED_ANON = 2, /* executable memory no file backs: a JIT's code */
+};
+struct sampled_mapping {
+	__u64 start;
+	__u64 end;
+	__u64 offset;
+	__u64 dev;
+	__u64 ino;
+	__u32 kind;       /* SAMPLED_* */
+	__u32 reserved;
+};
 
 /*
  * Ring-buffer record, one per sample; variable length: only the used frames are sent. pid and tid are as
@@ -35,18 +56,24 @@ struct sample {
 	char thread_comm[TASK_COMM_LEN]; /* thread name */
 	__u64 ktime_ns;
 	__u32 flags;          /* SAMPLE_F_* */
-	__u32 reserved;
+	__u16 mappings;       /* struct sampled_mapping entries right after the used frames */
+	__u16 reserved;
 	__u64 start_boottime; /* process start, ns since boot: /proc/PID/stat's starttime, exact (PID reuse) */
 	__u32 host_pid;       /* tgid and tid in the initial PID namespace, as the kernel names them */
 	__u32 host_tid;
 	__u64 frames[MAX_FRAMES]; /* kernel frames (leaf first), then user frames (leaf first) */
+	/*
+	 * Room only: the record carries its `mappings` entries right after its used frames (at
+	 * frames[kernel_frames + user_frames]), so the record stays as long as what it holds.
+	 */
+	struct sampled_mapping mapping_room[MAX_SAMPLE_MAPPINGS];
 };
 
 enum sample_flag {
 	SAMPLE_F_USER_TRUNCATED  = 1,
 	SAMPLE_F_USER_READ_ERROR = 2,
 	SAMPLE_F_KERNEL_ERROR    = 4,
-	SAMPLE_F_FP_FALLBACK     = 8,  /* the process had no unwind state yet: frame pointers only */
+	SAMPLE_F_FP_FALLBACK     = 8,  /* frames in a file whose table is not in the kernel (yet): frame pointers */
 	SAMPLE_F_UNWIND_STOPPED  = 16, /* the user stack ends in a marker frame naming why */
 	SAMPLE_F_PID_OUTSIDE     = 32, /* the task is outside Java's PID namespace: pid, tid 0, no user stack */
 	/*
@@ -54,6 +81,11 @@ enum sample_flag {
 	 * samples precede it in the ring buffer. pid, comm and start_boottime name the process, ktime_ns the exit.
 	 */
 	SAMPLE_F_PROCESS_EXIT    = 64,
+	/*
+	 * The walk met code that needs the process registered (anonymous executable memory: a JIT's; a file a runtime
+	 * needs per-process state for, FILE_F_NEEDS_PROCESS) and the process has no unwind entry.
+	 */
+	SAMPLE_F_NEEDS_PROCESS   = 128,
 };
 
 /*
@@ -83,6 +115,9 @@ enum stat {
 	STAT_FP_NO_FDE_FRAMES, /* frames in a table's code without unwind info stepped by checked frame pointers */
 	STAT_PROCESS_EXITS,    /* exit records written (SAMPLE_F_PROCESS_EXIT) */
 	STAT_EXIT_DROPS,       /* exit records lost: ring buffer full (Java's periodic /proc scan finds those exits) */
+	STAT_VMA_LOOKUPS,      /* mappings the walk found itself (bpf_find_vma) */
+	STAT_VMA_LOOKUP_FAILURES, /* bpf_find_vma found no mapping or could not take the mm's lock (the walk stops there) */
+	STAT_FILE_TABLE_MISSES,   /* mappings found of files with no table in the kernel (or an older file's): frame pointers */
 	STAT_MAX
 };
 
@@ -203,6 +238,35 @@ struct exec_mapping {
 };
 
 /*
+ * Tables by file (file_tables map): the walk finds the mapping of a pc itself (bpf_find_vma) and its file's table
+ * by the file's identity, so a process is walkable from its first sample when its files' tables are in the kernel;
+ * per-process entries (procs) remain for processes whose code needs them (runtimes). The key is the inode's super
+ * block device (kernel encoding, see struct sampled_mapping) and inode number; size and mtime in the value tell a
+ * file rewritten in place, or a reused inode, from the file the table was built from.
+ */
+struct file_key {
+	__u64 dev;
+	__u64 ino;
+};
+enum file_table_flag {
+	FILE_F_NEEDS_PROCESS = 1, /* a runtime's file: a process mapping it needs its own entry (SAMPLE_F_NEEDS_PROCESS) */
+};
+struct file_table {
+	__u64 size;
+	__s64 mtime_sec;
+	__u32 mtime_nsec;
+	__u32 kind;        /* MAPPING_TABLE or MAPPING_STOP */
+	__u32 table_id;    /* MAPPING_TABLE: the table; MAPPING_STOP: the reason */
+	__u32 flags;       /* FILE_F_* */
+	__s64 vaddr_delta; /* p_vaddr - p_offset of the file's executable segments: file offset -> vaddr */
+};
+/* The vdso's entry: no file, so a key no file has. */
+enum vdso_key {
+	VDSO_KEY_DEV = 0,
+	VDSO_KEY_INO = 0,
+};
+
+/*
  * Per process (tgid): its slice of the mappings array, valid for this process start only. The start is
  * in clock ticks (USER_HZ, 10 ms), as /proc/PID/stat gives it, so Java can register a process it found
  * in /proc before any sample.
@@ -250,6 +314,9 @@ struct abi_constants {
 	enum proc_clock proc_clock;
 	enum no_fde_limit no_fde_limit;
 	enum pid_ns_mode pid_ns_mode;
+	enum sampled_mapping_kind sampled_mapping_kind;
+	enum file_table_flag file_table_flag;
+	enum vdso_key vdso_key;
 };
 
 #endif

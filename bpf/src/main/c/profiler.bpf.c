@@ -39,6 +39,58 @@ struct task_struct {
 	__u64 start_boottime;
 } __attribute__((preserve_access_index));
 
+/* What bpf_find_vma gives: the mapping, its file's identity and the process's vdso (CO-RE, only what is read). */
+struct super_block {
+	__u32 s_dev; /* dev_t: MAJOR << 20 | MINOR */
+} __attribute__((preserve_access_index));
+
+struct timespec64 {
+	__s64 tv_sec;
+	long tv_nsec;
+} __attribute__((preserve_access_index));
+
+struct inode {
+	unsigned long i_ino;
+	struct super_block *i_sb;
+	__s64 i_size;
+} __attribute__((preserve_access_index));
+
+/* The inode's mtime moved twice: i_mtime (to 6.6), __i_mtime (6.7 to 6.10), i_mtime_sec/_nsec (6.11 on). */
+struct inode___mtime_sec {
+	__s64 i_mtime_sec;
+	__u32 i_mtime_nsec;
+} __attribute__((preserve_access_index));
+struct inode___mtime_private {
+	struct timespec64 __i_mtime;
+} __attribute__((preserve_access_index));
+struct inode___mtime_timespec {
+	struct timespec64 i_mtime;
+} __attribute__((preserve_access_index));
+
+struct file {
+	struct inode *f_inode;
+} __attribute__((preserve_access_index));
+
+typedef struct {
+	void *vdso;
+} __attribute__((preserve_access_index)) mm_context_t;
+
+struct mm_struct {
+	mm_context_t context;
+} __attribute__((preserve_access_index));
+
+struct vm_area_struct {
+	unsigned long vm_start;
+	unsigned long vm_end;
+	struct mm_struct *vm_mm;
+	unsigned long vm_flags;
+	unsigned long vm_pgoff;
+	struct file *vm_file;
+} __attribute__((preserve_access_index));
+
+#define VM_EXEC 0x4
+#define PAGE_SHIFT 12
+
 struct pt_regs {
 	unsigned long r15, r14, r13, r12, bp, bx, r11, r10, r9, r8;
 	unsigned long ax, cx, dx, si, di, orig_ax, ip, cs, flags, sp, ss;
@@ -139,6 +191,13 @@ struct {
 	__type(value, struct proc_unwind);
 } procs SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1 << 13);
+	__type(key, struct file_key);
+	__type(value, struct file_table);
+} file_tables SEC(".maps");
+
 static __always_inline void add(__u32 which, __u64 n)
 {
 	__u64 *v = bpf_map_lookup_elem(&stats, &which);
@@ -187,6 +246,22 @@ struct unwind_state {
 	__u32 t_page_count; /* 0: no table (not loaded, evicted) */
 	__u32 t_row_start;
 	__u32 t_rule_start;
+	__u8 registered;     /* the process has a procs entry (its slice of mappings) */
+	__u8 pad2[3];
+	__u32 vma_lookups;   /* mappings found by bpf_find_vma */
+	__u32 vma_failures;
+	__u32 file_misses;   /* of files without a (current) table in file_tables */
+	__u32 n_found;       /* entries in found and sampled */
+	/* The mappings this walk found itself: what the walker needs again when the stack comes back to one ... */
+	struct found_mapping {
+		__u64 start;
+		__u64 end;
+		__u64 bias;
+		__u32 kind;
+		__u32 table_id;
+	} found[MAX_SAMPLE_MAPPINGS];
+	/* ... and what Java needs to name its frames (the record carries them). */
+	struct sampled_mapping sampled[MAX_SAMPLE_MAPPINGS];
 };
 
 /*
@@ -275,14 +350,31 @@ static __always_inline long unwind_stop(struct walk *st, struct sample *s, __u32
 	return 1;
 }
 
-/*
- * Finds the mapping of this process containing pc (binary search over its sorted slice) and copies it and
- * its table's header into st. Returns 0 if no mapping contains pc (st unchanged).
- */
-static __always_inline int load_mapping(struct unwind_state *st, __u64 pc)
+/* Makes a mapping the cached one: copies it and its table's header into st. */
+static __always_inline void use_mapping(struct unwind_state *st, __u64 start, __u64 end, __u64 bias, __u32 kind,
+					__u32 table_id)
 {
-	if (st->proc_count == 0)
-		return 0;
+	st->m_start = start;
+	st->m_end = end;
+	st->m_bias = bias;
+	st->m_kind = kind;
+	st->m_table_id = table_id;
+	st->t_page_count = 0;
+	if (kind == MAPPING_TABLE) {
+		struct unwind_table *t = bpf_map_lookup_elem(&unwind_tables, &table_id);
+		if (t) {
+			st->t_pc_base = t->pc_base;
+			st->t_page_start = t->page_start;
+			st->t_page_count = t->page_count;
+			st->t_row_start = t->row_start;
+			st->t_rule_start = t->rule_start;
+		}
+	}
+}
+
+/* The registered process's mapping containing pc (binary search over its sorted slice); 0 if none. */
+static __always_inline int slice_mapping(struct unwind_state *st, __u64 pc)
+{
 	/* Binary search: lo ends at the last mapping whose start is <= pc. */
 	__u32 lo = st->proc_first, hi = st->proc_first + st->proc_count;
 #pragma clang loop unroll(disable)
@@ -299,24 +391,147 @@ static __always_inline int load_mapping(struct unwind_state *st, __u64 pc)
 	struct exec_mapping *m = bpf_map_lookup_elem(&mappings, &lo);
 	if (!m || pc < m->start || pc >= m->end)
 		return 0;
-	st->m_start = m->start;
-	st->m_end = m->end;
-	st->m_bias = m->bias;
-	st->m_kind = m->kind;
-	st->m_table_id = m->table_id;
-	st->t_page_count = 0;
-	if (m->kind == MAPPING_TABLE) {
-		__u32 table_id = m->table_id;
-		struct unwind_table *t = bpf_map_lookup_elem(&unwind_tables, &table_id);
-		if (t) {
-			st->t_pc_base = t->pc_base;
-			st->t_page_start = t->page_start;
-			st->t_page_count = t->page_count;
-			st->t_row_start = t->row_start;
-			st->t_rule_start = t->rule_start;
+	use_mapping(st, m->start, m->end, m->bias, m->kind, m->table_id);
+	return 1;
+}
+
+/* A mapping this walk found before (a stack goes back and forth between a binary and its libraries). */
+static __always_inline int found_before(struct unwind_state *st, __u64 pc)
+{
+#pragma clang loop unroll(disable)
+	for (__u32 i = 0; i < MAX_SAMPLE_MAPPINGS; i++) {
+		if (i >= st->n_found)
+			return 0;
+		struct found_mapping *f = &st->found[i];
+		if (pc - f->start < f->end - f->start) {
+			use_mapping(st, f->start, f->end, f->bias, f->kind, f->table_id);
+			return 1;
 		}
 	}
+	return 0;
+}
+
+/* What bpf_find_vma's callback reads of the mapping: its range, and its file's identity, size and mtime. */
+enum vma_kind_extra {
+	VMA_NOT_CODE = 3, /* not executable: a pc there is no code (the walk treats it as no mapping) */
+};
+struct vma_info {
+	__u64 start;
+	__u64 end;
+	__u64 offset;
+	__u64 dev;
+	__u64 ino;
+	__s64 size;
+	__s64 mtime_sec;
+	__u32 mtime_nsec;
+	__u32 kind; /* SAMPLED_* or VMA_NOT_CODE */
+};
+
+static long read_vma(struct task_struct *task, struct vm_area_struct *vma, void *data)
+{
+	struct vma_info *v = data;
+	v->start = BPF_CORE_READ(vma, vm_start);
+	v->end = BPF_CORE_READ(vma, vm_end);
+	if (!(BPF_CORE_READ(vma, vm_flags) & VM_EXEC)) {
+		v->kind = VMA_NOT_CODE;
+		return 0;
+	}
+	struct file *file = BPF_CORE_READ(vma, vm_file);
+	if (!file) {
+		v->kind = (__u64)BPF_CORE_READ(vma, vm_mm, context.vdso) == v->start ? SAMPLED_VDSO : SAMPLED_ANON;
+		return 0;
+	}
+	struct inode *inode = BPF_CORE_READ(file, f_inode);
+	v->kind = SAMPLED_FILE;
+	v->offset = (__u64)BPF_CORE_READ(vma, vm_pgoff) << PAGE_SHIFT;
+	v->dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	v->ino = BPF_CORE_READ(inode, i_ino);
+	v->size = BPF_CORE_READ(inode, i_size);
+	if (bpf_core_field_exists(((struct inode___mtime_sec *)0)->i_mtime_sec)) {
+		struct inode___mtime_sec *i = (void *)inode;
+		v->mtime_sec = BPF_CORE_READ(i, i_mtime_sec);
+		v->mtime_nsec = BPF_CORE_READ(i, i_mtime_nsec);
+	} else if (bpf_core_field_exists(((struct inode___mtime_private *)0)->__i_mtime)) {
+		struct inode___mtime_private *i = (void *)inode;
+		v->mtime_sec = BPF_CORE_READ(i, __i_mtime.tv_sec);
+		v->mtime_nsec = BPF_CORE_READ(i, __i_mtime.tv_nsec);
+	} else {
+		struct inode___mtime_timespec *i = (void *)inode;
+		v->mtime_sec = BPF_CORE_READ(i, i_mtime.tv_sec);
+		v->mtime_nsec = BPF_CORE_READ(i, i_mtime.tv_nsec);
+	}
+	return 0;
+}
+
+/*
+ * The mapping containing pc, found in the process's own mm (bpf_find_vma) and unwound by its file's table
+ * (file_tables), for a process without an entry or a pc its entry does not cover (a library loaded since).
+ * Anonymous code and a file without a current table are walked with frame pointers, and the sample says what Java
+ * should do (SAMPLE_F_NEEDS_PROCESS, SAMPLE_F_FP_FALLBACK). The mapping is kept for the rest of the walk and for
+ * the record. Returns 0 if no executable mapping contains pc.
+ */
+static __noinline int find_mapping(struct unwind_state *st, __u64 pc)
+{
+	struct vma_info v = {};
+	struct task_struct *task = bpf_get_current_task_btf();
+	if (bpf_find_vma(task, pc, read_vma, &v, 0) || v.kind == VMA_NOT_CODE) {
+		st->vma_failures++;
+		return 0;
+	}
+	st->vma_lookups++;
+	__u32 kind = MAPPING_FP, table_id = 0;
+	__u64 bias = 0;
+	if (v.kind == SAMPLED_ANON) {
+		if (!st->registered)
+			st->w.flags |= SAMPLE_F_NEEDS_PROCESS;
+	} else {
+		struct file_key key = {VDSO_KEY_DEV, VDSO_KEY_INO};
+		if (v.kind == SAMPLED_FILE) {
+			key.dev = v.dev;
+			key.ino = v.ino;
+		}
+		struct file_table *ft = bpf_map_lookup_elem(&file_tables, &key);
+		if (!ft || (v.kind == SAMPLED_FILE && (ft->size != (__u64)v.size || ft->mtime_sec != v.mtime_sec ||
+						       ft->mtime_nsec != v.mtime_nsec))) {
+			st->w.flags |= SAMPLE_F_FP_FALLBACK;
+			st->file_misses++;
+		} else {
+			kind = ft->kind;
+			table_id = ft->table_id;
+			bias = v.start - v.offset - ft->vaddr_delta;
+			if ((ft->flags & FILE_F_NEEDS_PROCESS) && !st->registered)
+				st->w.flags |= SAMPLE_F_NEEDS_PROCESS;
+		}
+	}
+	__u32 i = st->n_found;
+	if (i < MAX_SAMPLE_MAPPINGS) {
+		st->found[i].start = v.start;
+		st->found[i].end = v.end;
+		st->found[i].bias = bias;
+		st->found[i].kind = kind;
+		st->found[i].table_id = table_id;
+		st->sampled[i].start = v.start;
+		st->sampled[i].end = v.end;
+		st->sampled[i].offset = v.offset;
+		st->sampled[i].dev = v.dev;
+		st->sampled[i].ino = v.ino;
+		st->sampled[i].kind = v.kind;
+		st->sampled[i].reserved = 0;
+		st->n_found = i + 1;
+	}
+	use_mapping(st, v.start, v.end, bias, kind, table_id);
 	return 1;
+}
+
+/*
+ * Finds the mapping containing pc and copies it and its table's header into st: the process's registered slice
+ * first, then the mappings this walk found itself, then the process's mm. Returns 0 if none contains pc.
+ */
+static __always_inline int load_mapping(struct unwind_state *st, __u64 pc)
+{
+	if (st->proc_count && slice_mapping(st, pc))
+		return 1;
+	return found_before(st, pc) || find_mapping(st, pc);
 }
 
 #define RULE_NOT_COVERED 0xffULL
@@ -576,6 +791,7 @@ static __always_inline int sample(struct perf_event_ctx *ctx, const int tables)
 	s->cpu = bpf_get_smp_processor_id();
 	s->ktime_ns = bpf_ktime_get_ns();
 	s->flags = 0;
+	s->mappings = 0;
 	s->reserved = 0;
 	bpf_get_current_comm(s->thread_comm, sizeof(s->thread_comm));
 	bpf_core_read_str(s->comm, sizeof(s->comm), &task->group_leader->comm);
@@ -612,10 +828,6 @@ static __always_inline int sample(struct perf_event_ctx *ctx, const int tables)
 		pu = bpf_map_lookup_elem(&procs, &tgid);
 		if (pu && pu->start_ticks != s->start_boottime / NSEC_PER_TICK)
 			pu = 0;
-		if (!pu) {
-			w.flags |= SAMPLE_F_FP_FALLBACK;
-			count(STAT_FP_FALLBACK);
-		}
 	}
 	if (!no_user) {
 		if (user_mode) {
@@ -630,18 +842,29 @@ static __always_inline int sample(struct perf_event_ctx *ctx, const int tables)
 			w.bp = BPF_CORE_READ(uregs, bp);
 		}
 	}
-	if (tables && w.pc && pu) {
-		struct unwind_state *st = bpf_map_lookup_elem(&unwind_scratch, &zero);
+	__u32 nm = 0; /* mappings the walk found itself, carried by the record */
+	struct unwind_state *st = 0;
+	if (tables && w.pc) {
+		st = bpf_map_lookup_elem(&unwind_scratch, &zero);
 		if (!st)
 			return 0;
 		__builtin_memset(st, 0, sizeof(*st));
 		st->w = w;
-		st->proc_first = pu->first;
-		st->proc_count = pu->count;
+		if (pu) {
+			st->proc_first = pu->first;
+			st->proc_count = pu->count;
+			st->registered = 1;
+		}
 		bpf_loop(MAX_USER_FRAMES + 1, unwind_step, 0, 0);
 		w = st->w;
+		nm = st->n_found;
 		add(STAT_TABLE_FRAMES, st->table_frames);
 		add(STAT_FP_NO_FDE_FRAMES, st->no_fde_frames);
+		add(STAT_VMA_LOOKUPS, st->vma_lookups);
+		add(STAT_VMA_LOOKUP_FAILURES, st->vma_failures);
+		add(STAT_FILE_TABLE_MISSES, st->file_misses);
+		if (w.flags & SAMPLE_F_FP_FALLBACK)
+			count(STAT_FP_FALLBACK);
 	} else if (w.pc) {
 		bpf_loop(MAX_USER_FRAMES + 1, fp_only_step, &w, 0);
 	}
@@ -658,14 +881,28 @@ static __always_inline int sample(struct perf_event_ctx *ctx, const int tables)
 		nu = MAX_USER_FRAMES;
 	s->user_frames = nu;
 
-	__u64 size = __builtin_offsetof(struct sample, frames) + (__u64)(nk + nu) * sizeof(__u64);
+	__u32 used = nk + nu;
+	barrier_var(used); /* else clang folds the bound below into the pointer arithmetic and the verifier loses it */
+	if (nm > MAX_SAMPLE_MAPPINGS || used > MAX_FRAMES || !st)
+		nm = 0;
+	if (nm && st && used <= MAX_FRAMES) {
+		struct sampled_mapping *dst = (struct sampled_mapping *)&s->frames[used];
+#pragma clang loop unroll(full)
+		for (__u32 i = 0; i < MAX_SAMPLE_MAPPINGS; i++) {
+			if (i < nm)
+				dst[i] = st->sampled[i];
+		}
+	}
+	s->mappings = nm;
+	__u64 size = __builtin_offsetof(struct sample, frames) + (__u64)used * sizeof(__u64) +
+		     (__u64)nm * sizeof(struct sampled_mapping);
 	if (size > sizeof(*s))
 		size = sizeof(*s);
 	__u64 wake = bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) >= cfg->wakeup_bytes
 		? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
-	/* A process without unwind state yet: wake user space now (at most every 10 ms), since this sample
-	 * is what gets its tables loaded; batching it would delay that by up to the poll timeout. */
-	if (tables && wake == BPF_RB_NO_WAKEUP && (s->flags & SAMPLE_F_FP_FALLBACK)) {
+	/* Code without its table or registration yet: wake user space now (at most every 10 ms), since this sample
+	 * is what gets them loaded; batching it would delay that by up to the poll timeout. */
+	if (tables && wake == BPF_RB_NO_WAKEUP && (s->flags & (SAMPLE_F_FP_FALLBACK | SAMPLE_F_NEEDS_PROCESS))) {
 		__u64 now = bpf_ktime_get_ns();
 		if (now - last_fallback_wakeup_ns >= 10 * 1000 * 1000) {
 			last_fallback_wakeup_ns = now;
@@ -736,6 +973,7 @@ int process_exit(void *ctx)
 	bpf_core_read_str(s->comm, sizeof(s->comm), &task->group_leader->comm);
 	s->ktime_ns = bpf_ktime_get_ns();
 	s->flags = SAMPLE_F_PROCESS_EXIT;
+	s->mappings = 0;
 	s->reserved = 0;
 	s->start_boottime = BPF_CORE_READ(task, group_leader, start_boottime);
 	s->host_pid = host_tgid;

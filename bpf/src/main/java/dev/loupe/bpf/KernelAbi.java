@@ -33,6 +33,19 @@ public final class KernelAbi {
     public static final int MAX_KERNEL_FRAMES = 127;
     public static final int MAX_USER_FRAMES = 127;
     public static final int TASK_COMM_LEN = 16;
+    /** Mappings a sample's walk found itself and the record carries ({@link RawSample#mappings}). */
+    public static final int MAX_SAMPLE_MAPPINGS = 8;
+
+    /** struct sampled_mapping: a mapping as the walk found it (bpf_find_vma), carried by the record after its frames. */
+    static final StructLayout SAMPLED_MAPPING = MemoryLayout.structLayout(
+            JAVA_LONG.withName("start"),
+            JAVA_LONG.withName("end"),
+            JAVA_LONG.withName("offset"),
+            JAVA_LONG.withName("dev"),
+            JAVA_LONG.withName("ino"),
+            JAVA_INT.withName("kind"),
+            JAVA_INT.withName("reserved")
+    ).withName("sampled_mapping");
 
     /** struct sample: the ring-buffer record. */
     static final StructLayout SAMPLE = MemoryLayout.structLayout(
@@ -45,11 +58,13 @@ public final class KernelAbi {
             MemoryLayout.sequenceLayout(TASK_COMM_LEN, JAVA_BYTE).withName("thread_comm"),
             JAVA_LONG.withName("ktime_ns"),
             JAVA_INT.withName("flags"),
-            JAVA_INT.withName("reserved"),
+            JAVA_SHORT.withName("mappings"),
+            JAVA_SHORT.withName("reserved"),
             JAVA_LONG.withName("start_boottime"),
             JAVA_INT.withName("host_pid"),
             JAVA_INT.withName("host_tid"),
-            MemoryLayout.sequenceLayout(MAX_KERNEL_FRAMES + MAX_USER_FRAMES, JAVA_LONG).withName("frames")
+            MemoryLayout.sequenceLayout(MAX_KERNEL_FRAMES + MAX_USER_FRAMES, JAVA_LONG).withName("frames"),
+            MemoryLayout.sequenceLayout(MAX_SAMPLE_MAPPINGS, SAMPLED_MAPPING).withName("mapping_room")
     ).withName("sample");
 
     /** struct config: written once before sampling. */
@@ -74,7 +89,7 @@ public final class KernelAbi {
     static final List<String> STATS = List.of("STAT_SAMPLES", "STAT_IDLE", "STAT_FILTERED", "STAT_RINGBUF_DROPS",
             "STAT_USER_READ_ERRORS", "STAT_USER_TRUNCATED", "STAT_KERNEL_ERRORS", "STAT_FP_FALLBACK", "STAT_UNWIND_STOPPED",
             "STAT_TABLE_FRAMES", "STAT_FP_FRAMES", "STAT_PID_OUTSIDE", "STAT_FP_NO_FDE_FRAMES", "STAT_PROCESS_EXITS",
-            "STAT_EXIT_DROPS", "STAT_MAX");
+            "STAT_EXIT_DROPS", "STAT_VMA_LOOKUPS", "STAT_VMA_LOOKUP_FAILURES", "STAT_FILE_TABLE_MISSES", "STAT_MAX");
 
     /** struct unwind_table: where a table's pages, rows and rules start in the shared arrays. */
     static final StructLayout UNWIND_TABLE = MemoryLayout.structLayout(
@@ -100,6 +115,23 @@ public final class KernelAbi {
             JAVA_INT.withName("table_id")
     ).withName("exec_mapping");
 
+    /** struct file_key: a file as the kernel names a mapping's (super block device, kernel encoding; inode). */
+    static final StructLayout FILE_KEY = MemoryLayout.structLayout(
+            JAVA_LONG.withName("dev"),
+            JAVA_LONG.withName("ino")
+    ).withName("file_key");
+
+    /** struct file_table: a file's table (or why it has none) for every process that maps it. */
+    static final StructLayout FILE_TABLE = MemoryLayout.structLayout(
+            JAVA_LONG.withName("size"),
+            JAVA_LONG.withName("mtime_sec"),
+            JAVA_INT.withName("mtime_nsec"),
+            JAVA_INT.withName("kind"),
+            JAVA_INT.withName("table_id"),
+            JAVA_INT.withName("flags"),
+            JAVA_LONG.withName("vaddr_delta")
+    ).withName("file_table");
+
     /** struct proc_unwind: a process's slice of the mappings array. */
     static final StructLayout PROC_UNWIND = MemoryLayout.structLayout(
             JAVA_LONG.withName("start_ticks"),
@@ -119,17 +151,22 @@ public final class KernelAbi {
     /** The C enums of loupe_abi.h defined in Java here, by enum name: enumerator to Java's value. */
     static final Map<String, Map<String, Long>> PROFILER_ENUMS = Map.of(
             "sample_limit", Map.of("MAX_KERNEL_FRAMES", (long) MAX_KERNEL_FRAMES, "MAX_USER_FRAMES", (long) MAX_USER_FRAMES,
-                    "TASK_COMM_LEN", (long) TASK_COMM_LEN),
+                    "TASK_COMM_LEN", (long) TASK_COMM_LEN, "MAX_SAMPLE_MAPPINGS", (long) MAX_SAMPLE_MAPPINGS),
             "sample_flag", Map.of("SAMPLE_F_USER_TRUNCATED", (long) RawSample.USER_TRUNCATED,
                     "SAMPLE_F_USER_READ_ERROR", (long) RawSample.USER_READ_ERROR, "SAMPLE_F_KERNEL_ERROR", (long) RawSample.KERNEL_ERROR,
                     "SAMPLE_F_FP_FALLBACK", (long) RawSample.FP_FALLBACK, "SAMPLE_F_UNWIND_STOPPED", (long) RawSample.UNWIND_STOPPED,
-                    "SAMPLE_F_PID_OUTSIDE", (long) RawSample.PID_OUTSIDE, "SAMPLE_F_PROCESS_EXIT", (long) RawSample.PROCESS_EXIT),
+                    "SAMPLE_F_PID_OUTSIDE", (long) RawSample.PID_OUTSIDE, "SAMPLE_F_PROCESS_EXIT", (long) RawSample.PROCESS_EXIT,
+                    "SAMPLE_F_NEEDS_PROCESS", (long) RawSample.NEEDS_PROCESS),
             "unwind_marker", Map.of("UNWIND_REASON_BITS", (long) UNWIND_REASON_BITS),
             "mapping_search", Map.of("MAPPING_SEARCH_STEPS", (long) UnwindMaps.MAPPING_SEARCH_STEPS),
             "stat", ordinals(STATS),
             "mapping_kind", Map.of("MAPPING_FP", (long) UnwindMaps.KIND_FRAME_POINTERS, "MAPPING_TABLE", (long) UnwindMaps.KIND_TABLE,
                     "MAPPING_STOP", (long) UnwindMaps.KIND_STOP),
-            "pid_ns_mode", PID_NS_MODES);
+            "pid_ns_mode", PID_NS_MODES,
+            "sampled_mapping_kind", Map.of("SAMPLED_FILE", (long) RawSample.MAPPING_FILE, "SAMPLED_VDSO", (long) RawSample.MAPPING_VDSO,
+                    "SAMPLED_ANON", (long) RawSample.MAPPING_ANONYMOUS),
+            "file_table_flag", Map.of("FILE_F_NEEDS_PROCESS", (long) UnwindMaps.FILE_NEEDS_PROCESS),
+            "vdso_key", Map.of("VDSO_KEY_DEV", UnwindMaps.VDSO_DEVICE, "VDSO_KEY_INO", UnwindMaps.VDSO_INODE));
 
     static final long SAMPLE_HEADER_SIZE = offset(SAMPLE, "frames");
 
@@ -155,6 +192,9 @@ public final class KernelAbi {
         problems.addAll(structProblems(btf, UNWIND_PAGE));
         problems.addAll(structProblems(btf, EXEC_MAPPING));
         problems.addAll(structProblems(btf, PROC_UNWIND));
+        problems.addAll(structProblems(btf, SAMPLED_MAPPING));
+        problems.addAll(structProblems(btf, FILE_KEY));
+        problems.addAll(structProblems(btf, FILE_TABLE));
         for (Map.Entry<String, Map<String, Long>> e : new TreeMap<>(PROFILER_ENUMS).entrySet()) {
             problems.addAll(enumProblems(btf, e.getKey(), e.getValue()));
         }

@@ -104,7 +104,7 @@ public final class PerfEventSampler implements AutoCloseable {
         return open(frequencyHz, pids, NO_TABLES, false, Optional.empty(), Optional.empty());
     }
 
-    private static final UnwindMaps.Capacity NO_TABLES = new UnwindMaps.Capacity(1, 1, 1, 1, 1, 1);
+    private static final UnwindMaps.Capacity NO_TABLES = new UnwindMaps.Capacity(1, 1, 1, 1, 1, 1, 1);
 
     private static PerfEventSampler open(int frequencyHz, Set<Integer> pids, UnwindMaps.Capacity unwind, boolean tables,
                                          Optional<Map<String, Long>> unwinderConstants, Optional<SampledPids> forcedPids)
@@ -320,7 +320,7 @@ public final class PerfEventSampler implements AutoCloseable {
             }
         }
         return new SamplerStats(v[0], v[1], v[2], v[3], v[4], v[5], v[6], delivered.get(), decodeErrors.get(),
-                consumerErrors.get(), v[7], v[8], v[9], v[10], v[11], v[12], v[13], v[14]);
+                consumerErrors.get(), v[7], v[8], v[9], v[10], v[11], v[12], v[13], v[14], v[15], v[16], v[17]);
     }
 
     /**

@@ -17,13 +17,30 @@ package dev.loupe.bpf;
  * @param flags        {@link #USER_TRUNCATED}, {@link #USER_READ_ERROR}, {@link #KERNEL_ERROR}
  * @param kernelStack  kernel addresses, leaf first; [0] is the interrupted IP, the rest are return addresses
  * @param userStack    user addresses, leaf first; same convention
+ * @param mappings     the mappings the walk found itself in the process's memory map, {@link #MAPPING_WORDS} words each
+ *                     (start, end, file offset at start, device as the kernel encodes it, inode, {@code MAPPING_*} kind):
+ *                     enough to name the frames in them once the process has exited; empty when the walk found none
  */
 public record RawSample(int pid, int tid, int hostPid, int hostTid, int cpu, String comm, String threadComm, long ktimeNs, long processStartNs, int flags,
-                        long[] kernelStack, long[] userStack) {
+                        long[] kernelStack, long[] userStack, long[] mappings) {
+    /** A sample that carries no mappings. */
+    public RawSample(int pid, int tid, int hostPid, int hostTid, int cpu, String comm, String threadComm, long ktimeNs,
+                     long processStartNs, int flags, long[] kernelStack, long[] userStack) {
+        this(pid, tid, hostPid, hostTid, cpu, comm, threadComm, ktimeNs, processStartNs, flags, kernelStack, userStack, NO_MAPPINGS);
+    }
+
+    public static final long[] NO_MAPPINGS = {};
+    /** Words per mapping in {@link #mappings}: start, end, offset, device, inode, kind. */
+    public static final int MAPPING_WORDS = 6;
+    /** Kinds of a carried mapping: a file, the vdso, anonymous executable memory (a JIT's). */
+    public static final int MAPPING_FILE = 0;
+    public static final int MAPPING_VDSO = 1;
+    public static final int MAPPING_ANONYMOUS = 2;
+
     public static final int USER_TRUNCATED = 1;
     public static final int USER_READ_ERROR = 2;
     public static final int KERNEL_ERROR = 4;
-    /** The process had no unwind state yet: its user stack came from frame pointers only. */
+    /** Frames in a file whose unwind table is not in the kernel (yet) were walked with frame pointers. */
     public static final int FP_FALLBACK = 8;
     /** The user stack ends in a marker frame ({@link #isUnwindMarker}) naming why it stopped early. */
     public static final int UNWIND_STOPPED = 16;
@@ -38,6 +55,11 @@ public record RawSample(int pid, int tid, int hostPid, int hostTid, int cpu, Str
      * {@link ProcessExits} listener, never to a sample consumer.
      */
     public static final int PROCESS_EXIT = 64;
+    /**
+     * The walk met code that needs the process registered for unwinding (anonymous executable memory, a runtime's
+     * file) and the process has no registration.
+     */
+    public static final int NEEDS_PROCESS = 128;
 
     /** Whether a user "address" is a stop marker; its reason code is {@link #markerReason}. */
     public static boolean isUnwindMarker(long address) {

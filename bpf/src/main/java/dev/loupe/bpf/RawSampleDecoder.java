@@ -26,6 +26,14 @@ final class RawSampleDecoder {
     private static final long START = offset(SAMPLE, "start_boottime");
     private static final long HOST_PID = offset(SAMPLE, "host_pid");
     private static final long HOST_TID = offset(SAMPLE, "host_tid");
+    private static final long MAPPINGS = offset(SAMPLE, "mappings");
+    private static final long MAPPING_SIZE = KernelAbi.SAMPLED_MAPPING.byteSize();
+    private static final long M_START = offset(KernelAbi.SAMPLED_MAPPING, "start");
+    private static final long M_END = offset(KernelAbi.SAMPLED_MAPPING, "end");
+    private static final long M_OFFSET = offset(KernelAbi.SAMPLED_MAPPING, "offset");
+    private static final long M_DEV = offset(KernelAbi.SAMPLED_MAPPING, "dev");
+    private static final long M_INO = offset(KernelAbi.SAMPLED_MAPPING, "ino");
+    private static final long M_KIND = offset(KernelAbi.SAMPLED_MAPPING, "kind");
 
     // Unaligned reads: records are aligned in the ring buffer, but tests decode byte arrays.
     private static final ValueLayout.OfInt U32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
@@ -42,9 +50,23 @@ final class RawSampleDecoder {
         }
         int nk = Short.toUnsignedInt(rec.get(U16, KERNEL_FRAMES));
         int nu = Short.toUnsignedInt(rec.get(U16, USER_FRAMES));
-        if (nk > MAX_KERNEL_FRAMES || nu > MAX_USER_FRAMES || HEADER_SIZE + 8L * (nk + nu) > size) {
+        int nm = Short.toUnsignedInt(rec.get(U16, MAPPINGS));
+        long mappingsAt = HEADER_SIZE + 8L * (nk + nu);
+        if (nk > MAX_KERNEL_FRAMES || nu > MAX_USER_FRAMES || nm > KernelAbi.MAX_SAMPLE_MAPPINGS
+                || mappingsAt + MAPPING_SIZE * nm > size) {
             throw new IllegalArgumentException("sample record of " + size + " bytes cannot hold " + nk
-                    + " kernel and " + nu + " user frames");
+                    + " kernel and " + nu + " user frames and " + nm + " mappings");
+        }
+        long[] mappings = nm == 0 ? RawSample.NO_MAPPINGS : new long[nm * RawSample.MAPPING_WORDS];
+        for (int i = 0; i < nm; i++) {
+            long at = mappingsAt + MAPPING_SIZE * i;
+            int w = i * RawSample.MAPPING_WORDS;
+            mappings[w] = rec.get(U64, at + M_START);
+            mappings[w + 1] = rec.get(U64, at + M_END);
+            mappings[w + 2] = rec.get(U64, at + M_OFFSET);
+            mappings[w + 3] = rec.get(U64, at + M_DEV);
+            mappings[w + 4] = rec.get(U64, at + M_INO);
+            mappings[w + 5] = Integer.toUnsignedLong(rec.get(U32, at + M_KIND));
         }
         long[] kernel = new long[nk];
         long[] user = new long[nu];
@@ -53,7 +75,7 @@ final class RawSampleDecoder {
         MemorySegment.copy(rec, U64, HEADER_SIZE + 8L * nk, user, 0, nu);
         return new RawSample(rec.get(U32, PID), rec.get(U32, TID), rec.get(U32, HOST_PID), rec.get(U32, HOST_TID), rec.get(U32, CPU),
                 cString(rec, COMM, KernelAbi.TASK_COMM_LEN), cString(rec, THREAD_COMM, KernelAbi.TASK_COMM_LEN),
-                rec.get(U64, KTIME), rec.get(U64, START), rec.get(U32, FLAGS), kernel, user);
+                rec.get(U64, KTIME), rec.get(U64, START), rec.get(U32, FLAGS), kernel, user, mappings);
     }
 
     private static String cString(MemorySegment rec, long offset, int max) {

@@ -20,14 +20,19 @@ public final class UnwindMaps {
     public static final int KIND_STOP = 2;
     /** Steps of the walker's binary search of a process's mappings (loupe_abi.h's MAPPING_SEARCH_STEPS). */
     public static final int MAPPING_SEARCH_STEPS = 12;
+    /** file_table.flags: a process mapping this file needs its own registration (a runtime's file). */
+    public static final int FILE_NEEDS_PROCESS = 1;
+    /** The vdso's key in the file tables (no file has device 0 and inode 0). */
+    public static final long VDSO_DEVICE = 0;
+    public static final long VDSO_INODE = 0;
     private static final int BATCH = 1 << 14;
 
     /**
-     * Map sizes, fixed at load. Bytes: tables 24, pages 8, rows 4, rules 8, mappings 32 each.
+     * Map sizes, fixed at load. Bytes: tables 24, pages 8, rows 4, rules 8, mappings 32, files 56 each.
      */
-    public record Capacity(int tables, int pages, int rows, int rules, int mappings, int processes) {
+    public record Capacity(int tables, int pages, int rows, int rules, int mappings, int processes, int files) {
         public Capacity {
-            if (tables < 1 || pages < 1 || rows < 1 || rules < 1 || mappings < 1 || processes < 1) {
+            if (tables < 1 || pages < 1 || rows < 1 || rules < 1 || mappings < 1 || processes < 1 || files < 1) {
                 throw new IllegalArgumentException("unwind map capacities must be positive: " + this);
             }
         }
@@ -43,11 +48,11 @@ public final class UnwindMaps {
             long rows = bytes * 3 / 4 / 4;
             long rest = bytes - rows * 4;
             return new Capacity(4096, (int) Math.max(1024, rest / 4 / 8), (int) Math.min(Integer.MAX_VALUE - 8, rows),
-                    (int) Math.max(1024, rest / 4 / 8), (int) Math.max(1024, rest / 4 / 32), 1 << 14);
+                    (int) Math.max(1024, rest / 4 / 8), (int) Math.max(1024, rest / 4 / 32), 1 << 14, 1 << 13);
         }
 
         public long bytes() {
-            return tables * 24L + pages * 8L + rows * 4L + rules * 8L + mappings * 32L + processes * 24L;
+            return tables * 24L + pages * 8L + rows * 4L + rules * 8L + mappings * 32L + processes * 24L + files * 56L;
         }
     }
 
@@ -60,6 +65,7 @@ public final class UnwindMaps {
     private final BpfMap rules;
     private final BpfMap mappings;
     private final BpfMap procs;
+    private final BpfMap files;
     private final Capacity capacity;
 
     UnwindMaps(BpfObject object, Capacity capacity) throws BpfException {
@@ -69,6 +75,7 @@ public final class UnwindMaps {
         this.rules = object.map("unwind_rules");
         this.mappings = object.map("mappings");
         this.procs = object.map("procs");
+        this.files = object.map("file_tables");
         this.capacity = capacity;
     }
 
@@ -79,6 +86,47 @@ public final class UnwindMaps {
         object.resizeMap("unwind_rules", c.rules());
         object.resizeMap("mappings", c.mappings());
         object.resizeMap("procs", c.processes());
+        object.resizeMap("file_tables", c.files());
+    }
+
+    /** A device as the kernel encodes it in a super block ({@code MAJOR << 20 | MINOR}), from a maps line's numbers. */
+    public static long kernelDevice(int major, int minor) {
+        return (Integer.toUnsignedLong(major) << 20) | (minor & 0xfffffL);
+    }
+
+    /**
+     * What the walker uses for every mapping of the file {@code device} (kernel encoding) and {@code inode} whose size
+     * and modification time are these: the table {@code tableOrReason} (KIND_TABLE) or the stop reason (KIND_STOP).
+     * {@code vaddrDelta} turns an offset in the file into the vaddr the table is keyed by (the executable segments'
+     * p_vaddr - p_offset).
+     */
+    public synchronized void setFile(long device, long inode, long size, long mtimeNanos, int kind, int tableOrReason,
+                                     int flags, long vaddrDelta) throws BpfException {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment v = a.allocate(KernelAbi.FILE_TABLE);
+            v.set(JAVA_LONG, KernelAbi.offset(KernelAbi.FILE_TABLE, "size"), size);
+            v.set(JAVA_LONG, KernelAbi.offset(KernelAbi.FILE_TABLE, "mtime_sec"), Math.floorDiv(mtimeNanos, 1_000_000_000L));
+            v.set(JAVA_INT, KernelAbi.offset(KernelAbi.FILE_TABLE, "mtime_nsec"), (int) Math.floorMod(mtimeNanos, 1_000_000_000L));
+            v.set(JAVA_INT, KernelAbi.offset(KernelAbi.FILE_TABLE, "kind"), kind);
+            v.set(JAVA_INT, KernelAbi.offset(KernelAbi.FILE_TABLE, "table_id"), tableOrReason);
+            v.set(JAVA_INT, KernelAbi.offset(KernelAbi.FILE_TABLE, "flags"), flags);
+            v.set(JAVA_LONG, KernelAbi.offset(KernelAbi.FILE_TABLE, "vaddr_delta"), vaddrDelta);
+            files.update(fileKey(a, device, inode), v, BpfMap.BPF_ANY);
+        }
+    }
+
+    /** Takes a file's entry out (its table was evicted); false if it had none. */
+    public synchronized boolean removeFile(long device, long inode) throws BpfException {
+        try (Arena a = Arena.ofConfined()) {
+            return files.delete(fileKey(a, device, inode));
+        }
+    }
+
+    private static MemorySegment fileKey(Arena a, long device, long inode) {
+        MemorySegment k = a.allocate(KernelAbi.FILE_KEY);
+        k.set(JAVA_LONG, KernelAbi.offset(KernelAbi.FILE_KEY, "dev"), device);
+        k.set(JAVA_LONG, KernelAbi.offset(KernelAbi.FILE_KEY, "ino"), inode);
+        return k;
     }
 
     public Capacity capacity() {

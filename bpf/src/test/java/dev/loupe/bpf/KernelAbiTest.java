@@ -29,7 +29,13 @@ class KernelAbiTest {
             assertEquals(List.of(), KernelAbi.structProblems(btf, KernelAbi.PID_NS_CONFIG));
             assertEquals(80, KernelAbi.SAMPLE_HEADER_SIZE, "the header the design notes describe");
             Btf.Struct sample = btf.struct("sample").orElseThrow();
-            assertEquals(80 + 8 * 254, sample.size());
+            assertEquals(80 + 8 * 254 + 48 * 8, sample.size(), "the header, 254 frames, room for 8 mappings");
+            assertEquals(List.of(), KernelAbi.structProblems(btf, KernelAbi.SAMPLED_MAPPING));
+            assertEquals(List.of(), KernelAbi.structProblems(btf, KernelAbi.FILE_KEY));
+            assertEquals(List.of(), KernelAbi.structProblems(btf, KernelAbi.FILE_TABLE));
+            assertEquals(40, btf.struct("file_table").orElseThrow().size());
+            assertEquals(Map.of("SAMPLED_FILE", 0L, "SAMPLED_VDSO", 1L, "SAMPLED_ANON", 2L),
+                    btf.enumeration("sampled_mapping_kind").orElseThrow());
             assertEquals(24, btf.struct("pid_ns_config").orElseThrow().size());
             assertEquals(Map.of("PID_NS_INITIAL", 0L, "PID_NS_TRANSLATE", 1L, "PID_NS_ALL_OUTSIDE", 2L),
                     btf.enumeration("pid_ns_mode").orElseThrow());

@@ -53,6 +53,29 @@ class RawSampleDecoderTest {
         assertArrayEquals(new long[] {0x401000L, 0x401001L, 0x401002L}, s.userStack());
     }
 
+    /** The mappings the walk found follow the used frames, 48 bytes each; the record is no longer than they need. */
+    @Test
+    void decodesTheMappingsAfterTheFrames() {
+        byte[] frames = record(1, 2);
+        ByteBuffer b = ByteBuffer.allocate(frames.length + 2 * 48).order(ByteOrder.LITTLE_ENDIAN);
+        b.put(0, frames);
+        b.putShort(60, (short) 2);
+        int at = frames.length;
+        b.putLong(at, 0x555500001000L).putLong(at + 8, 0x555500005000L).putLong(at + 16, 0x1000L)
+                .putLong(at + 24, (259L << 20) | 2).putLong(at + 32, 1311768L).putInt(at + 40, RawSample.MAPPING_FILE);
+        at += 48;
+        b.putLong(at, 0x7ffd0000L).putLong(at + 8, 0x7ffd2000L).putInt(at + 40, RawSample.MAPPING_VDSO);
+        RawSample s = RawSampleDecoder.decode(MemorySegment.ofArray(b.array()));
+        assertArrayEquals(new long[] {0x401000L, 0x401001L}, s.userStack());
+        assertArrayEquals(new long[] {0x555500001000L, 0x555500005000L, 0x1000L, (259L << 20) | 2, 1311768L, RawSample.MAPPING_FILE,
+                0x7ffd0000L, 0x7ffd2000L, 0, 0, 0, RawSample.MAPPING_VDSO}, s.mappings());
+        byte[] cut = java.util.Arrays.copyOf(b.array(), b.capacity() - 1);
+        assertThrows(IllegalArgumentException.class, () -> RawSampleDecoder.decode(MemorySegment.ofArray(cut)));
+        byte[] tooMany = b.array().clone();
+        ByteBuffer.wrap(tooMany).order(ByteOrder.LITTLE_ENDIAN).putShort(60, (short) 9);
+        assertThrows(IllegalArgumentException.class, () -> RawSampleDecoder.decode(MemorySegment.ofArray(tooMany)));
+    }
+
     @Test
     void rejectsShortOrInconsistentRecords() {
         assertThrows(IllegalArgumentException.class, () -> RawSampleDecoder.decode(MemorySegment.ofArray(new byte[10])));
@@ -74,8 +97,8 @@ class RawSampleDecoderTest {
         assertEquals(0, p.waitFor(), btf);
         Matcher m = Pattern.compile("STRUCT 'sample' size=(\\d+) vlen=\\d+\\n((?:\\s+'.*\\n)+)").matcher(btf);
         assertTrue(m.find(), "struct sample in BTF");
-        assertEquals(RawSampleDecoder.HEADER_SIZE + 8 * (RawSampleDecoder.MAX_KERNEL_FRAMES + RawSampleDecoder.MAX_USER_FRAMES),
-                Integer.parseInt(m.group(1)));
+        assertEquals(RawSampleDecoder.HEADER_SIZE + 8 * (RawSampleDecoder.MAX_KERNEL_FRAMES + RawSampleDecoder.MAX_USER_FRAMES)
+                + 48 * KernelAbi.MAX_SAMPLE_MAPPINGS, Integer.parseInt(m.group(1)));
         Map<String, Integer> offsets = new HashMap<>();
         Matcher f = Pattern.compile("'(\\w+)' type_id=\\d+ bits_offset=(\\d+)").matcher(m.group(2));
         while (f.find()) {
@@ -83,9 +106,9 @@ class RawSampleDecoderTest {
         }
         Map<String, Integer> expected = Map.ofEntries(Map.entry("pid", 0), Map.entry("tid", 4), Map.entry("cpu", 8),
                 Map.entry("kernel_frames", 12), Map.entry("user_frames", 14), Map.entry("comm", 16),
-                Map.entry("thread_comm", 32), Map.entry("ktime_ns", 48), Map.entry("flags", 56),
+                Map.entry("thread_comm", 32), Map.entry("ktime_ns", 48), Map.entry("flags", 56), Map.entry("mappings", 60), Map.entry("reserved", 62),
                 Map.entry("start_boottime", 64), Map.entry("host_pid", 72), Map.entry("host_tid", 76),
-                Map.entry("frames", 80));
+                Map.entry("frames", 80), Map.entry("mapping_room", 80 + 8 * 254));
         for (var e : expected.entrySet()) {
             assertEquals(e.getValue(), offsets.get(e.getKey()), e.getKey());
         }
