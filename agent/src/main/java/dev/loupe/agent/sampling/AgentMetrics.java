@@ -55,8 +55,18 @@ final class AgentMetrics {
                     "Reads of /proc/PID/maps that failed (process gone, permissions).", Symbolizer.Stats::mapsReadFailures);
         }
         sampler(r, agent, "loupe_unwind_fp_fallback_samples_total",
-                "Samples of processes whose unwind tables were not live yet (frame pointers only, label unwind=frame_pointers).",
+                "Samples with frames in files whose unwind tables were not in the kernel yet: walked with frame pointers there "
+                        + "(label unwind=frame_pointers).",
                 SamplerStats::fpFallback);
+        sampler(r, agent, "loupe_unwind_vma_lookups_total",
+                "Mappings the kernel's walk found itself in a process's memory map (bpf_find_vma), then their file's table.",
+                SamplerStats::vmaLookups);
+        sampler(r, agent, "loupe_unwind_vma_lookup_failures_total",
+                "Return addresses the kernel's walk found in no executable mapping, or whose memory map was locked.",
+                SamplerStats::vmaLookupFailures);
+        sampler(r, agent, "loupe_unwind_file_table_misses_total",
+                "Mappings the kernel's walk found whose file has no table in the kernel yet (frame pointers there).",
+                SamplerStats::fileTableMisses);
         sampler(r, agent, "loupe_unwind_stopped_stacks_total", "User stacks that end early in an [unwind: ...] frame naming why.",
                 SamplerStats::unwindStopped);
         sampler(r, agent, "loupe_unwind_table_frames_total", "User frames unwound with eh_frame tables in the kernel.",

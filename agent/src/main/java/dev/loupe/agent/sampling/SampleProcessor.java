@@ -189,7 +189,8 @@ final class SampleProcessor implements Consumer<RawSample> {
         UnwindTableUploader u = unwind;
         boolean exited = exiting(s); // nothing to register, nothing new to learn of it
         if (u != null && !exited) {
-            u.observe(s.pid(), s.processStartNs());
+            u.observe(s.pid(), s.processStartNs(), (s.flags() & RawSample.NEEDS_PROCESS) != 0,
+                    (s.flags() & RawSample.FP_FALLBACK) != 0);
         }
         frames.clear();
         symbolizer.symbolizeKernel(s.kernelStack(), s.kernelStack().length, frames);

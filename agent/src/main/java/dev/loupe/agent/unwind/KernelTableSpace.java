@@ -1,7 +1,9 @@
 package dev.loupe.agent.unwind;
 
+import java.util.HashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -33,6 +35,9 @@ final class KernelTableSpace {
     private final RangeAllocator ruleSlots;
     private final RangeAllocator mappingSlots;
     private final Set<TableEntry> loaded = new LinkedHashSet<>(); // in load order: the older of two equally recent goes first
+    /** Which table each file's kernel entry names (a file rewritten in place has a new entry under the same key). */
+    private final Map<TableEntry.FileTableKey, TableEntry> files = new HashMap<>();
+    private volatile long filesPublished;
     private final AtomicLong evictions = new AtomicLong();
     private volatile long tablesLoaded;
     private volatile long rowsLoaded;
@@ -120,9 +125,10 @@ final class KernelTableSpace {
         if (victim == null) {
             return false;
         }
-        // The processes that use it go back to frame pointers (marked) first: their mappings name this table id,
-        // which the next upload may reuse for another binary; walked with that one their stacks would be wrong.
+        // The processes that use it go back to frame pointers (marked) first, and so does its file's entry: they name
+        // this table id, which the next upload may reuse for another binary; walked with that one stacks would be wrong.
         boolean unpublished = victim.refs > 0 && users.unpublish(victim);
+        unpublished |= unpublishFile(victim);
         target.clearTable(victim.id());
         if (unpublished) {
             Thread.sleep(1); // a walk already past the process lookup on another CPU ends within microseconds
@@ -146,6 +152,7 @@ final class KernelTableSpace {
             return false;
         }
         if (t.loaded()) {
+            unpublishFile(t);
             target.clearTable(t.id());
             release(t, t.slots);
             t.slots = null;
@@ -155,6 +162,60 @@ final class KernelTableSpace {
             bytesLoaded -= t.bytes();
         }
         return true;
+    }
+
+    /**
+     * Tells the walker what to do with every mapping of {@code key}'s file while it has this size and modification time:
+     * use {@code t} (loaded), stop with its reason (it has no table), or, where its executable segments do not share
+     * one offset-to-vaddr delta, walk it per process (registration). Nothing is written if the entry says so already;
+     * nothing is published for a table not loaded now (the walker keeps frame pointers there and asks again).
+     * {@code flags}: {@link UnwindTarget#FILE_NEEDS_PROCESS} for a runtime's file.
+     */
+    void publishFile(TableEntry t, TableEntry.FileTableKey key, long size, long mtimeNanos, int flags) throws Exception {
+        TableEntry.FilePublication what;
+        long delta = 0;
+        Long d = t.vaddrDelta();
+        if (t.failure != null) {
+            what = new TableEntry.FilePublication(UnwindTarget.KIND_STOP, t.failure.code(), flags);
+        } else if (!t.loaded()) {
+            return;
+        } else if (d == null) {
+            what = new TableEntry.FilePublication(UnwindTarget.KIND_FRAME_POINTERS, 0, flags | UnwindTarget.FILE_NEEDS_PROCESS);
+        } else {
+            what = new TableEntry.FilePublication(UnwindTarget.KIND_TABLE, t.id(), flags);
+            delta = d;
+        }
+        if (what.equals(t.published) && key.equals(t.fileKey) && files.get(key) == t) {
+            return;
+        }
+        target.setFile(key.device(), key.inode(), size, mtimeNanos, what.kind(), what.tableOrReason(), what.flags(), delta);
+        TableEntry before = files.put(key, t);
+        if (before != null && before != t) {
+            before.published = null; // its file changed in place: the entry is the new content's now
+        }
+        t.fileKey = key;
+        t.published = what;
+        filesPublished = files.size();
+    }
+
+    /** Takes a table's file entry out of the kernel, if it has one there; true if it had. */
+    private boolean unpublishFile(TableEntry t) throws Exception {
+        if (t.published == null) {
+            return false;
+        }
+        t.published = null;
+        if (files.get(t.fileKey) != t) {
+            return false;
+        }
+        files.remove(t.fileKey);
+        filesPublished = files.size();
+        target.removeFile(t.fileKey.device(), t.fileKey.inode());
+        return true;
+    }
+
+    /** Files the walker finds by their identity (read by /metrics). */
+    long filesPublished() {
+        return filesPublished;
     }
 
     private static boolean evictsBefore(TableEntry a, TableEntry b) {

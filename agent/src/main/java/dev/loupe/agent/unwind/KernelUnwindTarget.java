@@ -16,7 +16,7 @@ public final class KernelUnwindTarget implements UnwindTarget {
     @Override
     public Capacity capacity() {
         UnwindMaps.Capacity c = maps.capacity();
-        return new Capacity(c.tables(), c.pages(), c.rows(), c.rules(), c.mappings(), c.processes());
+        return new Capacity(c.tables(), c.pages(), c.rows(), c.rules(), c.mappings(), c.processes(), c.files());
     }
 
     @Override
@@ -47,5 +47,16 @@ public final class KernelUnwindTarget implements UnwindTarget {
     @Override
     public void removeProcess(int tgid) throws Exception {
         maps.removeProcess(tgid);
+    }
+
+    @Override
+    public void setFile(long device, long inode, long size, long mtimeNanos, int kind, int tableOrReason, int flags,
+                        long vaddrDelta) throws Exception {
+        maps.setFile(device, inode, size, mtimeNanos, kind, tableOrReason, flags, vaddrDelta);
+    }
+
+    @Override
+    public void removeFile(long device, long inode) throws Exception {
+        maps.removeFile(device, inode);
     }
 }

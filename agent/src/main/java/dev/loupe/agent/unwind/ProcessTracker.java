@@ -63,6 +63,12 @@ final class ProcessTracker implements ProcessRegistry.Listener {
     private final ConcurrentHashMap<Integer, Registration> registered = new ConcurrentHashMap<>();
     /** Queued pids, with the start a sample named (-1: asked for without one). */
     private final ConcurrentHashMap<Integer, Long> pending = new ConcurrentHashMap<>();
+    /** Queued pids asked to be registered, not only to have their files' tables loaded. */
+    private final Set<Integer> registrationWanted = ConcurrentHashMap.newKeySet();
+    /** Taken requests that asked for registration (uploader thread). */
+    private final Set<Integer> takenRegistrations = new java.util.HashSet<>();
+    /** Processes whose files were loaded without a registration: pid to {start ticks, when}. */
+    private final ConcurrentHashMap<Integer, long[]> learned = new ConcurrentHashMap<>();
     /** The start the last taken request of each pid named (uploader thread). */
     private final Map<Integer, Long> takenStarts = new HashMap<>();
     private final LinkedBlockingQueue<Integer> queue = new LinkedBlockingQueue<>();
@@ -81,15 +87,15 @@ final class ProcessTracker implements ProcessRegistry.Listener {
         this.nanoTime = nanoTime;
     }
 
-    // Push, not pull: whoever reads a process first (the symbolizer, usually), its tables follow.
+    // Push, not pull: whoever reads a process first (the symbolizer, usually), its files' tables follow.
     @Override
     public void appeared(ProcessRegistry.Snapshot p) {
-        request(p.pid());
+        request(p.pid(), p.startTicks(), false); // its files; the uploader registers it if a runtime needs that
     }
 
     @Override
     public void mappingsChanged(ProcessRegistry.Snapshot p) {
-        request(p.pid());
+        request(p.pid(), p.startTicks(), registered.containsKey(p.pid()));
     }
 
     @Override
@@ -98,35 +104,72 @@ final class ProcessTracker implements ProcessRegistry.Listener {
     }
 
     /**
-     * A sample of {@code pid} arrived (sampling thread). Queues the process if it is not registered for this
-     * start time, or if tables it needs were evicted.
+     * A sample of {@code pid} arrived (sampling thread). The kernel walks a process by its files' tables without a
+     * registration; the sample says what it lacked: {@code needsProcess}, code that needs the process registered (a
+     * JIT's anonymous code, a runtime's file); {@code unknownFiles}, files whose tables are not in the kernel yet.
+     * Queues the process for that, for registration if it is registered for an earlier start time or tables it
+     * needs were evicted. A process whose files were loaded lately is not queued again for unknown files within the
+     * retry pause (a file that cannot be read or loaded now would otherwise queue it at every sample).
      */
-    void observe(int pid, long processStartNs) {
+    void observe(int pid, long processStartNs, boolean needsProcess, boolean unknownFiles) {
         if (pid <= 0 || !wanted.test(pid)) {
             return;
         }
+        long startTicks = processStartNs > 0 ? processStartNs / ProcessRegistry.NANOS_PER_TICK : -1;
         Registration p = registered.get(pid);
-        if (p != null && p.startTicks == processStartNs / ProcessRegistry.NANOS_PER_TICK) {
-            long now = nanoTime.getAsLong();
+        long now = nanoTime.getAsLong();
+        if (p != null && p.startTicks == startTicks) {
             if (now - p.lastSeen > TOUCH_NANOS) {
                 p.lastSeen = now;
             }
-            if (!p.stale) {
-                return;
+            if (p.stale) {
+                request(pid, startTicks, true);
+            } else if (unknownFiles && !learnedLately(pid, startTicks, now)) {
+                request(pid, startTicks, false); // a library loaded since its registration
             }
+            return;
         }
-        request(pid, processStartNs > 0 ? processStartNs / ProcessRegistry.NANOS_PER_TICK : -1);
+        if (needsProcess) {
+            request(pid, startTicks, true);
+        } else if (unknownFiles && !learnedLately(pid, startTicks, now)) {
+            request(pid, startTicks, false);
+        }
+    }
+
+    /** Whether the files of this process were loaded within the retry pause. */
+    boolean learnedLately(int pid, long startTicks, long now) {
+        long[] l = learned.get(pid);
+        return l != null && l[0] == startTicks && now - l[1] < RETRY_NANOS;
+    }
+
+    /** The files of {@code pid}'s process (started at {@code startTicks}) were loaded now (uploader thread). */
+    void learned(int pid, long startTicks) {
+        if (learned.size() >= MAX_FAILED) {
+            learned.clear();
+        }
+        learned.put(pid, new long[] {startTicks, nanoTime.getAsLong()});
+    }
+
+    /** Whether the request just taken for {@code pid} asked for its registration (not only its files). */
+    boolean registrationRequested(int pid) {
+        return takenRegistrations.remove(pid);
     }
 
     /** Queues {@code pid} for registration, once until it is taken. */
     void request(int pid) {
-        request(pid, -1);
+        request(pid, -1, true);
     }
 
-    /** The same for the process a sample named: its start ({@code startTicks}) says whether a view of it is current. */
-    private void request(int pid, long startTicks) {
+    /**
+     * Queues {@code pid}: for its registration ({@code register}) or only for its files' tables. The start a sample
+     * named ({@code startTicks}, -1: none) says whether a view of it is current.
+     */
+    private void request(int pid, long startTicks, boolean register) {
         if (!wanted.test(pid)) {
             return;
+        }
+        if (register) {
+            registrationWanted.add(pid);
         }
         if (pending.putIfAbsent(pid, startTicks) == null) {
             queue.offer(pid);
@@ -156,6 +199,11 @@ final class ProcessTracker implements ProcessRegistry.Listener {
 
     private Integer taken(Integer pid) {
         if (pid != null) {
+            if (registrationWanted.remove(pid)) {
+                takenRegistrations.add(pid);
+            } else {
+                takenRegistrations.remove(pid);
+            }
             Long start = pending.remove(pid);
             if (start != null && start >= 0) {
                 takenStarts.put(pid, start);
@@ -276,14 +324,16 @@ final class ProcessTracker implements ProcessRegistry.Listener {
         failedAt.remove(pid);
     }
 
-    /** The process exited: its retry pause goes with it. */
+    /** The process exited: its retry pause goes with it, and the note that its files were loaded. */
     void forgetFailure(int pid) {
         failedAt.remove(pid);
+        learned.remove(pid);
     }
 
-    /** Forgets failures whose retry pause is over (they hold nothing back any more). */
+    /** Forgets failures whose retry pause is over (they hold nothing back any more), and old notes of loaded files. */
     void expireFailures(long now) {
         failedAt.values().removeIf(at -> now - at >= RETRY_NANOS);
+        learned.values().removeIf(l -> now - l[1] >= RETRY_NANOS);
     }
 
     /** Processes within their retry pause (tests, /metrics). */

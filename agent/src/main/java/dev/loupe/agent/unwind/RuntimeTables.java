@@ -91,6 +91,17 @@ final class RuntimeTables {
         return tables;
     }
 
+    /** Whether a runtime is detected from this one file mapping alone: a process mapping it needs its registration. */
+    boolean runtimeFile(MapEntry m) {
+        List<MapEntry> one = List.of(m);
+        for (dev.loupe.unwinder.runtime.ManagedRuntime r : registry.runtimes()) {
+            if (r.detect(one)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     private static Table entry(int pid, long startTicks, CodeTable c) {
         String name = c.table().name();
         TableEntry entry = new TableEntry(new CodeKey(pid, startTicks, name, c.generation()), name);

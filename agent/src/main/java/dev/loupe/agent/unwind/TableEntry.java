@@ -28,6 +28,20 @@ final class TableEntry {
     // In the kernel: null when not loaded (never, evicted, or it could not be built).
     Slots slots;
     int refs; // registered processes whose mappings name it
+    // In the kernel's file tables (files and the vdso): the key the walker finds the file by, and what it was told.
+    FileTableKey fileKey;
+    FilePublication published; // null: no entry
+
+    /** A file as the kernel keys it: its super block's device (kernel encoding) and inode. */
+    record FileTableKey(long device, long inode) {
+        /** The key of a maps line's file: the kernel encodes its device as MAJOR << 20 | MINOR. */
+        static FileTableKey of(dev.loupe.unwinder.proc.MapEntry m) {
+            return new FileTableKey((Integer.toUnsignedLong(m.devMajor()) << 20) | (m.devMinor() & 0xfffffL), m.inode());
+        }
+    }
+
+    /** What the file's kernel entry says: a table (or stop reason), its flags. */
+    record FilePublication(int kind, int tableOrReason, int flags) {}
 
     TableEntry(Object key, String name) {
         this.key = key;
@@ -41,6 +55,27 @@ final class TableEntry {
     /** The table id the kernel knows it by (loaded tables only). */
     int id() {
         return slots.id();
+    }
+
+    /**
+     * p_vaddr - p_offset of the file's executable segments, which turns an offset in the file into the vaddr its table
+     * is keyed by; null when they differ (the walker's file entry holds one: such a file is unwound per process).
+     */
+    Long vaddrDelta() {
+        if (segments == null) {
+            return null;
+        }
+        Long delta = null;
+        for (LoadSegment s : segments) {
+            if (s.executable()) {
+                long d = s.vaddr() - s.offset();
+                if (delta != null && delta != d) {
+                    return null;
+                }
+                delta = d;
+            }
+        }
+        return delta;
     }
 
     long bytes() {

@@ -26,7 +26,16 @@ public final class UnwindMetrics {
                 UnwindTableUploader.Stats::bytesLoaded);
         counter(r, uploader, "loupe_unwind_table_evictions_total", "Unwind tables evicted to stay within the budget.",
                 UnwindTableUploader.Stats::evictions);
-        gauge(r, uploader, "loupe_unwind_processes", "Processes registered for table unwinding.", UnwindTableUploader.Stats::processes);
+        gauge(r, uploader, "loupe_unwind_processes",
+                "Processes registered for table unwinding with mappings of their own (runtimes); the rest need no registration.",
+                UnwindTableUploader.Stats::processes);
+        gauge(r, uploader, "loupe_unwind_files", "Files whose table (or why they have none) the kernel's walk finds by device and inode.",
+                UnwindTableUploader.Stats::filesPublished);
+        gauge(r, uploader, "loupe_unwind_files_capacity", "Entries of the kernel's file table map.",
+                UnwindTableUploader.Stats::fileCapacity);
+        counter(r, uploader, "loupe_unwind_file_loads_total",
+                "Processes whose files' tables were loaded without registering the process (a sample met a file without one).",
+                UnwindTableUploader.Stats::fileLoads);
         counter(r, uploader, "loupe_unwind_processes_refused_total",
                 "Processes left to frame pointers because they have more executable mappings than the kernel's search covers.",
                 UnwindTableUploader.Stats::refusedTooManyMappings);

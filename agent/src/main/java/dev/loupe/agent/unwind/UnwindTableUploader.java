@@ -5,6 +5,7 @@ import dev.loupe.unwinder.ehframe.StopReason;
 import dev.loupe.unwinder.ehframe.UnwindTable;
 import dev.loupe.unwinder.elf.ElfException;
 import dev.loupe.unwinder.elf.ElfLoadSegments;
+import dev.loupe.unwinder.proc.FileKey;
 import dev.loupe.unwinder.proc.MapEntry;
 import dev.loupe.unwinder.proc.ProcessRegistry;
 import dev.loupe.unwinder.runtime.RuntimeRegistry;
@@ -24,10 +25,13 @@ import java.util.function.IntPredicate;
 import java.util.function.LongSupplier;
 
 /**
- * Pushes unwind tables and process mappings into the kernel so the BPF walker can unwind code without
- * frame pointers. Processes are registered when they run: at the first sample of an unregistered process
- * ({@link #observe}) or when the shared registry first reads it (until then the kernel walks that process
- * with frame pointers and marks the sample). A process that exits is released (its mapping slots, its hold on
+ * Pushes unwind tables into the kernel so the BPF walker can unwind code without frame pointers. A file's table is
+ * loaded once and published under the file's identity (device, inode; size and mtime checked by the walker), for every
+ * process that maps it: the walker finds a pc's mapping itself, so a process whose files are known is walkable from its
+ * first sample and costs nothing here. A sample that met a file without a table asks for the process's files
+ * ({@link #observe}); one that met code needing more than files (a JIT's anonymous code, a runtime's file) asks for the
+ * process's registration: its own sorted mappings, with its runtimes' code tables (until then the kernel walks that
+ * code with frame pointers and marks the sample). A process that exits is released (its mapping slots, its hold on
  * tables, its runtimes' tables) when the registry reports it: the kernel's exit events, between any two
  * registrations; a periodic /proc scan finds exits no event reported. A full mapping space is counted and logged
  * (rate-limited), the process keeps frame pointers and is tried again on a later sample, after exits freed space. One
@@ -69,7 +73,8 @@ public final class UnwindTableUploader implements AutoCloseable {
                  long evictions, long processes, long registrations, long registrationFailures,
                  Map<String, Long> failuresByReason, DelayHistogram registrationDelay, long refusedTooManyMappings,
                  long mappingsInUse, long mappingCapacity, long mappingSpaceFull, long exitsReleased,
-                 long registrationsHeld, long retryPauses, long runtimeTableProcesses, long mappingsAllocated) {}
+                 long registrationsHeld, long retryPauses, long runtimeTableProcesses, long mappingsAllocated,
+                 long filesPublished, long fileCapacity, long fileLoads) {}
 
     /**
      * Seconds from a process's start to its tables being live in the kernel, for processes that started
@@ -102,6 +107,7 @@ public final class UnwindTableUploader implements AutoCloseable {
     private final AtomicLong registrationFailures = new AtomicLong();
     private final AtomicLong mappingSpaceFull = new AtomicLong();
     private final AtomicLong exitsReleased = new AtomicLong();
+    private final AtomicLong fileLoads = new AtomicLong();
     private final RateLimitedLog mappingSpaceFullLog;
     /** A full mapping space runs a scan for exits no event reported, at most this often. */
     static final long RECLAIM_SCAN_NANOS = TimeUnit.SECONDS.toNanos(1);
@@ -140,11 +146,12 @@ public final class UnwindTableUploader implements AutoCloseable {
     }
 
     /**
-     * A sample of {@code pid} arrived (sampling thread). Queues the process for registration if it is not
-     * registered for this start time, or if tables it needs were evicted.
+     * A sample of {@code pid} arrived (sampling thread), which met code that needs the process registered
+     * ({@code needsProcess}) or files without tables in the kernel ({@code unknownFiles}): queues the process for that.
+     * A registered process is queued again if tables it needs were evicted.
      */
-    public void observe(int pid, long processStartNs) {
-        processes.observe(pid, processStartNs);
+    public void observe(int pid, long processStartNs, boolean needsProcess, boolean unknownFiles) {
+        processes.observe(pid, processStartNs, needsProcess, unknownFiles);
     }
 
     /**
@@ -298,7 +305,7 @@ public final class UnwindTableUploader implements AutoCloseable {
             return;
         }
         try {
-            register(pid);
+            process(pid);
             processes.succeeded(pid);
         } catch (IOException e) {
             processes.failed(pid, now); // gone, a kernel thread, or not ours to read: samples keep frame pointers
@@ -324,23 +331,79 @@ public final class UnwindTableUploader implements AutoCloseable {
         }
     }
 
-    /** Reads the process's executable mappings, loads the tables they need and publishes them. */
-    void register(int pid) throws Exception {
+    /**
+     * What a queued process needs: a registration if one was asked for, it has one (its mappings changed, or its tables
+     * were evicted) or a runtime of it has code tables; otherwise only its files' tables, published for every process.
+     */
+    void process(int pid) throws Exception {
+        boolean asked = processes.registrationRequested(pid);
         ProcessRegistry.Snapshot snap = currentSnapshot(pid, processes.requestedStart(pid));
         if (processes.hasExited(pid, snap.startTicks())) {
             throw new IOException("exited"); // queued before its exit was reported: nothing to walk any more
         }
+        List<MapEntry> exec = executableByAddress(snap);
+        List<RuntimeTables.Table> codeTables = runtimeTables.forProcess(pid, snap.startTicks(), exec);
+        if (asked || processes.get(pid) != null || !codeTables.isEmpty()) {
+            register(pid, snap, exec, codeTables);
+        } else if (!processes.learnedLately(pid, snap.startTicks(), nanoTime.getAsLong())) { // (queued twice: a sample, a read)
+            loadFiles(pid, exec, nanoTime.getAsLong());
+            processes.learned(pid, snap.startTicks());
+        }
+    }
+
+    /**
+     * Loads the tables of the process's files that the kernel does not have and publishes them by file identity: the
+     * walker then finds them for this process and every later one that maps them.
+     */
+    private void loadFiles(int pid, List<MapEntry> exec, long now) throws Exception {
+        Set<TableEntry> pinned = new HashSet<>();
+        for (MapEntry m : exec) {
+            TableEntry t = tables.forMapping(pid, m);
+            if (t == null) {
+                continue; // anonymous code (frame pointers), or a file that cannot be read now
+            }
+            pinned.add(t);
+            if (t.failure == null && !t.loaded()) {
+                load(t, pinned);
+            }
+            t.lastUsed = now;
+            publishFile(m, t);
+        }
+        fileLoads.incrementAndGet();
+    }
+
+    /** The file's kernel entry: its table (or why it has none), for every process that maps it. */
+    private void publishFile(MapEntry m, TableEntry t) throws Exception {
+        if (t.key instanceof FileKey file) {
+            space.publishFile(t, TableEntry.FileTableKey.of(m), file.size(), file.mtimeNanos(),
+                    runtimeTables.runtimeFile(m) ? UnwindTarget.FILE_NEEDS_PROCESS : 0);
+        } else if (m.path().equals("[vdso]")) {
+            space.publishFile(t, new TableEntry.FileTableKey(UnwindTarget.VDSO_DEVICE, UnwindTarget.VDSO_INODE), 0, 0, 0);
+        }
+    }
+
+    /** Registers the process now, whatever it needs (tests; the queue goes through {@link #process}). */
+    void register(int pid) throws Exception {
+        ProcessRegistry.Snapshot snap = currentSnapshot(pid, processes.requestedStart(pid));
+        if (processes.hasExited(pid, snap.startTicks())) {
+            throw new IOException("exited");
+        }
+        List<MapEntry> exec = executableByAddress(snap);
+        register(pid, snap, exec, runtimeTables.forProcess(pid, snap.startTicks(), exec));
+    }
+
+    /** Publishes the process's own sorted mappings with the tables they need (its runtimes' code tables first). */
+    private void register(int pid, ProcessRegistry.Snapshot snap, List<MapEntry> exec, List<RuntimeTables.Table> codeTables)
+            throws Exception {
         ProcessTracker.Registration old = processes.get(pid);
         if (old != null && old.current(snap)) {
             return;
         }
         long now = nanoTime.getAsLong();
-        List<MapEntry> exec = executableByAddress(snap);
         if (exec.size() > UnwindTarget.MAX_MAPPINGS_PER_PROCESS) {
             throw new TooManyMappings(exec.size() + " executable mappings, more than the kernel's search covers ("
                     + UnwindTarget.MAX_MAPPINGS_PER_PROCESS + "); the process keeps frame pointers");
         }
-        List<RuntimeTables.Table> codeTables = runtimeTables.forProcess(pid, snap.startTicks(), exec);
         ResolvedMappings resolved = resolve(pid, exec, codeTables, now);
         int first = allocateMappings(resolved.mappings().size());
         try {
@@ -429,6 +492,9 @@ public final class UnwindTableUploader implements AutoCloseable {
             load(t, pinned);
         }
         if (t.failure != null || !t.loaded()) {
+            if (t.failure != null) {
+                publishFile(m, t);
+            }
             return stop(m, t.failure != null ? t.failure : StopReason.NO_TABLE);
         }
         long bias;
@@ -439,6 +505,7 @@ public final class UnwindTableUploader implements AutoCloseable {
         }
         t.lastUsed = now;
         used.add(t);
+        publishFile(m, t); // for the libraries it loads later, and every other process that maps the file
         return new UnwindTarget.Mapping(m.start(), m.end(), bias, UnwindTarget.KIND_TABLE, t.id());
     }
 
@@ -541,7 +608,8 @@ public final class UnwindTableUploader implements AutoCloseable {
                 space.bytesLoaded(), space.evictions(), processes.registeredCount(), registrations.get(),
                 registrationFailures.get(), tables.failuresByReason(), delay.snapshot(), refusedTooManyMappings.get(),
                 space.mappingsInUse(), space.capacity().mappings(), mappingSpaceFull.get(), exitsReleased.get(),
-                processes.heldCount(), processes.failures(), runtimeTables.size(), space.mappingsAllocated());
+                processes.heldCount(), processes.failures(), runtimeTables.size(), space.mappingsAllocated(),
+                space.filesPublished(), space.capacity().files(), fileLoads.get());
     }
 
     @Override

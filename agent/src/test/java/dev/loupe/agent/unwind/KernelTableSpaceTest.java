@@ -59,10 +59,21 @@ class KernelTableSpaceTest {
         public void removeProcess(int tgid) {
             throw new UnsupportedOperationException();
         }
+
+        @Override
+        public void setFile(long device, long inode, long size, long mtimeNanos, int kind, int tableOrReason, int flags,
+                            long vaddrDelta) {
+            log.add("file " + device + ":" + inode + " kind " + kind + " table " + tableOrReason);
+        }
+
+        @Override
+        public void removeFile(long device, long inode) {
+            log.add("unfile " + device + ":" + inode);
+        }
     }
 
     /** Room for 3 tables, 100 rows, 10 pages, 10 rules, 20 mappings. */
-    private final LoggingTarget target = new LoggingTarget(new UnwindTarget.Capacity(3, 10, 100, 10, 20, 8));
+    private final LoggingTarget target = new LoggingTarget(new UnwindTarget.Capacity(3, 10, 100, 10, 20, 8, 256));
     private final List<String> unpublished = new ArrayList<>();
     private final KernelTableSpace space = new KernelTableSpace(target, t -> {
         unpublished.add(t.name);

@@ -38,11 +38,18 @@ class ProcessChurnTest {
     private final AtomicLong now = new AtomicLong(1_000_000_000L);
 
     private void fakeProcess(int pid, long startTicks) throws Exception {
+        fakeProcess(pid, startTicks, true);
+    }
+
+    /** A process mapping the two libraries, and an anonymous JIT area if {@code jit}. */
+    private void fakeProcess(int pid, long startTicks, boolean jit) throws Exception {
         Path dir = Files.createDirectories(proc.resolve(Integer.toString(pid)));
         Files.writeString(dir.resolve("stat"), pid + " (short " + pid + ") R 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 "
                 + startTicks + " 1000 100 0\n");
         StringBuilder maps = new StringBuilder();
-        maps.append(String.format("%x-%x rwxp 00000000 00:00 0 %n", 0x10000000L, 0x10100000L));
+        if (jit) {
+            maps.append(String.format("%x-%x rwxp 00000000 00:00 0 %n", 0x10000000L, 0x10100000L));
+        }
         long base = 0x7f0000000000L;
         for (String lib : LIBRARIES) {
             Path file = LIBS.resolve(lib).toRealPath();
@@ -69,7 +76,7 @@ class ProcessChurnTest {
 
     /** A target with room for {@code processes} processes' mappings. */
     private static RecordingTarget target(int processes) {
-        return new RecordingTarget(new UnwindTarget.Capacity(64, 4096, 1 << 20, 1 << 16, processes * MAPPINGS, 1024));
+        return new RecordingTarget(new UnwindTarget.Capacity(64, 4096, 1 << 20, 1 << 16, processes * MAPPINGS, 1024, 256));
     }
 
     private UnwindTableUploader uploader(RecordingTarget target, ProcessRegistry registry, long scanIntervalNanos) {
@@ -80,8 +87,8 @@ class ProcessChurnTest {
     }
 
     /**
-     * A thousand processes, at most five alive at once, in a space for ten: each is registered when the registry first
-     * reads it, and everything it held is released at its exit event, with no scan. If nothing were given back the
+     * A thousand processes, at most five alive at once, in a space for ten: each is registered when its first sample
+     * asks for it, and everything it held is released at its exit event, with no scan. If nothing were given back the
      * space would have been full after the tenth.
      */
     @Test
@@ -94,7 +101,8 @@ class ProcessChurnTest {
             int pid = 2000 + i % 300; // pids come round again, as on a host
             long start = 100 + i;
             fakeProcess(pid, start);
-            registry.read(pid); // the symbolizer reads it for its first sample: the registry pushes it to the uploader
+            registry.read(pid); // the symbolizer reads it for its first sample
+            u.observe(pid, start * ProcessRegistry.NANOS_PER_TICK, true, false); // which met JIT code: it needs registering
             u.drainNow();
             alive.add(new int[] {pid, (int) start});
             assertTrue(u.registered(pid), "process " + i + " registered");
@@ -145,19 +153,19 @@ class ProcessChurnTest {
         UnwindTableUploader u = uploader(target, registry, NEVER);
         for (int pid = 1; pid <= 3; pid++) {
             fakeProcess(pid, 10 + pid);
-            u.observe(pid, (10 + pid) * ProcessRegistry.NANOS_PER_TICK);
+            u.observe(pid, (10 + pid) * ProcessRegistry.NANOS_PER_TICK, true, false);
         }
         u.drainNow();
         assertEquals(3L * MAPPINGS, u.stats().mappingsInUse());
         fakeProcess(4, 14);
-        u.observe(4, 14 * ProcessRegistry.NANOS_PER_TICK);
+        u.observe(4, 14 * ProcessRegistry.NANOS_PER_TICK, true, false);
         u.drainNow();
         assertFalse(u.registered(4));
         assertNull(target.procs.get(4));
         assertEquals(1, u.stats().mappingSpaceFull());
         assertEquals(1, u.stats().retryPauses());
         now.addAndGet(TimeUnit.MILLISECONDS.toNanos(500));
-        u.observe(4, 14 * ProcessRegistry.NANOS_PER_TICK); // it samples again within the pause: not tried
+        u.observe(4, 14 * ProcessRegistry.NANOS_PER_TICK, true, false); // it samples again within the pause: not tried
         u.drainNow();
         assertEquals(1, u.stats().mappingSpaceFull());
 
@@ -166,7 +174,7 @@ class ProcessChurnTest {
         u.drainNow();
         assertEquals(2L * MAPPINGS, u.stats().mappingsInUse(), "the exit gave its slots back");
         now.addAndGet(TimeUnit.SECONDS.toNanos(2));
-        u.observe(4, 14 * ProcessRegistry.NANOS_PER_TICK);
+        u.observe(4, 14 * ProcessRegistry.NANOS_PER_TICK, true, false);
         u.drainNow();
         assertTrue(u.registered(4), "registered on its next sample after the pause");
         assertEquals(14, target.procs.get(4)[0]);
@@ -185,7 +193,7 @@ class ProcessChurnTest {
         UnwindTableUploader u = uploader(target, registry, NEVER);
         for (int pid = 1; pid <= 3; pid++) {
             fakeProcess(pid, 10 + pid);
-            registry.read(pid);
+            u.observe(pid, (10 + pid) * ProcessRegistry.NANOS_PER_TICK, true, false);
         }
         u.drainNow();
         assertEquals(3L * MAPPINGS, u.stats().mappingsInUse());
@@ -193,7 +201,7 @@ class ProcessChurnTest {
         gone(3); // both exited; their records were lost
         now.addAndGet(UnwindTableUploader.RECLAIM_SCAN_NANOS);
         fakeProcess(5, 15);
-        registry.read(5);
+        u.observe(5, 15 * ProcessRegistry.NANOS_PER_TICK, true, false);
         u.drainNow();
         assertTrue(u.registered(5));
         UnwindTableUploader.Stats st = u.stats();
@@ -211,10 +219,10 @@ class ProcessChurnTest {
         ProcessRegistry registry = new ProcessRegistry(proc, 1024);
         UnwindTableUploader u = uploader(target, registry, NEVER);
         fakeProcess(7, 70);
-        registry.read(7);
+        u.observe(7, 70 * ProcessRegistry.NANOS_PER_TICK, true, false);
         u.drainNow();
         fakeProcess(7, 90); // pid 7 exited (its record late) and a new process has it
-        u.observe(7, 90 * ProcessRegistry.NANOS_PER_TICK);
+        u.observe(7, 90 * ProcessRegistry.NANOS_PER_TICK, true, false);
         u.drainNow();
         registry.processExited(7, 70);
         u.drainNow();
@@ -222,5 +230,57 @@ class ProcessChurnTest {
         assertEquals(90, target.procs.get(7)[0]);
         assertEquals(MAPPINGS, u.stats().mappingsInUse(), "the first process's slots came back at the re-registration");
         assertEquals(1, u.stats().registrationsHeld());
+    }
+
+    /**
+     * Processes whose code is all in files need no registration: the first one's sample, which met files the kernel had
+     * no tables for, loads them and publishes them by file identity (device in the kernel's encoding, inode, the file's
+     * size and mtime, the executable segment's vaddr - offset); the next 999 cost nothing here, and nothing is held
+     * per process. An evicted table's file entry leaves the kernel before its id can serve another table.
+     */
+    @Test
+    void processesWithOnlyFileCodeAreWalkedByTheirFilesTablesWithoutRegistration() throws Exception {
+        RecordingTarget target = target(3);
+        ProcessRegistry registry = new ProcessRegistry(proc, 1024);
+        UnwindTableUploader u = uploader(target, registry, NEVER);
+        fakeProcess(3000, 100, false);
+        u.observe(3000, 100 * ProcessRegistry.NANOS_PER_TICK, false, true); // its walk met libm and libz without tables
+        u.drainNow();
+        for (int i = 1; i < 1000; i++) {
+            int pid = 3000 + i % 300;
+            fakeProcess(pid, 100 + i, false);
+            u.observe(pid, (100 + i) * ProcessRegistry.NANOS_PER_TICK, false, false); // the kernel had every table
+            if (i % 5 == 0) {
+                gone(pid);
+                registry.processExited(pid, 100 + i);
+            }
+            u.drainNow();
+        }
+        UnwindTableUploader.Stats st = u.stats();
+        assertEquals(0, st.registrations(), "no process needed one");
+        assertEquals(0, st.mappingsInUse());
+        assertEquals(0, st.mappingsAllocated());
+        assertEquals(1, st.fileLoads(), "only the first process asked for its files");
+        assertEquals(2, st.tablesBuilt());
+        assertEquals(2, st.tablesLoaded());
+        assertEquals(2, st.filesPublished());
+        assertEquals(2, target.files.size());
+        for (String lib : LIBRARIES) {
+            Path file = LIBS.resolve(lib).toRealPath();
+            long inode = 1000 + LIBRARIES.indexOf(lib);
+            long[] entry = target.files.get(List.of((8L << 20) | 1, inode)); // maps' 08:01, as the kernel encodes it
+            assertTrue(entry != null, lib + " published under 08:01 and its inode");
+            assertEquals(Files.size(file), entry[0], "size");
+            assertEquals(Files.getLastModifiedTime(file).to(TimeUnit.NANOSECONDS), entry[1], "mtime");
+            assertEquals(UnwindTarget.KIND_TABLE, entry[2]);
+            assertEquals(0, entry[4], "no runtime's file");
+            LoadSegment text = ElfLoadSegments.read(file).stream().filter(LoadSegment::executable).findFirst().orElseThrow();
+            assertEquals(text.vaddr() - text.offset(), entry[5], "vaddr - offset of its executable segment");
+            long tableId = entry[3];
+            long[] header = target.headers.get((int) tableId);
+            assertTrue(header != null && header[2] > 0, "the entry names a loaded table");
+        }
+        assertEquals(0, st.registrationsHeld());
+        assertEquals(0, target.procs.size(), "no process has a kernel entry of its own");
     }
 }

@@ -25,14 +25,14 @@ class ProcessTrackerTest {
     @Test
     void anUnregisteredProcessIsQueuedOnceUntilTaken() {
         ProcessTracker t = new ProcessTracker(pid -> true, now::get);
-        t.observe(7, 100 * TICK);
-        t.observe(7, 100 * TICK);
+        t.observe(7, 100 * TICK, true, false);
+        t.observe(7, 100 * TICK, true, false);
         t.request(7);
-        t.observe(8, 50 * TICK);
+        t.observe(8, 50 * TICK, true, false);
         assertEquals(7, t.next());
         assertEquals(8, t.next());
         assertNull(t.next(), "each queued once");
-        t.observe(7, 100 * TICK);
+        t.observe(7, 100 * TICK, true, false);
         assertEquals(7, t.next(), "taken: a later sample queues it again");
     }
 
@@ -40,13 +40,13 @@ class ProcessTrackerTest {
     void aRegisteredProcessIsQueuedOnlyWhenStaleOrItsPidNowNamesAnotherProcess() {
         ProcessTracker t = new ProcessTracker(pid -> true, now::get);
         t.put(7, registration(100, List.of()));
-        t.observe(7, 100 * TICK + TICK / 2); // the same start tick
+        t.observe(7, 100 * TICK + TICK / 2, true, false); // the same start tick
         assertNull(t.next(), "registered for this process: a hash lookup, nothing queued");
-        t.observe(7, 101 * TICK);
+        t.observe(7, 101 * TICK, true, false);
         assertEquals(7, t.next(), "another process with the same pid");
         t.markStale(7);
         assertFalse(t.isRegistered(7));
-        t.observe(7, 100 * TICK);
+        t.observe(7, 100 * TICK, true, false);
         assertEquals(7, t.next(), "a table it needs was evicted");
     }
 
@@ -56,21 +56,21 @@ class ProcessTrackerTest {
         ProcessTracker.Registration r = new ProcessTracker.Registration(100, 0, 1, List.of(), now.get(), List.of());
         t.put(7, r);
         now.addAndGet(TimeUnit.MILLISECONDS.toNanos(999));
-        t.observe(7, 100 * TICK);
+        t.observe(7, 100 * TICK, true, false);
         assertEquals(1_000_000_000L, r.lastSeen, "within a second: no write from the sampling thread");
         now.addAndGet(TimeUnit.MILLISECONDS.toNanos(2));
-        t.observe(7, 100 * TICK);
+        t.observe(7, 100 * TICK, true, false);
         assertEquals(now.get(), r.lastSeen);
     }
 
     @Test
     void onlyWantedProcessesAreQueued() {
         ProcessTracker t = new ProcessTracker(pid -> pid == 7, now::get);
-        t.observe(8, 100 * TICK);
+        t.observe(8, 100 * TICK, true, false);
         t.request(9);
         t.appeared(new ProcessRegistry.Snapshot(10, 5, List.of(), 0));
-        t.observe(0, 100 * TICK);
-        t.observe(-1, 100 * TICK);
+        t.observe(0, 100 * TICK, true, false);
+        t.observe(-1, 100 * TICK, true, false);
         assertNull(t.next());
         t.mappingsChanged(new ProcessRegistry.Snapshot(7, 5, List.of(), 0));
         assertEquals(7, t.next(), "the registry's reads queue wanted processes too");

@@ -119,14 +119,14 @@ class RuntimeTablesUploadTest {
     @Test
     void aRuntimesCodeTableIsLoadedReplacedAndDropped() throws Exception {
         UnwindTableUploaderTest.RecordingTarget target = new UnwindTableUploaderTest.RecordingTarget(
-                new UnwindTarget.Capacity(64, 4096, 1 << 16, 1 << 16, 1 << 14, 64));
+                new UnwindTarget.Capacity(64, 4096, 1 << 16, 1 << 16, 1 << 14, 64, 256));
         AtomicLong now = new AtomicLong(1_000_000_000L);
         ProcessRegistry registry = new ProcessRegistry(proc, 1024);
         OneBlobRuntime runtime = new OneBlobRuntime();
         UnwindTableUploader u = new UnwindTableUploader(target, UnwindTableUploader.TableBuilder.ehFrame(), registry,
                 new RuntimeRegistry(List.of(runtime), registry, now::get), 1_000_000_000L, now::get, pid -> true);
         fakeProcess(301, 500, 1);
-        u.observe(301, 500 * ProcessRegistry.NANOS_PER_TICK);
+        u.observe(301, 500 * ProcessRegistry.NANOS_PER_TICK, true, false);
         u.scanNow();
         assertTrue(u.registered(301));
         UnwindTarget.Mapping heap = heapMapping(target, 301);
@@ -157,7 +157,7 @@ class RuntimeTablesUploadTest {
     @Test
     void aProcessWithMoreMappingsThanTheSearchCoversIsRefusedAndCounted() throws Exception {
         UnwindTableUploaderTest.RecordingTarget target = new UnwindTableUploaderTest.RecordingTarget(
-                new UnwindTarget.Capacity(64, 4096, 1 << 16, 1 << 16, 1 << 14, 64));
+                new UnwindTarget.Capacity(64, 4096, 1 << 16, 1 << 16, 1 << 14, 64, 256));
         AtomicLong now = new AtomicLong(1_000_000_000L);
         UnwindTableUploader u = new UnwindTableUploader(target, UnwindTableUploader.TableBuilder.ehFrame(),
                 new ProcessRegistry(proc, 1024), 1_000_000_000L, now::get, pid -> true);
@@ -165,8 +165,8 @@ class RuntimeTablesUploadTest {
         fakeProcess(402, 500, UnwindTarget.MAX_MAPPINGS_PER_PROCESS - 1); // exactly covered
         for (int round = 0; round < 3; round++) {
             now.addAndGet(10_000_000_000L); // past the retry back-off
-            u.observe(401, 500 * ProcessRegistry.NANOS_PER_TICK);
-            u.observe(402, 500 * ProcessRegistry.NANOS_PER_TICK);
+            u.observe(401, 500 * ProcessRegistry.NANOS_PER_TICK, true, false);
+            u.observe(402, 500 * ProcessRegistry.NANOS_PER_TICK, true, false);
             u.scanNow();
         }
         assertFalse(u.registered(401));

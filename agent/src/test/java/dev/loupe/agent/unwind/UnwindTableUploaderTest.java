@@ -90,6 +90,20 @@ class UnwindTableUploaderTest {
             procs.remove(tgid);
         }
 
+        /** The kernel's file tables: (device, inode) to {size, mtime, kind, table or reason, flags, vaddr delta}. */
+        final Map<List<Long>, long[]> files = new HashMap<>();
+
+        @Override
+        public void setFile(long device, long inode, long size, long mtimeNanos, int kind, int tableOrReason, int flags,
+                            long vaddrDelta) {
+            files.put(List.of(device, inode), new long[] {size, mtimeNanos, kind, tableOrReason, flags, vaddrDelta});
+        }
+
+        @Override
+        public void removeFile(long device, long inode) {
+            files.remove(List.of(device, inode));
+        }
+
         /** The kernel's lookup (the same steps as profiler.bpf.c's table_rule) over what was written. */
         long lookup(int tableId, long vaddr) {
             long[] h = headers.get(tableId);
@@ -154,7 +168,7 @@ class UnwindTableUploaderTest {
             rowsOf.put(lib, UnwindTableBuilder.build(LIBS.resolve(lib)).rowCount());
         }
         int biggestTwo = rowsOf.values().stream().sorted((a, b) -> b - a).limit(2).mapToInt(Integer::intValue).sum();
-        RecordingTarget target = new RecordingTarget(new UnwindTarget.Capacity(64, 4096, biggestTwo + 16, 1 << 16, 1024, 64));
+        RecordingTarget target = new RecordingTarget(new UnwindTarget.Capacity(64, 4096, biggestTwo + 16, 1 << 16, 1024, 64, 256));
         AtomicLong now = new AtomicLong(1_000_000_000L);
         UnwindTableUploader u = new UnwindTableUploader(target, REAL, new ProcessRegistry(proc, 1024), 1_000_000_000L, now::get,
                 pid -> true);
@@ -163,8 +177,8 @@ class UnwindTableUploaderTest {
         fakeProcess(102, 600, List.of("libm.so.6", "libexpat.so.1"));
         u.scanNow();
         assertEquals(0, u.stats().processes(), "idle processes are not registered: only those that run");
-        u.observe(101, 500 * ProcessRegistry.NANOS_PER_TICK); // their first samples
-        u.observe(102, 600 * ProcessRegistry.NANOS_PER_TICK);
+        u.observe(101, 500 * ProcessRegistry.NANOS_PER_TICK, true, false); // their first samples
+        u.observe(102, 600 * ProcessRegistry.NANOS_PER_TICK, true, false);
         u.scanNow();
         UnwindTableUploader.Stats st = u.stats();
         assertEquals(2, st.processes());
@@ -194,7 +208,7 @@ class UnwindTableUploaderTest {
         assertFalse(u.registered(101), "a process whose table was evicted is stale");
         assertFalse(target.procs.containsKey(101), "and out of the kernel (frame pointers, marked) until registered again:"
                 + " its mappings name table ids that now serve other binaries");
-        u.observe(101, 500 * ProcessRegistry.NANOS_PER_TICK);
+        u.observe(101, 500 * ProcessRegistry.NANOS_PER_TICK, true, false);
         u.scanNow(); // the uploader thread's work, synchronously
         assertTrue(u.registered(101));
         assertCorrect(target, 101, List.of("libm.so.6", "libexpat.so.1"));
@@ -208,7 +222,7 @@ class UnwindTableUploaderTest {
 
     @Test
     void registrationDelayIsMeasuredFromProcessStartForProcessesStartedAfterTheAgent() throws Exception {
-        RecordingTarget target = new RecordingTarget(new UnwindTarget.Capacity(64, 4096, 1 << 20, 1 << 16, 1024, 64));
+        RecordingTarget target = new RecordingTarget(new UnwindTarget.Capacity(64, 4096, 1 << 20, 1 << 16, 1024, 64, 256));
         Files.writeString(proc.resolve("uptime"), "10.00 17.50\n"); // the agent starts 1,000 ticks after boot
         AtomicLong now = new AtomicLong(); // the monotonic clock, which the boot clock follows from uptime's offset
         UnwindTableUploader u = new UnwindTableUploader(target, REAL, new ProcessRegistry(proc, 1024),
@@ -234,16 +248,16 @@ class UnwindTableUploaderTest {
 
     @Test
     void pidReuseReplacesTheEntryAndTheStartTimeGuardsIt() throws Exception {
-        RecordingTarget target = new RecordingTarget(new UnwindTarget.Capacity(64, 4096, 1 << 20, 1 << 16, 1024, 64));
+        RecordingTarget target = new RecordingTarget(new UnwindTarget.Capacity(64, 4096, 1 << 20, 1 << 16, 1024, 64, 256));
         UnwindTableUploader u = new UnwindTableUploader(target, REAL, new ProcessRegistry(proc, 1024), 1_000_000_000L, () -> 0L,
                 pid -> true);
         fakeProcess(300, 1234, List.of("libm.so.6"));
-        u.observe(300, 1234 * ProcessRegistry.NANOS_PER_TICK);
+        u.observe(300, 1234 * ProcessRegistry.NANOS_PER_TICK, true, false);
         u.scanNow();
         assertEquals(1234, target.procs.get(300)[0], "the kernel entry carries the start time it is valid for");
         assertTrue(u.registered(300));
         fakeProcess(300, 5678, List.of("libz.so.1")); // a new process got the pid
-        u.observe(300, 5678 * ProcessRegistry.NANOS_PER_TICK);
+        u.observe(300, 5678 * ProcessRegistry.NANOS_PER_TICK, true, false);
         u.scanNow();
         assertEquals(5678, target.procs.get(300)[0]);
         assertCorrect(target, 300, List.of("libz.so.1"));
@@ -255,7 +269,7 @@ class UnwindTableUploaderTest {
      */
     @Test
     void aFileThatVanishesIsNotCachedAsABinaryWithoutTable() throws Exception {
-        RecordingTarget target = new RecordingTarget(new UnwindTarget.Capacity(64, 4096, 1 << 20, 1 << 16, 1024, 64));
+        RecordingTarget target = new RecordingTarget(new UnwindTarget.Capacity(64, 4096, 1 << 20, 1 << 16, 1024, 64, 256));
         java.util.concurrent.atomic.AtomicInteger opens = new java.util.concurrent.atomic.AtomicInteger();
         UnwindTableUploader.TableBuilder racy = new UnwindTableUploader.TableBuilder() {
             @Override
@@ -274,14 +288,14 @@ class UnwindTableUploaderTest {
         UnwindTableUploader u = new UnwindTableUploader(target, racy, new ProcessRegistry(proc, 1024),
                 1_000_000_000L, () -> 0L, pid -> true);
         fakeProcess(400, 77, List.of("libm.so.6"));
-        u.observe(400, 77 * ProcessRegistry.NANOS_PER_TICK);
+        u.observe(400, 77 * ProcessRegistry.NANOS_PER_TICK, true, false);
         u.scanNow();
         long[] p = target.procs.get(400);
         assertTrue(p != null, "registered");
         assertEquals(UnwindTarget.KIND_FRAME_POINTERS, target.mappings.get((int) p[1] + 1).kind(), "frame pointers this time");
         assertEquals(0, u.stats().tableFailures(), "not counted as a binary without a table");
         fakeProcess(401, 78, List.of("libm.so.6"));
-        u.observe(401, 78 * ProcessRegistry.NANOS_PER_TICK);
+        u.observe(401, 78 * ProcessRegistry.NANOS_PER_TICK, true, false);
         u.scanNow();
         assertCorrect(target, 401, List.of("libm.so.6"));
     }
