@@ -14,6 +14,7 @@
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
 
 #include "loupe_abi.h"
 #include "pid_ns.bpf.h"
@@ -37,6 +38,7 @@ struct task_struct {
 	struct signal_struct *signal;
 	char comm[TASK_COMM_LEN];
 	__u64 start_boottime;
+	struct mm_struct *mm;
 } __attribute__((preserve_access_index));
 
 /* What bpf_find_vma gives: the mapping, its file's identity and the process's vdso (CO-RE, only what is read). */
@@ -90,6 +92,52 @@ struct vm_area_struct {
 
 #define VM_EXEC 0x4
 #define PAGE_SHIFT 12
+/* An unregistered process older than this asks for a registration: its walk then searches its own slice (cheaper
+ * for the long-lived; the short-lived never need one). */
+#define REGISTER_AFTER_NS (1000ULL * 1000 * 1000)
+
+/*
+ * Reading a process's memory map from a sample is limited: it runs in the timer interrupt, where the mmap lock can
+ * only be tried and its release is deferred to one irq_work per CPU, so one bpf_find_vma per sample can succeed (a
+ * second finds the work busy) and the VMA iterator refuses irqs-disabled contexts. So the kernel side reads each
+ * process's executable mappings in process context, with the VMA iterator (Linux 6.7+), whenever they change the way
+ * programs change them: at exec (the binary, ld.so, the vdso) and when the dynamic loader has mapped libraries (a
+ * uprobe on ld.so's _dl_debug_state: the libraries a program needs, before main, and each dlopen); copied at fork,
+ * dropped at exit (proc_maps). A sample finds its pcs there, and spends its one bpf_find_vma on a pc that is not (a
+ * process that started before the agent, code mapped otherwise: a JIT's). LOUPE_VMA_ITER 0 builds the object for kernels
+ * without the iterator: there processes are registered by Java, as before file tables.
+ */
+#ifndef LOUPE_VMA_ITER
+#define LOUPE_VMA_ITER 1
+#endif
+#if LOUPE_VMA_ITER
+struct bpf_iter_task_vma {
+	__u64 __opaque[1];
+} __attribute__((aligned(8)));
+extern int bpf_iter_task_vma_new(struct bpf_iter_task_vma *it, struct task_struct *task, __u64 addr) __ksym;
+extern struct vm_area_struct *bpf_iter_task_vma_next(struct bpf_iter_task_vma *it) __ksym;
+extern void bpf_iter_task_vma_destroy(struct bpf_iter_task_vma *it) __ksym;
+#endif
+
+/* A process's executable mapping as the kernel side followed it: range, file identity, kind (SAMPLED_*). */
+struct pmap_entry {
+	__u64 start;
+	__u64 end;
+	__u64 offset;
+	__u64 dev;
+	__u64 ino;
+	__s64 size;
+	__s64 mtime_sec;
+	__u32 mtime_nsec;
+	__u32 kind;
+};
+#define MAX_PMAP 32
+struct proc_maps {
+	__u64 mm;  /* the mm they are of: an exec replaces it */
+	__u32 n;
+	__u32 overflow; /* more executable mappings were made than kept */
+	struct pmap_entry e[MAX_PMAP];
+};
 
 struct pt_regs {
 	unsigned long r15, r14, r13, r12, bp, bx, r11, r10, r9, r8;
@@ -147,6 +195,7 @@ struct abi_constants abi_constants;
 /* When a sample last forced a ring buffer wakeup for a process without unwind state (racy by design: a
  * lost update only costs one more wakeup). */
 __u64 last_fallback_wakeup_ns;
+__s64 last_vma_iter_error;
 
 /* Unwind tables and per-process mappings; sizes are set from Java before load. */
 struct {
@@ -198,6 +247,23 @@ struct {
 	__type(value, struct file_table);
 } file_tables SEC(".maps");
 
+/* Each process's executable mappings, by its kernel tgid, for processes that exec'd (or forked from one that did) since
+ * the agent started; written in process context only (exec, mmap, fork), deleted at exit. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1 << 14);
+	__type(key, __u32);
+	__type(value, struct proc_maps);
+} proc_maps SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct proc_maps);
+} proc_maps_scratch SEC(".maps");
+
 static __always_inline void add(__u32 which, __u64 n)
 {
 	__u64 *v = bpf_map_lookup_elem(&stats, &which);
@@ -247,21 +313,27 @@ struct unwind_state {
 	__u32 t_row_start;
 	__u32 t_rule_start;
 	__u8 registered;     /* the process has a procs entry (its slice of mappings) */
-	__u8 pad2[3];
-	__u32 vma_lookups;   /* mappings found by bpf_find_vma */
-	__u32 vma_failures;
+	__u8 vma_used;       /* this sample's one bpf_find_vma was spent */
+	__u8 pad2[2];
+	__u32 host_tgid;     /* the kernel's tgid: proc_maps' key */
+	__u64 mm;            /* the process's mm: proc_maps' entry must be of it */
+	__u32 vma_lookups;   /* mappings found in proc_maps or by bpf_find_vma */
+	__u32 vma_failures;  /* pcs found in neither */
 	__u32 file_misses;   /* of files without a (current) table in file_tables */
-	__u32 n_found;       /* entries in found and sampled */
-	/* The mappings this walk found itself: what the walker needs again when the stack comes back to one ... */
+	__u32 n_found;       /* entries in found */
+	/* Fields above are zeroed per sample; found[] only up to n_found is ever read. */
 	struct found_mapping {
 		__u64 start;
 		__u64 end;
 		__u64 bias;
-		__u32 kind;
+		__u64 offset;
+		__u64 dev;
+		__u64 ino;
+		__u32 kind;     /* MAPPING_* */
 		__u32 table_id;
-	} found[MAX_SAMPLE_MAPPINGS];
-	/* ... and what Java needs to name its frames (the record carries them). */
-	struct sampled_mapping sampled[MAX_SAMPLE_MAPPINGS];
+		__u32 sampled_kind; /* SAMPLED_* */
+		__u32 reserved;
+	} found[MAX_SAMPLE_MAPPINGS]; /* the mappings this walk used: cached for it, carried by the record */
 };
 
 /*
@@ -395,7 +467,105 @@ static __always_inline int slice_mapping(struct unwind_state *st, __u64 pc)
 	return 1;
 }
 
-/* A mapping this walk found before (a stack goes back and forth between a binary and its libraries). */
+/* A file's identity, size and mtime, as the walker keys its table. */
+static __always_inline void read_file(struct file *file, struct pmap_entry *e)
+{
+	struct inode *inode = BPF_CORE_READ(file, f_inode);
+	e->dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	e->ino = BPF_CORE_READ(inode, i_ino);
+	e->size = BPF_CORE_READ(inode, i_size);
+	if (bpf_core_field_exists(((struct inode___mtime_sec *)0)->i_mtime_sec)) {
+		struct inode___mtime_sec *i = (void *)inode;
+		e->mtime_sec = BPF_CORE_READ(i, i_mtime_sec);
+		e->mtime_nsec = BPF_CORE_READ(i, i_mtime_nsec);
+	} else if (bpf_core_field_exists(((struct inode___mtime_private *)0)->__i_mtime)) {
+		struct inode___mtime_private *i = (void *)inode;
+		e->mtime_sec = BPF_CORE_READ(i, __i_mtime.tv_sec);
+		e->mtime_nsec = BPF_CORE_READ(i, __i_mtime.tv_nsec);
+	} else {
+		struct inode___mtime_timespec *i = (void *)inode;
+		e->mtime_sec = BPF_CORE_READ(i, i_mtime.tv_sec);
+		e->mtime_nsec = BPF_CORE_READ(i, i_mtime.tv_nsec);
+	}
+}
+
+/* An executable VMA as a pmap_entry (0 if it is not executable). */
+static __always_inline int read_vma(struct vm_area_struct *vma, struct pmap_entry *e)
+{
+	if (!(BPF_CORE_READ(vma, vm_flags) & VM_EXEC))
+		return 0;
+	e->start = BPF_CORE_READ(vma, vm_start);
+	e->end = BPF_CORE_READ(vma, vm_end);
+	struct file *file = BPF_CORE_READ(vma, vm_file);
+	if (!file) {
+		e->kind = (__u64)BPF_CORE_READ(vma, vm_mm, context.vdso) == e->start ? SAMPLED_VDSO : SAMPLED_ANON;
+		return 1;
+	}
+	e->kind = SAMPLED_FILE;
+	e->offset = (__u64)BPF_CORE_READ(vma, vm_pgoff) << PAGE_SHIFT;
+	read_file(file, e);
+	return 1;
+}
+
+static long find_vma_cb(struct task_struct *task, struct vm_area_struct *vma, void *data)
+{
+	read_vma(vma, data);
+	return 0;
+}
+
+/*
+ * Makes e the walk's found mapping (and cached one): its table by the file's identity (file_tables: device and
+ * inode, valid if size and mtime match), or frame pointers for anonymous code and a file without a current table; the
+ * sample notes what Java should do about it (SAMPLE_F_FP_FALLBACK, SAMPLE_F_NEEDS_PROCESS) and carries it (the first
+ * MAX_SAMPLE_MAPPINGS) so its frames can be named after the process exited.
+ */
+static __noinline int use_found(struct unwind_state *st, struct pmap_entry *e)
+{
+	__u32 kind = MAPPING_FP, table_id = 0;
+	__u64 bias = 0;
+	st->vma_lookups++;
+	if (e->kind == SAMPLED_ANON) {
+		if (!st->registered)
+			st->w.flags |= SAMPLE_F_NEEDS_PROCESS;
+	} else {
+		struct file_key key = {VDSO_KEY_DEV, VDSO_KEY_INO};
+		if (e->kind == SAMPLED_FILE) {
+			key.dev = e->dev;
+			key.ino = e->ino;
+		}
+		struct file_table *ft = bpf_map_lookup_elem(&file_tables, &key);
+		if (!ft || (e->kind == SAMPLED_FILE && (ft->size != (__u64)e->size || ft->mtime_sec != e->mtime_sec ||
+							ft->mtime_nsec != e->mtime_nsec))) {
+			st->w.flags |= SAMPLE_F_FP_FALLBACK;
+			st->file_misses++;
+		} else {
+			kind = ft->kind;
+			table_id = ft->table_id;
+			bias = e->start - e->offset - ft->vaddr_delta;
+			if ((ft->flags & FILE_F_NEEDS_PROCESS) && !st->registered)
+				st->w.flags |= SAMPLE_F_NEEDS_PROCESS;
+		}
+	}
+	__u32 i = st->n_found;
+	if (i < MAX_SAMPLE_MAPPINGS) {
+		struct found_mapping *f = &st->found[i];
+		f->start = e->start;
+		f->end = e->end;
+		f->bias = bias;
+		f->offset = e->offset;
+		f->dev = e->dev;
+		f->ino = e->ino;
+		f->kind = kind;
+		f->table_id = table_id;
+		f->sampled_kind = e->kind;
+		f->reserved = 0;
+		st->n_found = i + 1;
+	}
+	use_mapping(st, e->start, e->end, bias, kind, table_id);
+	return 1;
+}
+
+/* A mapping this walk used before (a stack goes back and forth between a binary and its libraries). */
 static __always_inline int found_before(struct unwind_state *st, __u64 pc)
 {
 #pragma clang loop unroll(disable)
@@ -411,121 +581,45 @@ static __always_inline int found_before(struct unwind_state *st, __u64 pc)
 	return 0;
 }
 
-/* What bpf_find_vma's callback reads of the mapping: its range, and its file's identity, size and mtime. */
-enum vma_kind_extra {
-	VMA_NOT_CODE = 3, /* not executable: a pc there is no code (the walk treats it as no mapping) */
-};
-struct vma_info {
-	__u64 start;
-	__u64 end;
-	__u64 offset;
-	__u64 dev;
-	__u64 ino;
-	__s64 size;
-	__s64 mtime_sec;
-	__u32 mtime_nsec;
-	__u32 kind; /* SAMPLED_* or VMA_NOT_CODE */
-};
-
-static long read_vma(struct task_struct *task, struct vm_area_struct *vma, void *data)
+/*
+ * The process's executable mapping containing pc, as proc_maps followed it (if it has an entry of its current mm),
+ * else as this sample's one bpf_find_vma finds it. Returns 0 if neither knows one; an unregistered process then asks
+ * for its registration.
+ */
+static __noinline int find_mapping(struct unwind_state *st, __u64 pc)
 {
-	struct vma_info *v = data;
-	v->start = BPF_CORE_READ(vma, vm_start);
-	v->end = BPF_CORE_READ(vma, vm_end);
-	if (!(BPF_CORE_READ(vma, vm_flags) & VM_EXEC)) {
-		v->kind = VMA_NOT_CODE;
-		return 0;
+	__u32 tgid = st->host_tgid;
+	struct proc_maps *pm = bpf_map_lookup_elem(&proc_maps, &tgid);
+	if (pm && pm->mm == st->mm) {
+		__u32 n = pm->n;
+#pragma clang loop unroll(disable)
+		for (__u32 i = 0; i < MAX_PMAP; i++) {
+			if (i >= n)
+				break;
+			struct pmap_entry *e = &pm->e[i];
+			if (pc - e->start < e->end - e->start) {
+				struct pmap_entry copy = *e; /* the entry may change under us (an mmap on another CPU) */
+				return use_found(st, &copy);
+			}
+		}
 	}
-	struct file *file = BPF_CORE_READ(vma, vm_file);
-	if (!file) {
-		v->kind = (__u64)BPF_CORE_READ(vma, vm_mm, context.vdso) == v->start ? SAMPLED_VDSO : SAMPLED_ANON;
-		return 0;
+	if (!st->vma_used) {
+		st->vma_used = 1;
+		struct pmap_entry e = {};
+		struct task_struct *task = bpf_get_current_task_btf();
+		if (bpf_find_vma(task, pc, find_vma_cb, &e, 0) == 0 && e.end)
+			return use_found(st, &e);
 	}
-	struct inode *inode = BPF_CORE_READ(file, f_inode);
-	v->kind = SAMPLED_FILE;
-	v->offset = (__u64)BPF_CORE_READ(vma, vm_pgoff) << PAGE_SHIFT;
-	v->dev = BPF_CORE_READ(inode, i_sb, s_dev);
-	v->ino = BPF_CORE_READ(inode, i_ino);
-	v->size = BPF_CORE_READ(inode, i_size);
-	if (bpf_core_field_exists(((struct inode___mtime_sec *)0)->i_mtime_sec)) {
-		struct inode___mtime_sec *i = (void *)inode;
-		v->mtime_sec = BPF_CORE_READ(i, i_mtime_sec);
-		v->mtime_nsec = BPF_CORE_READ(i, i_mtime_nsec);
-	} else if (bpf_core_field_exists(((struct inode___mtime_private *)0)->__i_mtime)) {
-		struct inode___mtime_private *i = (void *)inode;
-		v->mtime_sec = BPF_CORE_READ(i, __i_mtime.tv_sec);
-		v->mtime_nsec = BPF_CORE_READ(i, __i_mtime.tv_nsec);
-	} else {
-		struct inode___mtime_timespec *i = (void *)inode;
-		v->mtime_sec = BPF_CORE_READ(i, i_mtime.tv_sec);
-		v->mtime_nsec = BPF_CORE_READ(i, i_mtime.tv_nsec);
-	}
+	st->vma_failures++;
+	if (!st->registered)
+		st->w.flags |= SAMPLE_F_NEEDS_PROCESS;
 	return 0;
 }
 
 /*
- * The mapping containing pc, found in the process's own mm (bpf_find_vma) and unwound by its file's table
- * (file_tables), for a process without an entry or a pc its entry does not cover (a library loaded since).
- * Anonymous code and a file without a current table are walked with frame pointers, and the sample says what Java
- * should do (SAMPLE_F_NEEDS_PROCESS, SAMPLE_F_FP_FALLBACK). The mapping is kept for the rest of the walk and for
- * the record. Returns 0 if no executable mapping contains pc.
- */
-static __noinline int find_mapping(struct unwind_state *st, __u64 pc)
-{
-	struct vma_info v = {};
-	struct task_struct *task = bpf_get_current_task_btf();
-	if (bpf_find_vma(task, pc, read_vma, &v, 0) || v.kind == VMA_NOT_CODE) {
-		st->vma_failures++;
-		return 0;
-	}
-	st->vma_lookups++;
-	__u32 kind = MAPPING_FP, table_id = 0;
-	__u64 bias = 0;
-	if (v.kind == SAMPLED_ANON) {
-		if (!st->registered)
-			st->w.flags |= SAMPLE_F_NEEDS_PROCESS;
-	} else {
-		struct file_key key = {VDSO_KEY_DEV, VDSO_KEY_INO};
-		if (v.kind == SAMPLED_FILE) {
-			key.dev = v.dev;
-			key.ino = v.ino;
-		}
-		struct file_table *ft = bpf_map_lookup_elem(&file_tables, &key);
-		if (!ft || (v.kind == SAMPLED_FILE && (ft->size != (__u64)v.size || ft->mtime_sec != v.mtime_sec ||
-						       ft->mtime_nsec != v.mtime_nsec))) {
-			st->w.flags |= SAMPLE_F_FP_FALLBACK;
-			st->file_misses++;
-		} else {
-			kind = ft->kind;
-			table_id = ft->table_id;
-			bias = v.start - v.offset - ft->vaddr_delta;
-			if ((ft->flags & FILE_F_NEEDS_PROCESS) && !st->registered)
-				st->w.flags |= SAMPLE_F_NEEDS_PROCESS;
-		}
-	}
-	__u32 i = st->n_found;
-	if (i < MAX_SAMPLE_MAPPINGS) {
-		st->found[i].start = v.start;
-		st->found[i].end = v.end;
-		st->found[i].bias = bias;
-		st->found[i].kind = kind;
-		st->found[i].table_id = table_id;
-		st->sampled[i].start = v.start;
-		st->sampled[i].end = v.end;
-		st->sampled[i].offset = v.offset;
-		st->sampled[i].dev = v.dev;
-		st->sampled[i].ino = v.ino;
-		st->sampled[i].kind = v.kind;
-		st->sampled[i].reserved = 0;
-		st->n_found = i + 1;
-	}
-	use_mapping(st, v.start, v.end, bias, kind, table_id);
-	return 1;
-}
-
-/*
  * Finds the mapping containing pc and copies it and its table's header into st: the process's registered slice
- * first, then the mappings this walk found itself, then the process's mm. Returns 0 if none contains pc.
+ * first, then the mappings this walk used, then the process's followed mappings or its memory map. Returns 0 if none
+ * contains pc.
  */
 static __always_inline int load_mapping(struct unwind_state *st, __u64 pc)
 {
@@ -844,12 +938,22 @@ static __always_inline int sample(struct perf_event_ctx *ctx, const int tables)
 	}
 	__u32 nm = 0; /* mappings the walk found itself, carried by the record */
 	struct unwind_state *st = 0;
+	if (tables && w.pc && !pu) {
+#if LOUPE_VMA_ITER
+		if (bpf_ktime_get_boot_ns() - s->start_boottime > REGISTER_AFTER_NS)
+			w.flags |= SAMPLE_F_NEEDS_PROCESS;
+#else
+		w.flags |= SAMPLE_F_NEEDS_PROCESS | SAMPLE_F_FP_FALLBACK; /* no memory map reader: registration, as before */
+#endif
+	}
 	if (tables && w.pc) {
 		st = bpf_map_lookup_elem(&unwind_scratch, &zero);
 		if (!st)
 			return 0;
-		__builtin_memset(st, 0, sizeof(*st));
+		__builtin_memset(st, 0, __builtin_offsetof(struct unwind_state, found));
 		st->w = w;
+		st->host_tgid = host_tgid;
+		st->mm = (__u64)BPF_CORE_READ(task, mm);
 		if (pu) {
 			st->proc_first = pu->first;
 			st->proc_count = pu->count;
@@ -887,10 +991,18 @@ static __always_inline int sample(struct perf_event_ctx *ctx, const int tables)
 		nm = 0;
 	if (nm && st && used <= MAX_FRAMES) {
 		struct sampled_mapping *dst = (struct sampled_mapping *)&s->frames[used];
-#pragma clang loop unroll(full)
+#pragma clang loop unroll(disable)
 		for (__u32 i = 0; i < MAX_SAMPLE_MAPPINGS; i++) {
-			if (i < nm)
-				dst[i] = st->sampled[i];
+			if (i >= nm)
+				break;
+			struct found_mapping *fm = &st->found[i];
+			dst[i].start = fm->start;
+			dst[i].end = fm->end;
+			dst[i].offset = fm->offset;
+			dst[i].dev = fm->dev;
+			dst[i].ino = fm->ino;
+			dst[i].kind = fm->sampled_kind;
+			dst[i].reserved = 0;
 		}
 	}
 	s->mappings = nm;
@@ -956,6 +1068,7 @@ int process_exit(void *ctx)
 		return 0;
 	/* Its entry, if any, is this process's or a stale one of an earlier process with the pid: neither is walked again. */
 	bpf_map_delete_elem(&procs, &tgid);
+	bpf_map_delete_elem(&proc_maps, &host_tgid);
 
 	__u64 wake = bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) >= cfg->wakeup_bytes
 		? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
@@ -980,6 +1093,98 @@ int process_exit(void *ctx)
 	s->host_tid = host_tid;
 	bpf_ringbuf_submit(s, wake);
 	count(STAT_PROCESS_EXITS);
+	return 0;
+}
+
+/* Whether the current process is one Java wants (the --pid filter), by Java's pid. */
+static __always_inline __attribute__((unused)) int followed(void)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	if (to_java_pids(&pid_tgid))
+		return 0;
+	__u32 tgid = pid_tgid >> 32, zero = 0;
+	struct config *cfg = bpf_map_lookup_elem(&config, &zero);
+	return cfg && (!cfg->filter_pids || bpf_map_lookup_elem(&pid_filter, &tgid));
+}
+
+/*
+ * Reads every executable mapping of the current process with the VMA iterator (process context: interrupts on) and
+ * makes them its followed mappings, replacing what its tgid had.
+ */
+static __always_inline void follow_mappings(void)
+{
+#if LOUPE_VMA_ITER
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32, zero = 0;
+	if (!followed())
+		return;
+	struct proc_maps *pm = bpf_map_lookup_elem(&proc_maps_scratch, &zero);
+	if (!pm)
+		return;
+	struct task_struct *task = bpf_get_current_task_btf();
+	pm->mm = (__u64)BPF_CORE_READ(task, mm);
+	pm->n = 0;
+	pm->overflow = 0;
+	struct bpf_iter_task_vma it;
+	struct vm_area_struct *vma;
+	if (bpf_iter_task_vma_new(&it, task, 0) == 0) {
+		while ((vma = bpf_iter_task_vma_next(&it))) {
+			/* The count lives in the map value, not in a register: the verifier knows nothing of it but the bound
+			 * below, so the iterations' states converge instead of being explored one count each. */
+			__u32 n = pm->n;
+			if (n >= MAX_PMAP) {
+				pm->overflow = 1;
+				break;
+			}
+			struct pmap_entry e = {};
+			if (read_vma(vma, &e)) {
+				pm->e[n] = e;
+				pm->n = n + 1;
+			}
+		}
+	}
+	bpf_iter_task_vma_destroy(&it);
+	bpf_map_update_elem(&proc_maps, &tgid, pm, BPF_ANY);
+#endif
+}
+
+/* A process exec'd: its executable mappings so far (the binary, ld.so, the vdso; all of a static binary's). */
+SEC("raw_tracepoint/sched_process_exec")
+int process_exec(void *ctx)
+{
+	follow_mappings();
+	return 0;
+}
+
+/*
+ * The dynamic loader's debugger hook (_dl_debug_state: called after it mapped the program's libraries, before main,
+ * and at each dlopen and dlclose), a uprobe on the host's ld.so: the process's executable mappings now.
+ */
+SEC("uprobe")
+int loader_changed(struct pt_regs *ctx)
+{
+	follow_mappings();
+	return 0;
+}
+
+/* A new process (not a thread) starts with its parent's mappings: it gets a copy of the parent's followed mappings. */
+SEC("raw_tracepoint/sched_process_fork")
+int process_fork(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct task_struct *parent = (struct task_struct *)ctx->args[0];
+	struct task_struct *child = (struct task_struct *)ctx->args[1];
+	__u32 ppid = BPF_CORE_READ(parent, tgid);
+	__u32 cpid = BPF_CORE_READ(child, pid);
+	if (cpid != (__u32)BPF_CORE_READ(child, tgid))
+		return 0; /* a thread: same process, same entry */
+	struct proc_maps *pm = bpf_map_lookup_elem(&proc_maps, &ppid);
+	if (!pm)
+		return 0;
+	__u32 zero = 0;
+	struct proc_maps *copy = bpf_map_lookup_elem(&proc_maps_scratch, &zero);
+	if (!copy || bpf_probe_read_kernel(copy, sizeof(*copy), pm))
+		return 0;
+	copy->mm = (__u64)BPF_CORE_READ(child, mm);
+	bpf_map_update_elem(&proc_maps, &cpid, copy, BPF_ANY);
 	return 0;
 }
 

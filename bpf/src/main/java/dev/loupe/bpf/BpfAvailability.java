@@ -34,7 +34,7 @@ public final class BpfAvailability {
             new Helper(PROG_PERF_EVENT, 134, "bpf_ringbuf_query", "5.8"),
             new Helper(PROG_PERF_EVENT, 158, "bpf_get_current_task_btf", "5.11"),
             new Helper(PROG_PERF_EVENT, 175, "bpf_task_pt_regs", "5.15"),
-            new Helper(PROG_PERF_EVENT, 180, "bpf_find_vma", "5.17"),
+            new Helper(PROG_PERF_EVENT, 125, "bpf_ktime_get_boot_ns", "5.8"),
             new Helper(PROG_PERF_EVENT, 181, "bpf_loop", "5.17"),
             new Helper(PROG_RAW_TRACEPOINT, 131, "bpf_ringbuf_reserve", "5.8"),
             new Helper(PROG_RAW_TRACEPOINT, 132, "bpf_ringbuf_submit", "5.8"),

@@ -20,6 +20,7 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 final class Btf implements AutoCloseable {
     static final int KIND_STRUCT = 4;
     static final int KIND_ENUM = 6;
+    private static final int KIND_FUNC = 12;
     private static final int TYPE_SIZE = 12;
 
     /** A struct member: byte offset, byte size (of its type), bitfield size (0 for plain members). */
@@ -69,6 +70,11 @@ final class Btf implements AutoCloseable {
             out.add(new Member(mname, bitOffset / 8, size, bits));
         }
         return Optional.of(new Struct(name, Integer.toUnsignedLong(type.get(JAVA_INT, 8)), out));
+    }
+
+    /** Whether a function (a kfunc, in the kernel's BTF) of this name is described. */
+    boolean hasFunction(String name) throws BpfException {
+        return type(name, KIND_FUNC).isPresent();
     }
 
     /** An enum's enumerators in declaration order, name to value. */

@@ -33,6 +33,13 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 public final class PerfEventSampler implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(PerfEventSampler.class.getName());
     static final String OBJECT_RESOURCE = "/dev/loupe/bpf/profiler.bpf.o";
+    /**
+     * The same program for kernels without the VMA iterator kfunc (Linux before 6.7): the walk cannot read a process's
+     * memory map, so an unregistered process is walked with frame pointers and asks for its registration.
+     */
+    static final String NO_ITERATOR_OBJECT_RESOURCE = "/dev/loupe/bpf/profiler-noiter.bpf.o";
+    /** The kfunc whose presence in the kernel's BTF picks {@link #OBJECT_RESOURCE}. */
+    static final String VMA_ITERATOR_KFUNC = "bpf_iter_task_vma_new";
     private static final int STAT_COUNT = KernelAbi.STATS.size() - 1; // without STAT_MAX
 
     /** The BPF program's cumulative run time and count (kernel.bpf_stats_enabled). */
@@ -135,7 +142,71 @@ public final class PerfEventSampler implements AutoCloseable {
      * unwinder's constants (not loaded yet).
      */
     static BpfObject openObject(Optional<Map<String, Long>> unwinderConstants) throws BpfException {
-        BpfObject o = BpfObject.fromResource(PerfEventSampler.class, OBJECT_RESOURCE, "loupe_profiler");
+        return openObject(kernelHasVmaIterator() ? OBJECT_RESOURCE : NO_ITERATOR_OBJECT_RESOURCE, unwinderConstants);
+    }
+
+    /** Whether the running kernel's BTF has the VMA iterator kfunc (read once). */
+    static boolean kernelHasVmaIterator() throws BpfException {
+        Boolean has = vmaIterator;
+        if (has == null) {
+            try (Btf vmlinux = Btf.vmlinux()) {
+                has = vmlinux.hasFunction(VMA_ITERATOR_KFUNC);
+            }
+            vmaIterator = has;
+            if (!has) {
+                LOG.log(System.Logger.Level.INFO, "the kernel has no " + VMA_ITERATOR_KFUNC + " (Linux 6.7+): processes are"
+                        + " registered for unwinding by their first samples instead of walked by their files' tables at once");
+            }
+        }
+        return has;
+    }
+
+    private static volatile Boolean vmaIterator;
+
+    /** The programs that follow processes' executable mappings for the walk (profiler.bpf.c's proc_maps). */
+    static final List<String> FOLLOWERS = List.of("process_exec", "process_fork", "loader_changed");
+    /** The dynamic loader's debugger hook: glibc's ld.so calls it after mapping libraries (start-up, dlopen, dlclose). */
+    static final String LOADER_HOOK = "_dl_debug_state";
+
+    /**
+     * Attaches the programs that follow processes' executable mappings: exec and fork (raw tracepoints) and the host's
+     * dynamic loader's hook (a uprobe on the ld.so this JVM runs with: the host's). Without the loader's probe (no glibc
+     * ld.so, or no such symbol) processes are followed from exec only, and their libraries' pcs are found per sample.
+     */
+    private void followMappings() throws BpfException {
+        links.add(object.program("process_exec").attachRawTracepoint("sched_process_exec"));
+        links.add(object.program("process_fork").attachRawTracepoint("sched_process_fork"));
+        java.util.Optional<java.nio.file.Path> loader = hostLoader();
+        if (loader.isEmpty()) {
+            LOG.log(System.Logger.Level.INFO, "no glibc dynamic loader (ld-linux) in /proc/self/maps: processes' libraries are"
+                    + " found per sample, not followed as the loader maps them");
+            return;
+        }
+        try {
+            links.add(object.program("loader_changed").attachUprobe(-1, loader.get(), LOADER_HOOK, 0, 0, false));
+        } catch (BpfException e) {
+            LOG.log(System.Logger.Level.WARNING, "cannot probe " + loader.get() + ":" + LOADER_HOOK + " (" + e.getMessage()
+                    + "): processes' libraries are found per sample, not followed as the loader maps them");
+        }
+    }
+
+    /** The glibc dynamic loader this process runs with, as /proc/self/maps names it. */
+    static java.util.Optional<java.nio.file.Path> hostLoader() {
+        try {
+            for (String line : java.nio.file.Files.readAllLines(java.nio.file.Path.of("/proc/self/maps"))) {
+                int slash = line.indexOf('/');
+                if (slash > 0 && line.substring(slash).contains("/ld-linux")) {
+                    return java.util.Optional.of(java.nio.file.Path.of(line.substring(slash).strip()));
+                }
+            }
+        } catch (java.io.IOException e) {
+            return java.util.Optional.empty();
+        }
+        return java.util.Optional.empty();
+    }
+
+    static BpfObject openObject(String resource, Optional<Map<String, Long>> unwinderConstants) throws BpfException {
+        BpfObject o = BpfObject.fromResource(PerfEventSampler.class, resource, "loupe_profiler");
         try (Btf btf = o.btf()) {
             KernelAbi.checkProfiler(btf, unwinderConstants);
         } catch (BpfException | RuntimeException e) {
@@ -150,6 +221,10 @@ public final class PerfEventSampler implements AutoCloseable {
         object = openObject(unwinderConstants);
         String programName = tables ? "sample_cpu" : "sample_cpu_fp";
         object.autoload(tables ? "sample_cpu_fp" : "sample_cpu", false);
+        boolean follow = tables && kernelHasVmaIterator(); // the programs that follow processes' mappings
+        for (String p : FOLLOWERS) {
+            object.autoload(p, follow);
+        }
         List<Integer> cpus = onlineCpus();
         int ringBytes = ringBufferBytes(cpus.size(), frequencyHz);
         object.resizeMap("samples", ringBytes);
@@ -174,6 +249,9 @@ public final class PerfEventSampler implements AutoCloseable {
         ringBuffer = RingBuffer.open(object.map("samples"), this::onRecord);
         // Exits first: a process that exits once sampling runs is always reported.
         links.add(object.program("process_exit").attachRawTracepoint("sched_process_exit"));
+        if (follow) {
+            followMappings();
+        }
         program = object.program(programName);
         for (int cpu : cpus) {
             int fd = LibC.perfEventOpenCpuClock(cpu, frequencyHz);

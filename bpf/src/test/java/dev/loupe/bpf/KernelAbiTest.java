@@ -21,6 +21,21 @@ class KernelAbiTest {
     @TempDir
     Path dir;
 
+    /**
+     * The object for kernels without the VMA iterator (before 6.7) has the same ABI, and the verifier accepts it: a
+     * kernel that picks it is not the first to load it.
+     */
+    @Test
+    void theObjectForKernelsWithoutTheVmaIteratorMatchesJavaAndLoads() throws Exception {
+        try (BpfObject o = PerfEventSampler.openObject(PerfEventSampler.NO_ITERATOR_OBJECT_RESOURCE, Optional.empty());
+             Btf btf = o.btf()) {
+            assertEquals(List.of(), KernelAbi.structProblems(btf, KernelAbi.SAMPLE));
+            assertEquals(List.of(), KernelAbi.structProblems(btf, KernelAbi.FILE_TABLE));
+            o.load();
+        }
+        assertTrue(PerfEventSampler.kernelHasVmaIterator(), "this machine's kernel (6.x, CI's too) has the iterator");
+    }
+
     @Test
     void shippedObjectMatchesJava() throws Exception {
         try (BpfObject o = PerfEventSampler.openObject(Optional.empty()); Btf btf = o.btf()) {

@@ -135,7 +135,10 @@ class PerfEventSamplerTest {
             // Default (tables on): an unregistered process is walked with frame pointers and flagged.
             List<RawSample> on = collect(s, Duration.ofSeconds(1));
             assertTrue(!on.isEmpty() && on.stream().allMatch(r -> (r.flags() & RawSample.FP_FALLBACK) != 0),
-                    "every sample of an unregistered process is a fallback: " + on.size());
+                    "every sample of an unregistered process is a fallback: " + on.size() + "; not: "
+                            + on.stream().filter(r -> (r.flags() & RawSample.FP_FALLBACK) == 0)
+                            .map(r -> r.flags() + ":" + java.util.Arrays.toString(r.userStack()) + ":" + java.util.Arrays.toString(r.mappings()))
+                            .limit(3).toList() + " " + s.stats());
             assertTrue(s.stats().fpFallback() >= on.size());
 
         }

@@ -53,6 +53,9 @@ final class AgentMetrics {
             symbolizer(r, agent, "loupe_symbolizer_maps_reads_total", "Reads of /proc/PID/maps.", Symbolizer.Stats::mapsReads);
             symbolizer(r, agent, "loupe_symbolizer_maps_read_failures_total",
                     "Reads of /proc/PID/maps that failed (process gone, permissions).", Symbolizer.Stats::mapsReadFailures);
+            symbolizer(r, agent, "loupe_symbolizer_frames_from_sampled_mappings_total",
+                    "Frames named from the mappings the kernel's walk found (no /proc read; the process may have exited).",
+                    Symbolizer.Stats::framesFromSampledMappings);
         }
         sampler(r, agent, "loupe_unwind_fp_fallback_samples_total",
                 "Samples with frames in files whose unwind tables were not in the kernel yet: walked with frame pointers there "

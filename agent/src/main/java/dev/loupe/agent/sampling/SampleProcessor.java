@@ -202,7 +202,7 @@ final class SampleProcessor implements Consumer<RawSample> {
             n--;
         }
         int userBase = frames.size();
-        int hints = symbolizer.symbolizeUser(s.pid(), s.processStartNs(), user, n, frames);
+        int hints = symbolizer.symbolizeUser(s.pid(), s.processStartNs(), user, n, s.mappings(), frames);
         boolean unnamed = (hints & Symbolizer.UNNAMED_CODE) != 0;
         if (!exited) {
             for (SampleObserver o : observers) {

@@ -28,6 +28,8 @@ import java.util.TreeMap;
  *       its end, and again 15 s after it;</li>
  *   <li>registrations refused (a full mapping space: {@code loupe_unwind_mapping_space_full_total}, and the log's
  *       "cannot register" lines, which is how a build without that counter says it);</li>
+ *   <li>what the churn cost per process besides the kernel's walk: file loads, /proc/PID/maps reads, frames named from
+ *       the mappings the samples carried, files in the kernel's file tables;</li>
  *   <li>of the churn processes' samples in the profiles the agent wrote meanwhile (comm gzip, python3, sh, ls, wc):
  *       the share without an {@code <unknown>} frame (an address in no mapping), reaching {@code _start} or
  *       {@code __libc_start_main}, both together (the issue's figure), with every frame named by a function (Debian's
@@ -149,6 +151,11 @@ public final class ChurnBench {
                     + " lines, of them %d 'no room'; registrations %s%n", diff(atEnd, atRest, "loupe_unwind_mapping_space_full_total"),
                     count(agentLog, "cannot register"), count(agentLog, "no room"),
                     diff(atEnd, atRest, "loupe_unwind_registrations_total"));
+            System.out.printf("  per process during the churn: file loads %s, /proc/PID/maps reads %s, frames named from the"
+                    + " sample's mappings %s, files in the kernel %s (of %s), maps' bpf_find_vma lookups %s%n",
+                    diff(atEnd, atRest, "loupe_unwind_file_loads_total"), diff(atEnd, atRest, "loupe_symbolizer_maps_reads_total"),
+                    diff(atEnd, atRest, "loupe_symbolizer_frames_from_sampled_mappings_total"), num(atEnd, "loupe_unwind_files"),
+                    num(atEnd, "loupe_unwind_files_capacity"), diff(atEnd, atRest, "loupe_unwind_vma_lookups_total"));
             sampleQuality(out, profilesFrom, profilesTo);
         } finally {
             BenchAgent.stop(agent);

@@ -42,7 +42,13 @@ final class BinaryCache {
      * files could be opened still has its frames named by the binary another process mapped (its size and time can no
      * longer be checked; a file rewritten in place since would name them as the old content).
      */
-    private final Cache<FileKey, FileKey> byInode = Caffeine.newBuilder().executor(Runnable::run).maximumSize(4096).build();
+    private final Cache<FileKey, Seen> byInode = Caffeine.newBuilder().executor(Runnable::run).maximumSize(4096).build();
+
+    /** A file as last seen in a process's maps: its full key and the path it was mapped from. */
+    private record Seen(FileKey key, String path, boolean deleted) {}
+
+    /** A cached binary found by device and inode alone, with the path it was last mapped from. */
+    record Known(Binary binary, String path) {}
     private final AtomicLong failures = new AtomicLong();
     private final AtomicLong unreadable = new AtomicLong();
     private final AtomicLong afterExit = new AtomicLong();
@@ -83,7 +89,7 @@ final class BinaryCache {
                 return Binary.ANONYMOUS; // a device or the like mapped executable: nothing to read symbols from
             }
             FileKey key = FileKey.of(m, a);
-            byInode.put(inodeKey(m), key);
+            byInode.put(inodeKey(m), new Seen(key, m.path(), m.deleted()));
             Binary b = binaries.getIfPresent(key);
             if (b != null) {
                 return b;
@@ -96,8 +102,8 @@ final class BinaryCache {
             lastError = "cannot open " + p;
         }
         // Not for a deleted file: its inode may since name another file, which no live process mapped to check.
-        FileKey last = m.deleted() ? null : byInode.getIfPresent(inodeKey(m));
-        Binary known = last == null ? null : binaries.getIfPresent(last);
+        Seen last = m.deleted() ? null : byInode.getIfPresent(inodeKey(m));
+        Binary known = last == null ? null : binaries.getIfPresent(last.key());
         if (known != null) {
             afterExit.incrementAndGet();
             return known;
@@ -156,6 +162,18 @@ final class BinaryCache {
 
     private static FileKey inodeKey(MapEntry m) {
         return new FileKey(FileKey.device(m.devMajor(), m.devMinor()), m.inode(), -1, -1);
+    }
+
+    /**
+     * The binary cached for the file with this device ({@code stat}'s encoding) and inode, as some process mapped it,
+     * without any I/O; null if none is cached. (Its size and time cannot be checked here: a file rewritten in place
+     * since the last process that mapped it was read would be named as the old content.)
+     */
+    Known known(long device, long inode) {
+        Seen seen = byInode.getIfPresent(new FileKey(device, inode, -1, -1));
+        // Not a deleted file: its inode may since name another file.
+        Binary b = seen == null || seen.deleted() ? null : binaries.getIfPresent(seen.key());
+        return b == null ? null : new Known(b, seen.path());
     }
 
     /** Mappings of processes whose files could not be opened any more, named by the binary cached for their inode. */

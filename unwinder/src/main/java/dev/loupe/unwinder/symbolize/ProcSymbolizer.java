@@ -38,6 +38,7 @@ final class ProcSymbolizer implements Symbolizer {
     private final LongSupplier nanoTime;
     private final AtomicLong frames = new AtomicLong();
     private final AtomicLong unresolved = new AtomicLong();
+    private final AtomicLong fromSampledMappings = new AtomicLong();
     private boolean internalErrorLogged;
 
     ProcSymbolizer(Options o, ProcessRegistry registry, RuntimeRegistry runtimes) {
@@ -56,6 +57,19 @@ final class ProcSymbolizer implements Symbolizer {
 
     @Override
     public int symbolizeUser(int pid, long processStartNs, long[] addrs, int count, List<Frame> out) {
+        return symbolizeUser(pid, processStartNs, addrs, count, NO_MAPPINGS, out);
+    }
+
+    private static final long[] NO_MAPPINGS = {};
+
+    /**
+     * A process without a readable cached state (nobody read its /proc yet: most short-lived processes, which may have
+     * exited since) has its frames named from the mappings the kernel's walk found, where their files' binaries are cached;
+     * its /proc is read only for a frame they cannot name (a file not seen yet, anonymous code, a runtime's tagged
+     * frame). A process with a cached state is named from it as before: it may run runtimes that replace native frames.
+     */
+    @Override
+    public int symbolizeUser(int pid, long processStartNs, long[] addrs, int count, long[] sampledMappings, List<Frame> out) {
         int n = Math.max(0, Math.min(count, addrs.length));
         if (n == 0) {
             return 0; // a kernel thread, or a stack that could not be read: nothing to read /proc for
@@ -64,16 +78,33 @@ final class ProcSymbolizer implements Symbolizer {
         int hints = 0;
         try {
             long startTicks = processStartNs > 0 ? processStartNs / ProcessRegistry.NANOS_PER_TICK : -1;
-            ProcessState proc = processes.lookup(pid, startTicks);
+            boolean fromSample = sampledMappings.length > 0 && !processes.hasReadable(pid);
+            ProcessState proc = fromSample ? null : processes.lookup(pid, startTicks);
+            boolean looked = !fromSample;
             ProcessState runtimesOf = null; // the state `runtimes` was looked up for (a re-read makes a new one)
             ProcessRuntimes processRuntimes = ProcessRuntimes.NONE;
             for (int i = 0; i < n; i++) {
                 FrameType tagged = FrameType.of(addrs[i]);
+                long addr = i == 0 ? addrs[i] : addrs[i] - 1; // return address -> inside the call
+                if (tagged == null && fromSample) {
+                    Frame f = sampledFrame(sampledMappings, addr);
+                    if (f != null) {
+                        fromSampledMappings.incrementAndGet();
+                        if (f.function() == null) {
+                            unresolved.incrementAndGet();
+                        }
+                        out.add(f);
+                        continue;
+                    }
+                }
+                if (!looked) {
+                    proc = processes.lookup(pid, startTicks);
+                    looked = true;
+                }
                 if (tagged != null) {
                     out.add(tagged(pid, proc, tagged, addrs[i]));
                     continue;
                 }
-                long addr = i == 0 ? addrs[i] : addrs[i] - 1; // return address -> inside the call
                 int m = proc == null ? -1 : proc.find(addr);
                 if (m < 0 && proc != null) {
                     proc = processes.rereadOnMiss(pid, proc, startTicks);
@@ -108,6 +139,33 @@ final class ProcSymbolizer implements Symbolizer {
             return 0;
         }
         return hints;
+    }
+
+    /**
+     * The frame at {@code addr} named from the sample's mappings, if it lies in a file whose binary is cached (found by
+     * device and inode, no I/O) and the binary names it; null otherwise ({@code /proc} is read for it then).
+     */
+    private Frame sampledFrame(long[] mappings, long addr) {
+        int w = SampledMappings.find(mappings, addr);
+        if (w < 0 || mappings[w + SampledMappings.KIND] != SampledMappings.FILE) {
+            return null;
+        }
+        long device = mappings[w + SampledMappings.DEVICE];
+        BinaryCache.Known known = binaries.known(dev.loupe.unwinder.proc.FileKey.device(SampledMappings.major(device),
+                SampledMappings.minor(device)), mappings[w + SampledMappings.INODE]);
+        if (known == null || !(known.binary() instanceof Binary.Loaded l)) {
+            return null;
+        }
+        long start = mappings[w + SampledMappings.START];
+        long offset = mappings[w + SampledMappings.OFFSET];
+        long vaddr = l.elf().fileOffsetToVaddr(addr - start + offset);
+        if (vaddr == -1) {
+            return null; // not where the cached binary has code: /proc may know better
+        }
+        String fn = l.symbols().lookup(vaddr);
+        MappingRef ref = new MappingRef(start, mappings[w + SampledMappings.END], offset, known.path(), l.buildId(),
+                known.binary().hasFunctions());
+        return new Frame(addr, ref, fn, false);
     }
 
     /** No file and no kernel pseudo-file ([vdso], [stack]) behind it: plain or named ([anon:...]) anonymous memory. */
@@ -211,7 +269,7 @@ final class ProcSymbolizer implements Symbolizer {
         return new Stats(processes.size(), binaries.size(), binaries.failures() + vdso.failures(), unresolved.get(),
                 processes.mapsReads(), processes.mapsReadFailures(), k == null ? 0 : k.table.size(), frames.get(),
                 binaries.weight(), binaries.unreadable(), processes.malformedMapsLines(), processes.pidReuses(),
-                debugFiles.used());
+                debugFiles.used(), fromSampledMappings.get());
     }
 
     @Override

@@ -77,6 +77,12 @@ final class ProcessTable implements ProcessRegistry.Listener {
         return p;
     }
 
+    /** Whether a readable state of {@code pid} is cached (no I/O, no refresh). */
+    boolean hasReadable(int pid) {
+        ProcessState p = processes.get(pid);
+        return p != null && p.readable();
+    }
+
     /** An address outside every mapping of {@code p}: dlopen, exec, or a new process with a reused pid. */
     ProcessState rereadOnMiss(int pid, ProcessState p, long startTicks) {
         long now = nanoTime.getAsLong();

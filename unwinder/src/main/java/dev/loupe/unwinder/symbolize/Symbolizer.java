@@ -36,6 +36,15 @@ public interface Symbolizer extends AutoCloseable {
         return symbolizeUser(pid, 0, addrs, count, out);
     }
 
+    /**
+     * As {@link #symbolizeUser(int, long, long[], int, List)}, with the mappings the kernel's walk found for this sample
+     * ({@link SampledMappings}' layout): a process nobody read {@code /proc} for (which may have exited since) is named
+     * from them where their files are known, and {@code /proc} is read only for what they cannot name.
+     */
+    default int symbolizeUser(int pid, long processStartNs, long[] addrs, int count, long[] sampledMappings, List<Frame> out) {
+        return symbolizeUser(pid, processStartNs, addrs, count, out);
+    }
+
     /** Appends one frame per kernel address. */
     void symbolizeKernel(long[] addrs, int count, List<Frame> out);
 
@@ -102,8 +111,10 @@ public interface Symbolizer extends AutoCloseable {
      * @param malformedMapsLines lines of /proc/PID/maps that could not be parsed
      * @param pidReuses          pids found to belong to a new process
      * @param debugFiles         separate debug files (/usr/lib/debug/.build-id) used for stripped binaries
+     * @param framesFromSampledMappings frames named from the mappings the kernel's walk found, without /proc
      */
     record Stats(long processes, long binaries, long binaryFailures, long unresolvedFrames, long mapsReads,
                  long mapsReadFailures, long kernelSymbols, long frames, long cachedSymbolBytes,
-                 long unreadableBinaries, long malformedMapsLines, long pidReuses, long debugFiles) {}
+                 long unreadableBinaries, long malformedMapsLines, long pidReuses, long debugFiles,
+                 long framesFromSampledMappings) {}
 }

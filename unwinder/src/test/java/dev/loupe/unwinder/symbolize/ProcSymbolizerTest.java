@@ -336,6 +336,50 @@ class ProcSymbolizerTest {
         }
     }
 
+    /**
+     * Issue 25: a short process nobody read /proc for, which has exited, is named from the mappings the kernel's walk
+     * found (device, inode, offset) by the binary an earlier process of the same file left in the cache, without a
+     * read of its /proc; a file never seen (an unknown inode) is the one frame /proc is asked for, and stays unnamed.
+     */
+    @Test
+    void anExitedProcessNobodyReadIsNamedFromTheMappingsItsSampleCarries() throws Exception {
+        Path bin = TestPrograms.compile(dir, "churner", TestPrograms.LOOPER);
+        Process earlier = start(bin.toString());
+        int earlierPid = (int) earlier.pid();
+        List<MapEntry> maps = ProcMaps.read(PROC, earlierPid);
+        MapEntry text = maps.stream().filter(e -> e.executable() && e.path().equals(bin.toString())).findFirst().orElseThrow();
+        long spin = TestPrograms.runtimeAddress(bin, TestPrograms.loads(bin), maps, TestPrograms.nmAddress(bin, "spin_here"));
+        long helper = TestPrograms.runtimeAddress(bin, TestPrograms.loads(bin), maps, TestPrograms.nmAddress(bin, "helper_two"));
+        try (Symbolizer s = Symbolizer.create(new Symbolizer.Options(PROC, Path.of("/proc/kallsyms"), 8 << 20, new Clock()))) {
+            assertEquals("spin_here", symbolize(s, earlierPid, spin)); // the earlier process, read through /proc
+            earlier.destroyForcibly();
+            earlier.waitFor();
+            long reads = s.stats().mapsReads();
+            int gone = 4_194_000; // no such process (pid_max is 4194304): its /proc cannot be read
+            assertFalse(Files.exists(PROC.resolve(Integer.toString(gone))));
+            long kernelDevice = ((long) text.devMajor() << 20) | text.devMinor();
+            long[] sampled = {
+                    text.start(), text.end(), text.offset(), kernelDevice, text.inode(), SampledMappings.FILE,
+                    0x10000, 0x20000, 0, kernelDevice, text.inode() + 999_999, SampledMappings.FILE}; // a file never seen
+            List<Frame> out = new ArrayList<>();
+            s.symbolizeUser(gone, 1234 * ProcessRegistry.NANOS_PER_TICK, new long[] {spin + 2, helper + 5}, 2, sampled, out);
+            assertEquals(List.of("spin_here", "helper_two"), out.stream().map(Frame::function).toList());
+            assertEquals(bin.toString(), out.get(0).mapping().path(), "the path the file was last mapped from");
+            assertEquals(text.start(), out.get(0).mapping().start());
+            assertEquals(reads, s.stats().mapsReads(), "no /proc read for it");
+            assertEquals(2, s.stats().framesFromSampledMappings());
+
+            out.clear();
+            s.symbolizeUser(gone, 1234 * ProcessRegistry.NANOS_PER_TICK, new long[] {0x10010, spin + 2}, 2, sampled, out);
+            assertNull(out.get(0).function(), "an unknown file names nothing");
+            assertEquals("spin_here", out.get(1).function());
+            assertEquals(reads + 1, s.stats().mapsReads(), "its frame, and only it, asked /proc (which failed)");
+            out.clear();
+            s.symbolizeUser(gone, 1234 * ProcessRegistry.NANOS_PER_TICK, new long[] {spin + 2}, 1, sampled, out);
+            assertEquals("spin_here", out.get(0).function(), "a failed read does not stop the next sample's naming");
+        }
+    }
+
     /** A pid we never saw and cannot read: bare frames, /proc retried at most every 2 s, logged once. */
     @Test
     void unreadableProcessGivesBareFramesAndIsNotReReadPerSample() {
