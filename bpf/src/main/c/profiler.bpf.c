@@ -611,6 +611,7 @@ static __noinline int find_mapping(struct unwind_state *st, __u64 pc)
 			return use_found(st, &e);
 	}
 	st->vma_failures++;
+	st->w.flags |= SAMPLE_F_FP_FALLBACK; /* frame pointers from here, for want of the mapping */
 	if (!st->registered)
 		st->w.flags |= SAMPLE_F_NEEDS_PROCESS;
 	return 0;
@@ -940,7 +941,10 @@ static __always_inline int sample(struct perf_event_ctx *ctx, const int tables)
 	struct unwind_state *st = 0;
 	if (tables && w.pc && !pu) {
 #if LOUPE_VMA_ITER
-		if (bpf_ktime_get_boot_ns() - s->start_boottime > REGISTER_AFTER_NS)
+		/* Not followed (it started before the agent): registration, as before; followed but long-lived: its walk is
+		 * cheaper with a registered slice. */
+		if (!bpf_map_lookup_elem(&proc_maps, &host_tgid) ||
+		    bpf_ktime_get_boot_ns() - s->start_boottime > REGISTER_AFTER_NS)
 			w.flags |= SAMPLE_F_NEEDS_PROCESS;
 #else
 		w.flags |= SAMPLE_F_NEEDS_PROCESS | SAMPLE_F_FP_FALLBACK; /* no memory map reader: registration, as before */
