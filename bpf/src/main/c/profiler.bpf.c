@@ -525,8 +525,10 @@ static __noinline int use_found(struct unwind_state *st, struct pmap_entry *e)
 	__u64 bias = 0;
 	st->vma_lookups++;
 	if (e->kind == SAMPLED_ANON) {
+		/* A JIT's code, walked with frame pointers until the process is registered with its runtime's tables: the
+		 * sample is a fallback, as before file tables. */
 		if (!st->registered)
-			st->w.flags |= SAMPLE_F_NEEDS_PROCESS;
+			st->w.flags |= SAMPLE_F_NEEDS_PROCESS | SAMPLE_F_FP_FALLBACK;
 	} else {
 		struct file_key key = {VDSO_KEY_DEV, VDSO_KEY_INO};
 		if (e->kind == SAMPLED_FILE) {
@@ -543,7 +545,7 @@ static __noinline int use_found(struct unwind_state *st, struct pmap_entry *e)
 			table_id = ft->table_id;
 			bias = e->start - e->offset - ft->vaddr_delta;
 			if ((ft->flags & FILE_F_NEEDS_PROCESS) && !st->registered)
-				st->w.flags |= SAMPLE_F_NEEDS_PROCESS;
+				st->w.flags |= SAMPLE_F_NEEDS_PROCESS | SAMPLE_F_FP_FALLBACK;
 		}
 	}
 	__u32 i = st->n_found;
@@ -917,7 +919,8 @@ static __always_inline int sample(struct perf_event_ctx *ctx, const int tables)
 	w.exact_pc = 1;
 	/* No user stack for a kernel thread, nor for a task outside Java's namespace: its pid names nothing
 	 * Java may read, and the procs map is keyed by Java's pids. */
-	int no_user = (task->flags & PF_KTHREAD) || outside;
+	/* Nor for a process whose mm is gone (exiting: exit_mmap tears its memory down): it has no user stack any more. */
+	int no_user = (task->flags & PF_KTHREAD) || outside || !BPF_CORE_READ(task, mm);
 	struct proc_unwind *pu = 0;
 	if (tables && !no_user) {
 		pu = bpf_map_lookup_elem(&procs, &tgid);

@@ -87,7 +87,7 @@ final class ProcSymbolizer implements Symbolizer {
                 FrameType tagged = FrameType.of(addrs[i]);
                 long addr = i == 0 ? addrs[i] : addrs[i] - 1; // return address -> inside the call
                 if (tagged == null && fromSample) {
-                    Frame f = sampledFrame(sampledMappings, addr);
+                    Frame f = sampledFrame(pid, sampledMappings, addr);
                     if (f != null) {
                         fromSampledMappings.incrementAndGet();
                         if (f.function() == null) {
@@ -145,19 +145,28 @@ final class ProcSymbolizer implements Symbolizer {
      * The frame at {@code addr} named from the sample's mappings, if it lies in a file whose binary is cached (found by
      * device and inode, no I/O) and the binary names it; null otherwise ({@code /proc} is read for it then).
      */
-    private Frame sampledFrame(long[] mappings, long addr) {
+    private Frame sampledFrame(int pid, long[] mappings, long addr) {
         int w = SampledMappings.find(mappings, addr);
-        if (w < 0 || mappings[w + SampledMappings.KIND] != SampledMappings.FILE) {
-            return null;
-        }
-        long device = mappings[w + SampledMappings.DEVICE];
-        BinaryCache.Known known = binaries.known(dev.loupe.unwinder.proc.FileKey.device(SampledMappings.major(device),
-                SampledMappings.minor(device)), mappings[w + SampledMappings.INODE]);
-        if (known == null || !(known.binary() instanceof Binary.Loaded l)) {
+        if (w < 0) {
             return null;
         }
         long start = mappings[w + SampledMappings.START];
         long offset = mappings[w + SampledMappings.OFFSET];
+        BinaryCache.Known known;
+        if (mappings[w + SampledMappings.KIND] == SampledMappings.VDSO) {
+            // The same image in every process of this kernel: read once from our own memory (by its size).
+            MapEntry m = new MapEntry(start, mappings[w + SampledMappings.END], "r-xp", 0, 0, 0, 0, Vdso.MAPPING_NAME, false);
+            known = new BinaryCache.Known(vdso.binary(pid, m), Vdso.MAPPING_NAME);
+        } else if (mappings[w + SampledMappings.KIND] == SampledMappings.FILE) {
+            long device = mappings[w + SampledMappings.DEVICE];
+            known = binaries.known(dev.loupe.unwinder.proc.FileKey.device(SampledMappings.major(device),
+                    SampledMappings.minor(device)), mappings[w + SampledMappings.INODE]);
+        } else {
+            return null; // anonymous code: its runtime names it, through /proc
+        }
+        if (known == null || !(known.binary() instanceof Binary.Loaded l)) {
+            return null;
+        }
         long vaddr = l.elf().fileOffsetToVaddr(addr - start + offset);
         if (vaddr == -1) {
             return null; // not where the cached binary has code: /proc may know better

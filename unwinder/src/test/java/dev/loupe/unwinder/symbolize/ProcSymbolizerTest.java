@@ -377,6 +377,24 @@ class ProcSymbolizerTest {
             out.clear();
             s.symbolizeUser(gone, 1234 * ProcessRegistry.NANOS_PER_TICK, new long[] {spin + 2}, 1, sampled, out);
             assertEquals("spin_here", out.get(0).function(), "a failed read does not stop the next sample's naming");
+
+            // The vdso, which the kernel reports without a file: the host's image, named from our own.
+            MapEntry vdso = dev.loupe.unwinder.proc.Vdso.mapping(Path.of("/proc/self")).orElseThrow();
+            ElfFile image = ElfFile.parse("[vdso]", java.nio.ByteBuffer.wrap(dev.loupe.unwinder.proc.Vdso.read(Path.of("/proc/self"), vdso)));
+            dev.loupe.unwinder.elf.SymbolTable syms = image.symbols();
+            int fn = -1;
+            for (int i = 0; i < syms.size() && fn < 0; i++) {
+                if (syms.name(i).contains("clock_gettime") && syms.symbolSize(i) > 4) {
+                    fn = i;
+                }
+            }
+            assertTrue(fn >= 0, "the vdso has clock_gettime");
+            long inVdso = vdso.start() + syms.start(fn) + 2; // the vdso image is linked at vaddr 0
+            long[] withVdso = {vdso.start(), vdso.end(), 0, 0, 0, SampledMappings.VDSO};
+            out.clear();
+            s.symbolizeUser(gone + 1, 1234 * ProcessRegistry.NANOS_PER_TICK, new long[] {inVdso}, 1, withVdso, out);
+            assertEquals(syms.name(fn), out.get(0).function());
+            assertEquals("[vdso]", out.get(0).mapping().path());
         }
     }
 
