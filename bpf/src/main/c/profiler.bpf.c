@@ -544,8 +544,10 @@ static __noinline int use_found(struct unwind_state *st, struct pmap_entry *e)
 			kind = ft->kind;
 			table_id = ft->table_id;
 			bias = e->start - e->offset - ft->vaddr_delta;
+			/* A runtime's file (an interpreter loop) is walked natively by its table; the runtime's own frames come
+			 * with the process's registration. */
 			if ((ft->flags & FILE_F_NEEDS_PROCESS) && !st->registered)
-				st->w.flags |= SAMPLE_F_NEEDS_PROCESS | SAMPLE_F_FP_FALLBACK;
+				st->w.flags |= SAMPLE_F_NEEDS_PROCESS;
 		}
 	}
 	__u32 i = st->n_found;

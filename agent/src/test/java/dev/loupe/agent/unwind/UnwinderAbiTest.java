@@ -44,6 +44,20 @@ class UnwinderAbiTest {
      * Every value the unwinder supplies is compared with C's: each one off by one, or left out, fails the open
      * naming that constant alone.
      */
+    /** The sampler decodes a sample's mappings into the layout the symbolizer reads (the two modules do not meet). */
+    @Test
+    void aSamplesMappingsAreDecodedInTheSymbolizersLayout() {
+        assertEquals(dev.loupe.unwinder.symbolize.SampledMappings.WORDS, dev.loupe.bpf.RawSample.MAPPING_WORDS);
+        assertEquals(dev.loupe.unwinder.symbolize.SampledMappings.FILE, dev.loupe.bpf.RawSample.MAPPING_FILE);
+        assertEquals(dev.loupe.unwinder.symbolize.SampledMappings.VDSO, dev.loupe.bpf.RawSample.MAPPING_VDSO);
+        assertEquals(dev.loupe.unwinder.symbolize.SampledMappings.ANONYMOUS, dev.loupe.bpf.RawSample.MAPPING_ANONYMOUS);
+        // start, end, offset, device, inode, kind: RawSampleDecoder's order
+        assertEquals(java.util.List.of(0, 1, 2, 3, 4, 5), java.util.List.of(dev.loupe.unwinder.symbolize.SampledMappings.START,
+                dev.loupe.unwinder.symbolize.SampledMappings.END, dev.loupe.unwinder.symbolize.SampledMappings.OFFSET,
+                dev.loupe.unwinder.symbolize.SampledMappings.DEVICE, dev.loupe.unwinder.symbolize.SampledMappings.INODE,
+                dev.loupe.unwinder.symbolize.SampledMappings.KIND));
+    }
+
     @Test
     void everyConstantIsCompared() {
         Map<String, Long> constants = new TreeMap<>(UnwinderAbi.constants());
