@@ -147,6 +147,11 @@ public final class ElfFile {
         return buildId.isPresent() ? buildId : goBuildId;
     }
 
+    /** The header of the section of this name, if there is one. */
+    public Optional<SectionHeader> sectionHeader(String sectionName) {
+        return Optional.ofNullable(headers.find(sectionName));
+    }
+
     /** Whether a section of this name with file contents exists (e.g. {@code .symtab}: not stripped). */
     public boolean hasSection(String sectionName) {
         return headers.find(sectionName) != null;
