@@ -70,7 +70,6 @@ public final class GoLineTable implements LineTable {
             return size() > CACHED_PCS;
         }
     };
-    private long cachedBytes;
     private String problem;
 
     private GoLineTable(String name, ByteBuffer tab, long textStart, ByteBuffer funcData, long funcDataVaddr, long gofunc)
@@ -216,13 +215,13 @@ public final class GoLineTable implements LineTable {
             found = List.of();
         }
         cache.put(vaddr, found);
-        cachedBytes = (long) cache.size() * 160; // an entry: key, node, list and a line or two; strings are shared
         return found;
     }
 
+    /** The most the pc cache holds: an entry is a key, a node, a list and a line or two (strings mostly shared). */
     @Override
     public long weight() {
-        return cachedBytes;
+        return CACHED_PCS * 200L;
     }
 
     @Override

@@ -27,7 +27,7 @@ public interface LineTable {
      */
     List<SourceLine> lines(long vaddr);
 
-    /** Estimated heap held now (caches of decoded ranges), for the symbol cache's budget. */
+    /** Estimated heap it may hold (its caches of decoded ranges are bounded), for the symbol cache's budget. */
     long weight();
 
     /** Why lookups give nothing, if a read failed; null when none did. */

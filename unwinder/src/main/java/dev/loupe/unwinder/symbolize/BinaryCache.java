@@ -135,7 +135,7 @@ final class BinaryCache {
         if (stripped) {
             symbols = StrippedGoSymbols.orElse(file, elf, symbols, maxCacheBytes);
         }
-        return new Binary.Loaded(symbols, elf, buildId);
+        return new Binary.Loaded(symbols, elf, buildId, LineTables.open(file, elf));
     }
 
     private Binary failed(int pid, String path, FileKey key, String problem) {
