@@ -105,6 +105,13 @@ public final class ElfFile {
         }
     }
 
+    /** Opens a file's headers and notes only (no symbol table is loaded): e.g. a debug file read for its DWARF. */
+    public static ElfFile openWithoutSymbols(Path path) throws ElfException, IOException {
+        try (ElfSource src = ElfSource.open(path)) {
+            return new ElfFile(src, NO_SYMBOLS);
+        }
+    }
+
     /** Parses an in-memory image (e.g. the vdso), from the buffer's position to its limit. */
     public static ElfFile parse(String name, ByteBuffer image) throws ElfException {
         return new ElfFile(ElfSource.of(name, image), DEFAULT_MAX_SYMBOL_BYTES);
