@@ -412,8 +412,8 @@ public final class DebugLine {
         for (String[] f : files) {
             String dir = null;
             if (f[1] != null) {
-                int d = Integer.parseInt(f[1]);
-                dir = d >= 0 && d < dirs.size() ? dirs.get(d)[0] : null;
+                long d = Long.parseLong(f[1]); // any u64 a hostile table gives: out of range means no directory
+                dir = d >= 0 && d < dirs.size() ? dirs.get((int) d)[0] : null;
             }
             out.add(f[0] == null ? null : join(dir, f[0]));
         }
