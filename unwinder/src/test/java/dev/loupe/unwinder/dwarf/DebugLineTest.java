@@ -22,8 +22,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * DWARF 4 and DWARF 5 with zlib-compressed sections, and Debian's libc through libc6-dbg's debug file (DWARF 5,
  * compressed). Hostile input: every truncation of a real section is a DwarfException or a valid table.
  */
-class DebugLineTest {
-    static final String SOURCE = """
+public class DebugLineTest {
+    public static final String SOURCE = """
             static volatile unsigned long sink;
             __attribute__((noinline)) unsigned long hot(unsigned long n) {
                 unsigned long s = 0;
