@@ -3,6 +3,7 @@ package dev.loupe.it;
 import dev.loupe.agent.ship.ParcaStandIn;
 import dev.loupe.pprof.ParcaRules;
 import dev.loupe.pprof.PprofFiles;
+import dev.loupe.pprof.proto.Function;
 import dev.loupe.pprof.proto.Line;
 import dev.loupe.pprof.proto.Location;
 import dev.loupe.pprof.proto.Mapping;
@@ -24,6 +25,7 @@ import java.util.List;
 import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -167,7 +169,7 @@ class SourceLinesProfileTest {
         String figure = String.format("%s lines: %d of %d leaf samples at the exact file:line (%.2f %%)%s", what, exact,
                 total, 100.0 * exact / Math.max(1, total), expectedTopLine == null ? "" : ", " + onTop + " on " + expectedTopLine);
         System.out.println(figure);
-        assertTrue(total > 150, what + ": leaf samples " + total);
+        assertTrue(total > 100, what + ": leaf samples " + total);
         assertTrue(exact >= 0.95 * total, what + ": exact " + exact + " of " + total + "; e.g. " + wrong);
         if (expectedTopLine != null) {
             assertTrue(onTop > 0.3 * total, what + ": on " + expectedTopLine + ": " + onTop + " of " + total);
@@ -274,7 +276,7 @@ class SourceLinesProfileTest {
         }
         System.out.printf("Go lines %s: %d of %d leaf samples in main.hot at the exact file:line (%.2f %%), %d in the inlined mix%n",
                 build, exact, inHot, 100.0 * exact / Math.max(1, inHot), inlinedSamples);
-        assertTrue(inHot > 150, build + ": samples in main.hot: " + inHot);
+        assertTrue(inHot > 100, build + ": samples in main.hot: " + inHot);
         assertTrue(exact >= 0.95 * inHot, build + ": exact " + exact + " of " + inHot + "; e.g. " + wrong);
         assertTrue(inlinedSamples > 0.1 * inHot, build + ": samples in the inlined mix " + inlinedSamples + " of " + inHot);
     }
@@ -297,6 +299,33 @@ class SourceLinesProfileTest {
         assertTrue(top.contains("main.hot " + mainGo + ":" + LOOP_LINE), top);
         String list = PprofTool.run("-list", "^main.hot$", profile.toString());
         assertTrue(list.lines().anyMatch(l -> l.trim().matches("\\S+\\s+\\S+\\s+" + LOOP_LINE + ":\\s+for i := 0; i < n; i\\+\\+ \\{.*")), list);
+    }
+
+    /** {@code --lines off}: the same Go target's locations keep their names, without files, lines or inlined calls. */
+    @Test
+    void linesOffGivesNamesAlone() throws Exception {
+        Path out = dir.resolve("profiles-off");
+        Process target = targets.get(0);
+        try (AgentProcess agent = AgentProcess.start(dir, "--pid", Long.toString(target.pid()), "--frequency", "99",
+                "--duration", "5s", "--interval", "60s", "--output", out.toString(), "--http", "off", "--lines", "off")) {
+            assertEquals(0, agent.awaitExit(Duration.ofSeconds(120)), agent.log());
+        }
+        Profile p = Profiles.checked(Profiles.files(out).get(0));
+        long hot = 0;
+        for (Location l : p.getLocationList()) {
+            assertTrue(l.getLineCount() <= 1, "no inlined lines: " + l);
+            for (Line line : l.getLineList()) {
+                assertEquals(0, line.getLine(), "no line numbers: " + l);
+                hot += name(p, line).equals("main.hot") ? 1 : 0;
+            }
+        }
+        for (Function f : p.getFunctionList()) {
+            assertEquals(0, f.getFilename(), "no file names");
+        }
+        for (Mapping m : p.getMappingList()) {
+            assertFalse(m.getHasFilenames() || m.getHasLineNumbers() || m.getHasInlineFrames(), m.toString());
+        }
+        assertTrue(hot > 0, "main.hot is still named");
     }
 
     /** The stand-in (Parca's rules, the line and mapping flag rules among them) accepted every request, lines included. */
