@@ -54,12 +54,13 @@ public final class DebugLine {
     private final ByteBuffer section;
     private final ByteBuffer lineStr; // .debug_line_str, may be null
     private final ByteBuffer str; // .debug_str, may be null
-    // The index, sorted by start: sequence i covers [seqStart[i], seqEnd[i]) and is rows [seqRow[i], ...) of the unit
-    // at seqUnit[i].
+    // The index, sorted by start: sequence i covers [seqStart[i], seqEnd[i]) and is rows [seqRow[i], seqRowEnd[i]] of
+    // the unit at seqUnit[i] (the last its end_sequence row).
     private long[] seqStart = new long[64];
     private long[] seqEnd = new long[64];
     private long[] seqUnit = new long[64];
     private int[] seqRow = new int[64];
+    private int[] seqRowEnd = new int[64];
     private int sequences;
     private final Map<Long, Unit> decoded = new LinkedHashMap<>(16, 0.75f, true) {
         @Override
@@ -122,16 +123,19 @@ public final class DebugLine {
         long[] e = new long[sequences];
         long[] u = new long[sequences];
         int[] r = new int[sequences];
+        int[] re = new int[sequences];
         for (int i = 0; i < sequences; i++) {
             s[i] = seqStart[boxed[i]];
             e[i] = seqEnd[boxed[i]];
             u[i] = seqUnit[boxed[i]];
             r[i] = seqRow[boxed[i]];
+            re[i] = seqRowEnd[boxed[i]];
         }
         seqStart = s;
         seqEnd = e;
         seqUnit = u;
         seqRow = r;
+        seqRowEnd = re;
     }
 
     private Header header(long at) throws DwarfException {
@@ -255,7 +259,7 @@ public final class DebugLine {
             rowCount++;
             if (endSequence) {
                 if (rows == null && Long.compareUnsigned(address, seqFirst) > 0) {
-                    addSequence(seqFirst, address, h.start(), seqFirstRow);
+                    addSequence(seqFirst, address, h.start(), seqFirstRow, rowCount - 1);
                 }
                 address = 0;
                 file = 1;
@@ -265,7 +269,7 @@ public final class DebugLine {
         }
     }
 
-    private void addSequence(long start, long end, long unit, int row) throws DwarfException {
+    private void addSequence(long start, long end, long unit, int row, int endRow) throws DwarfException {
         if (sequences == MAX_SEQUENCES) {
             throw cursor(0, 0).error("more than " + MAX_SEQUENCES + " line sequences");
         }
@@ -275,11 +279,13 @@ public final class DebugLine {
             seqEnd = Arrays.copyOf(seqEnd, n);
             seqUnit = Arrays.copyOf(seqUnit, n);
             seqRow = Arrays.copyOf(seqRow, n);
+            seqRowEnd = Arrays.copyOf(seqRowEnd, n);
         }
         seqStart[sequences] = start;
         seqEnd[sequences] = end;
         seqUnit[sequences] = unit;
         seqRow[sequences] = row;
+        seqRowEnd[sequences] = endRow;
         sequences++;
     }
 
@@ -329,12 +335,9 @@ public final class DebugLine {
     private Position inSequence(int seq, long address) throws DwarfException {
         Unit u = unit(seqUnit[seq]);
         int first = seqRow[seq];
-        if (first < 0 || first >= u.address().length) {
-            throw cursor(0, 0).error("sequence row " + first + " outside its unit's " + u.address().length + " rows");
-        }
-        int last = first;
-        while (last + 1 < u.address().length && u.line()[last] != -1) {
-            last++; // the end_sequence row
+        int last = seqRowEnd[seq]; // the end_sequence row
+        if (first < 0 || last < first || last >= u.address().length) {
+            throw cursor(0, 0).error("sequence rows " + first + ".." + last + " outside its unit's " + u.address().length + " rows");
         }
         int lo = first;
         int hi = last - 1;
@@ -381,7 +384,7 @@ public final class DebugLine {
 
     /** Heap of the sequence index. */
     public long indexBytes() {
-        return 64 + seqStart.length * 28L;
+        return 64 + seqStart.length * 32L;
     }
 
     public int sequenceCount() {
