@@ -38,13 +38,15 @@ final class ConfigReloader {
     });
     private volatile LoupeConfig running;
     private final ProbeManager probes; // null when the latency programs could not be loaded
+    private final SourceLinesSwitch lines;
 
     /** Live options applied elsewhere than in the sinks: changing only these swaps no sink. */
     private static final java.util.Set<dev.loupe.config.Option<?>> NOT_SINKS = java.util.Set.of(Options.LOG_LEVEL,
             Options.PROBES, Options.PROBE_STACKS, Options.LATENCY_REGRESSION_WINDOW, Options.LATENCY_REGRESSION_MIN_CALLS,
-            Options.LATENCY_REGRESSION_THRESHOLD, Options.LATENCY_REGRESSION_WARMUP);
+            Options.LATENCY_REGRESSION_THRESHOLD, Options.LATENCY_REGRESSION_WARMUP, Options.LINES);
 
-    ConfigReloader(String[] args, LoupeConfig running, Agent agent, ServiceSupervisor supervisor) {
+    ConfigReloader(String[] args, LoupeConfig running, Agent agent, ServiceSupervisor supervisor, SourceLinesSwitch lines) {
+        this.lines = lines;
         this.args = args.clone();
         this.probes = agent.sideProfiles().stream().filter(ProbeManager.class::isInstance).map(ProbeManager.class::cast)
                 .findFirst().orElse(null);
@@ -108,6 +110,9 @@ final class ConfigReloader {
             }
             if (change.changedLive(Options.LOG_LEVEL)) {
                 LogFormat.level(next.logLevel());
+            }
+            if (change.changedLive(Options.LINES)) {
+                lines.set(next.lines()); // frames symbolized from now on; a profile window keeps the lines its locations got
             }
             if (probes != null && change.changedLive(Options.PROBES, Options.PROBE_STACKS)) {
                 LOG.log(System.Logger.Level.INFO, "reload: " + probes.reconfigure(next.probes()));

@@ -115,8 +115,9 @@ public final class Main {
         }
         PrometheusRegistry metrics = new PrometheusRegistry();
         Agent agent;
+        SourceLinesSwitch lines = new SourceLinesSwitch(config.lines());
         try {
-            agent = compose(config, metrics);
+            agent = compose(config, metrics, lines);
         } catch (StartFailure e) {
             System.err.println("loupe: " + e.getMessage());
             return 1;
@@ -131,7 +132,7 @@ public final class Main {
             return 1;
         }
         ServiceSupervisor supervisor = ServiceSupervisor.start(sdNotify(), agent, System::nanoTime);
-        ConfigReloader reloader = new ConfigReloader(args, config, agent, supervisor);
+        ConfigReloader reloader = new ConfigReloader(args, config, agent, supervisor, lines);
         Thread hook = new Thread(() -> {
             supervisor.close(); // STOPPING=1
             reloader.close();
@@ -151,7 +152,7 @@ public final class Main {
      * Sinks, the sampler, the symbolizer, the unwind-table uploader and latency probes, wired into an agent that
      * owns them from then on. A step that fails closes what the steps before it opened.
      */
-    private static Agent compose(LoupeConfig config, PrometheusRegistry metrics) throws StartFailure {
+    private static Agent compose(LoupeConfig config, PrometheusRegistry metrics, SourceLinesSwitch lines) throws StartFailure {
         List<ProfileSink> sinks;
         try {
             sinks = Sinks.open(config);
@@ -178,7 +179,7 @@ public final class Main {
             runtimes = new RuntimeRegistry(KnownRuntimes.all(processes.procRoot(), System::nanoTime,
                     config.get(Options.JVM_CODE_CACHE) ? Set.of() : Set.of(HOTSPOT)), processes, System::nanoTime);
             agent = new Agent(config.frequencyHz(), config.interval(), new KernelSampleSource(sampler),
-                    Symbolizer.create(Symbolizer.Options.defaults(), processes, runtimes),
+                    lines.register(Symbolizer.create(Symbolizer.Options.defaults(), processes, runtimes)),
                     sinks, Clocks.system(),
                     Agent.Options.defaults(Map.of("node", HostName.get())));
         } catch (RuntimeException e) {
@@ -212,8 +213,8 @@ public final class Main {
             // Always there, so that a reload can add probes; the kernel side is loaded with the first probe.
             // Caller stacks (stacks: true) are symbolized by a symbolizer of their own (one thread each) over the shared registry.
             ProbeManager.start(config.probes(), ProbeManager.Options.defaults(config.probesMaxFunctions()),
-                    () -> Symbolizer.create(new Symbolizer.Options(Path.of("/proc"), Path.of("/proc/kallsyms"),
-                            16L << 20, System::nanoTime), processes, runtimes),
+                    () -> lines.register(Symbolizer.create(new Symbolizer.Options(Path.of("/proc"), Path.of("/proc/kallsyms"),
+                            16L << 20, System::nanoTime), processes, runtimes)),
                     RegressionTracker.open(config.stateDir().resolve("latency-baselines"), regressionSettings(config),
                             System::currentTimeMillis)).ifPresent(agent::addSideProfiles);
         } catch (RuntimeException e) {

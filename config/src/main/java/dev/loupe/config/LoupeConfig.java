@@ -133,6 +133,11 @@ public final class LoupeConfig {
     }
 
     /** Walk user stacks with eh_frame tables (false: frame pointers only). */
+    /** {@code --lines}: frames carry source files and lines. */
+    public boolean lines() {
+        return get(Options.LINES);
+    }
+
     public boolean unwindTables() {
         return get(Options.UNWIND_TABLES);
     }

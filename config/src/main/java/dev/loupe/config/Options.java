@@ -101,6 +101,10 @@ public final class Options {
                     + "each JVM's code cache and method metadata are read from /proc/PID/mem (HotSpot's VMStructs) and "
                     + "scanned again as code is compiled; off: JIT frames are walked by frame pointers and named by perf maps only");
 
+    public static final Option<Boolean> LINES = Option.value("lines", "--lines", "on|off", Values::onOff)
+            .byDefault("on").reloadable().help("source file and line of each frame (Go pclntab; file, line and inlined calls in "
+                    + "the profile's locations); off: function names only, smaller profiles");
+
     public static final Option<Optional<String>> REMOTE_STORE_ADDRESS = Option.value("remote-store.address",
                     "--remote-store-address", "HOST:PORT", t -> t.isBlank() ? Optional.<String>empty() : Optional.of(Values.hostPort(t)))
             .byDefault("\"\"").reloadable().commands(Command.RUN, Command.RELAY)
@@ -260,7 +264,7 @@ public final class Options {
     public static final List<Option<?>> ALL = List.of(CONFIG, FREQUENCY, INTERVAL, DURATION, OUTPUT, PIDS, HTTP, HTTP_PROFILES,
             HTTP_BEARER_TOKEN_FILE, HTTP_TLS_CERT_FILE, HTTP_TLS_KEY_FILE, HTTP_SOCKET,
             OUTPUT_RETENTION, OUTPUT_MAX_BYTES, STATE_DIR, LOG_LEVEL, UNWIND_TABLES, UNWIND_TABLE_BUDGET, JVM_SYMBOLS, JVM_CODE_CACHE,
-            REMOTE_STORE_ADDRESS, REMOTE_STORE_INSECURE, REMOTE_STORE_INSECURE_SKIP_VERIFY,
+            LINES, REMOTE_STORE_ADDRESS, REMOTE_STORE_INSECURE, REMOTE_STORE_INSECURE_SKIP_VERIFY,
             REMOTE_STORE_BEARER_TOKEN_FILE, REMOTE_STORE_CA_FILE, REMOTE_STORE_CERT_FILE, REMOTE_STORE_KEY_FILE,
             REMOTE_STORE_HEADERS, REMOTE_STORE_TIMEOUT, REMOTE_STORE_BATCH_MAX_BYTES, KAFKA_BOOTSTRAP_SERVERS, KAFKA_TOPIC,
             KAFKA_PRODUCER, KAFKA_TRANSACTIONAL, KAFKA_GROUP_ID, KAFKA_CONSUMER, RELAY_QUARANTINE_DIR, SPOOL_DIR,

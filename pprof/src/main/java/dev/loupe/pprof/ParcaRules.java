@@ -34,6 +34,10 @@ import java.util.regex.Pattern;
  *   <li>time_nanos != 0 (Parca's sample timestamp) and duration_nanos > 0 (Parca marks a profile as delta,
  *       which ours are, by duration > 0);</li>
  *   <li>line function_id != 0 (pprof rejects a line without a function);</li>
+ *   <li>line numbers and function start lines are not negative, and a mapping claims has_filenames,
+ *       has_line_numbers or has_inline_frames only when one of its locations has a function with a file name, a
+ *       line number, or more than one line: Parca and pprof take these flags as "this mapping is symbolized to
+ *       that level" and would not look for what is missing;</li>
  *   <li>a label has exactly one of str or num (with optional num_unit): pprof and Parca drop a label with
  *       neither, and drop num from a label with both.</li>
  * </ul>
@@ -87,7 +91,11 @@ public final class ParcaRules {
             str(p, f.getName(), at + ".name", v);
             str(p, f.getSystemName(), at + ".system_name", v);
             str(p, f.getFilename(), at + ".filename", v);
+            if (f.getStartLine() < 0) {
+                v.add(at + ".start_line is negative: " + f.getStartLine());
+            }
         }
+        boolean[][] evidence = new boolean[p.getMappingCount()][3]; // per mapping: a file name, a line number, inlining
         for (int i = 0; i < p.getLocationCount(); i++) {
             Location l = p.getLocation(i);
             String at = "location[" + i + "]";
@@ -102,7 +110,27 @@ public final class ParcaRules {
                 if (!inTable(line.getFunctionId(), p.getFunctionCount())) {
                     v.add(at + ".line[" + j + "].function_id " + Long.toUnsignedString(line.getFunctionId())
                             + " not in 1.." + p.getFunctionCount());
+                } else if (inTable(l.getMappingId(), p.getMappingCount())) {
+                    boolean[] e = evidence[(int) l.getMappingId() - 1];
+                    e[0] |= p.getFunction((int) line.getFunctionId() - 1).getFilename() != 0;
+                    e[1] |= line.getLine() > 0;
+                    e[2] |= l.getLineCount() > 1;
                 }
+                if (line.getLine() < 0) {
+                    v.add(at + ".line[" + j + "].line is negative: " + line.getLine());
+                }
+            }
+        }
+        for (int i = 0; i < p.getMappingCount(); i++) {
+            Mapping m = p.getMapping(i);
+            if (m.getHasFilenames() && !evidence[i][0]) {
+                v.add("mapping[" + i + "].has_filenames is set but none of its locations' functions has a file name");
+            }
+            if (m.getHasLineNumbers() && !evidence[i][1]) {
+                v.add("mapping[" + i + "].has_line_numbers is set but none of its locations has a line number");
+            }
+            if (m.getHasInlineFrames() && !evidence[i][2]) {
+                v.add("mapping[" + i + "].has_inline_frames is set but none of its locations has inlined lines");
             }
         }
 

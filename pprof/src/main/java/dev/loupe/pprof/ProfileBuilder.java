@@ -35,6 +35,16 @@ public final class ProfileBuilder {
     /** A pprof sample type by name, e.g. {@code ("calls", "count")}. */
     public record SampleType(String type, String unit) {}
 
+    /**
+     * One line of a location: {@code function} at {@code line} (0: unknown) of {@code file} (null: unknown), the function
+     * starting at {@code startLine} (0: unknown).
+     */
+    public record SourceLine(String function, String file, long line, long startLine) {
+        public SourceLine {
+            java.util.Objects.requireNonNull(function, "function");
+        }
+    }
+
     private final long period;
     private final long startEpochNanos;
 
@@ -45,6 +55,9 @@ public final class ProfileBuilder {
     private final LongPairIndex mappingIds = new LongPairIndex(64); // by (start, limit)
     private final List<MappingKey> mappingKeys = new ArrayList<>();
     private final List<Mapping> mappings = new ArrayList<>();
+    // Per mapping (by id - 1): whether any of its locations has a function with a file, a line number, inlined lines;
+    // the mapping's has_filenames / has_line_numbers / has_inline_frames are set from these at build, so only when true.
+    private final List<boolean[]> mappingSourceInfo = new ArrayList<>();
     private final Map<FunctionKey, Integer> functionIds = new HashMap<>();
     private final List<Function> functions = new ArrayList<>();
     private final LongPairIndex locationIds = new LongPairIndex(1024); // by (mapping id, address)
@@ -63,7 +76,7 @@ public final class ProfileBuilder {
 
     private record MappingKey(long start, long limit, long offset, String file, String buildId, boolean hasFunctions) {}
 
-    private record FunctionKey(String name, String file) {}
+    private record FunctionKey(String name, String file, long startLine) {}
 
     /** A stack (compared by content) plus a label-set id; the hash is computed once. */
     private static final class SampleKey {
@@ -153,6 +166,7 @@ public final class ProfileBuilder {
                 .setFileOffset(fileOffset).setFilename(intern(filename))
                 .setBuildId(buildId == null ? 0 : intern(buildId)).setHasFunctions(hasFunctions).build());
         mappingIds.add(memoryStart, memoryLimit, id);
+        mappingSourceInfo.add(new boolean[3]);
         return id;
     }
 
@@ -207,6 +221,54 @@ public final class ProfileBuilder {
         return id != 0 ? id : newLocation(mappingId, address, functionName, file, functionName == null ? List.of() : inlined, line);
     }
 
+    /**
+     * The first location at this address in this mapping, or a new one with these lines: {@code lines} innermost first,
+     * the last one the function the others were inlined into (pprof's order), each with its file, line and function
+     * start line where known. An empty list makes a location without lines (pprof shows the address).
+     */
+    public long locationWithLines(long mappingId, long address, List<SourceLine> lines) {
+        int id = locationIds.first(mappingId, address);
+        if (id != 0) {
+            return id;
+        }
+        checkMapping(mappingId);
+        id = locations.size() + 1;
+        Location.Builder b = Location.newBuilder().setId(id).setMappingId(mappingId).setAddress(address);
+        for (SourceLine l : lines) {
+            b.addLine(Line.newBuilder().setFunctionId(function(l.function(), l.file(), l.startLine())).setLine(Math.max(0, l.line())));
+        }
+        Location loc = b.build();
+        noteSourceInfo(mappingId, loc);
+        locations.add(loc);
+        locationFunctions.add(lines.isEmpty() ? null : lines.get(lines.size() - 1).function());
+        locationIds.add(mappingId, address, id);
+        return id;
+    }
+
+    /** The id of the first location at this address in this mapping, 0 if there is none yet. */
+    public long existingLocation(long mappingId, long address) {
+        return locationIds.first(mappingId, address);
+    }
+
+    private void checkMapping(long mappingId) {
+        if (mappingId < 0 || mappingId > mappings.size()) {
+            throw new IllegalArgumentException("unknown mapping id " + mappingId);
+        }
+    }
+
+    /** Records what source information a new location brings to its mapping. */
+    private void noteSourceInfo(long mappingId, Location loc) {
+        if (mappingId == 0) {
+            return;
+        }
+        boolean[] info = mappingSourceInfo.get((int) mappingId - 1);
+        for (Line l : loc.getLineList()) {
+            info[0] |= functions.get((int) l.getFunctionId() - 1).getFilename() != 0;
+            info[1] |= l.getLine() > 0;
+        }
+        info[2] |= loc.getLineCount() > 1;
+    }
+
     private int newLocation(long mappingId, long address, String functionName, String functionFile) {
         return newLocation(mappingId, address, functionName, functionFile, List.of(), 0);
     }
@@ -218,35 +280,36 @@ public final class ProfileBuilder {
     /** Adds a location; a known one was checked when it was added, so only new ones check their mapping. */
     private int newLocation(long mappingId, long address, String functionName, String functionFile, List<String> inlined,
                             long line) {
-        if (mappingId < 0 || mappingId > mappings.size()) {
-            throw new IllegalArgumentException("unknown mapping id " + mappingId);
-        }
+        checkMapping(mappingId);
         int id = locations.size() + 1;
         Location.Builder b = Location.newBuilder().setId(id).setMappingId(mappingId).setAddress(address);
         for (String callee : inlined) {
-            b.addLine(Line.newBuilder().setFunctionId(function(callee, null)));
+            b.addLine(Line.newBuilder().setFunctionId(function(callee, null, 0)));
         }
         if (functionName != null) {
-            b.addLine(Line.newBuilder().setFunctionId(function(functionName, functionFile)).setLine(Math.max(0, line)));
+            b.addLine(Line.newBuilder().setFunctionId(function(functionName, functionFile, 0)).setLine(Math.max(0, line)));
         }
-        locations.add(b.build());
+        Location loc = b.build();
+        noteSourceInfo(mappingId, loc);
+        locations.add(loc);
         locationFunctions.add(functionName);
         locationIds.add(mappingId, address, id);
         return id;
     }
 
-    private int function(String name, String file) {
+    private int function(String name, String file, long startLine) {
         if (file != null && file.isEmpty()) {
             file = null; // same encoding (string 0), so the same function
         }
-        FunctionKey key = new FunctionKey(name, file);
+        startLine = Math.max(0, startLine);
+        FunctionKey key = new FunctionKey(name, file, startLine);
         Integer id = functionIds.get(key);
         if (id == null) {
             id = functions.size() + 1;
             int n = intern(name);
             // system_name = name: we only have one (possibly demangled) name.
             functions.add(Function.newBuilder().setId(id).setName(n).setSystemName(n)
-                    .setFilename(file == null ? 0 : intern(file)).build());
+                    .setFilename(file == null ? 0 : intern(file)).setStartLine(startLine).build());
             functionIds.put(key, id);
         }
         return id;
@@ -371,7 +434,13 @@ public final class ProfileBuilder {
             }
             s.addAllLabel(labelSets.get(e.getKey().labelSet));
         }
-        return p.addAllMapping(mappings)
+        for (int i = 0; i < mappings.size(); i++) {
+            boolean[] info = mappingSourceInfo.get(i);
+            Mapping m = mappings.get(i);
+            p.addMapping(info[0] || info[1] || info[2]
+                    ? m.toBuilder().setHasFilenames(info[0]).setHasLineNumbers(info[1]).setHasInlineFrames(info[2]).build() : m);
+        }
+        return p
                 .addAllLocation(locations)
                 .addAllFunction(functions)
                 .addAllStringTable(strings)

@@ -62,6 +62,28 @@ class ParcaRulesTest {
     }
 
     @Test
+    void mappingFlagsNeedLocationsThatHaveWhatTheyClaim() {
+        onlyViolation("mapping[0].has_line_numbers is set but none of its locations has a line number",
+                b -> b.setMapping(0, b.getMapping(0).toBuilder().setHasLineNumbers(true)));
+        onlyViolation("mapping[0].has_inline_frames is set but none of its locations has inlined lines",
+                b -> b.setMapping(0, b.getMapping(0).toBuilder().setHasInlineFrames(true)));
+        onlyViolation("mapping[0].has_filenames is set but none of its locations' functions has a file name",
+                b -> {
+                    for (int i = 0; i < b.getFunctionCount(); i++) {
+                        b.setFunction(i, b.getFunction(i).toBuilder().setFilename(0));
+                    }
+                    b.setMapping(0, b.getMapping(0).toBuilder().setHasFilenames(true));
+                });
+    }
+
+    @Test
+    void lineNumbersMustNotBeNegative() {
+        onlyViolation("location[0].line[0].line is negative: -3", b -> b.setLocation(0,
+                b.getLocation(0).toBuilder().setLine(0, b.getLocation(0).getLine(0).toBuilder().setLine(-3))));
+        onlyViolation("function[0].start_line is negative: -1", b -> b.setFunction(0, b.getFunction(0).toBuilder().setStartLine(-1)));
+    }
+
+    @Test
     void stringTableMustNotBeEmpty() {
         Profile bare = Profile.newBuilder().setTimeNanos(1).setDurationNanos(1).build();
         List<String> v = ParcaRules.violations(bare);

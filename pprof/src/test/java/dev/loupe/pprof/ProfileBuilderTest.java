@@ -72,10 +72,11 @@ class ProfileBuilderTest {
 
     @Test
     void encodesTheSameBytesAsBeforeTheLocationTableWasKeyedOnLongs() throws Exception {
-        // Captured from the builder with record-keyed hash maps (commit ebe7c12).
+        // Captured from the builder with record-keyed hash maps (commit ebe7c12); +8 bytes since issue 28: the four
+        // mappings whose functions have a file now say has_filenames.
         byte[] bytes = mixedProfile().toByteArray();
         String sha = HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(bytes));
-        assertEquals("119925 462882ee10a7a5f40354dd9e3f2a41eb5fc501415b4d1160840e6e384655cc99", bytes.length + " " + sha);
+        assertEquals("119933 20f4b3f7ecd2c16ba3bfa91823550acaf6e0b78eacaed874b03fd44faa2fdb30", bytes.length + " " + sha);
     }
 
     private static String s(Profile p, long index) {
@@ -224,6 +225,52 @@ class ProfileBuilderTest {
         assertEquals(2, l.getLineCount());
         assertEquals(0, l.getLine(1).getLine(), "no line known");
         assertEquals(List.of(), ParcaRules.violations(p));
+    }
+
+    /**
+     * Source lines (a Go pc with an inlined call): each line its function, file, line number and the function's start
+     * line; the mapping's has_* flags set because some location has them, and left unset on a mapping without.
+     */
+    @Test
+    void sourceLinesCarryFileLineStartLineAndSetTheMappingsFlagsOnlyWhenTrue() {
+        ProfileBuilder b = new ProfileBuilder(PERIOD, T0);
+        long go = b.mapping(0x400000, 0x500000, 0, "/srv/goapp", "gobuild", true);
+        long libc = b.mapping(0x7f0000000000L, 0x7f0000100000L, 0, "/usr/lib/libc.so.6", "cafe", true);
+        long at = b.locationWithLines(go, 0x401234, List.of(
+                new ProfileBuilder.SourceLine("main.add", "/src/app/main.go", 12, 10),
+                new ProfileBuilder.SourceLine("main.loop", "/src/app/main.go", 27, 20)));
+        assertEquals(at, b.locationWithLines(go, 0x401234, List.of()), "one location per address, the first kept");
+        assertEquals(at, b.existingLocation(go, 0x401234));
+        assertEquals(0, b.existingLocation(go, 0x401235));
+        long plain = b.locationAt(libc, 0x7f0000001000L, "memcpy");
+        b.addSample(new long[] {at, plain}, 1, List.of());
+        Profile p = b.build(T0 + 1);
+        Location l = p.getLocation((int) at - 1);
+        assertEquals(2, l.getLineCount());
+        Function inner = p.getFunction((int) l.getLine(0).getFunctionId() - 1);
+        Function outer = p.getFunction((int) l.getLine(1).getFunctionId() - 1);
+        assertEquals("main.add 12 /src/app/main.go 10", s(p, inner.getName()) + " " + l.getLine(0).getLine() + " "
+                + s(p, inner.getFilename()) + " " + inner.getStartLine());
+        assertEquals("main.loop 27 /src/app/main.go 20", s(p, outer.getName()) + " " + l.getLine(1).getLine() + " "
+                + s(p, outer.getFilename()) + " " + outer.getStartLine());
+        Mapping m = p.getMapping((int) go - 1);
+        assertEquals(List.of(true, true, true, true),
+                List.of(m.getHasFunctions(), m.getHasFilenames(), m.getHasLineNumbers(), m.getHasInlineFrames()));
+        Mapping c = p.getMapping((int) libc - 1);
+        assertEquals(List.of(true, false, false, false),
+                List.of(c.getHasFunctions(), c.getHasFilenames(), c.getHasLineNumbers(), c.getHasInlineFrames()));
+        assertEquals(List.of(), ParcaRules.violations(p));
+    }
+
+    /** A line without a file (DWARF gave none) sets has_line_numbers alone; one line: no inline frames. */
+    @Test
+    void aLineWithoutAFileSetsOnlyHasLineNumbers() {
+        ProfileBuilder b = new ProfileBuilder(PERIOD, T0);
+        long m = b.mapping(0x400000, 0x500000, 0, "/bin/c", null, true);
+        long at = b.locationWithLines(m, 0x400010, List.of(new ProfileBuilder.SourceLine("hot", null, 7, 0)));
+        b.addSample(new long[] {at}, 1, List.of());
+        Mapping out = b.build(T0 + 1).getMapping(0);
+        assertEquals(List.of(false, true, false), List.of(out.getHasFilenames(), out.getHasLineNumbers(), out.getHasInlineFrames()));
     }
 
     @Test

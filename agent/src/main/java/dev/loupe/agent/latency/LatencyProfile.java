@@ -71,7 +71,13 @@ final class LatencyProfile {
                 MappingRef m = fr.mapping();
                 long mapping = m == null ? 0 : b.mapping(m.start(), m.limit(), m.fileOffset(), m.path(), m.buildId(),
                         m.hasFunctions());
-                stack.add(b.location(mapping, fr.address(), fr.function(), null));
+                if (fr.sourceLines().isEmpty()) {
+                    stack.add(b.location(mapping, fr.address(), fr.function(), null));
+                } else { // the binary's line table: file, line and inlined calls
+                    long known = b.existingLocation(mapping, fr.address());
+                    stack.add(known != 0 ? known : b.locationWithLines(mapping, fr.address(), fr.sourceLines().stream()
+                            .map(l -> new ProfileBuilder.SourceLine(l.function(), l.file(), l.line(), l.startLine())).toList()));
+                }
             }
             if (k.stackLost()) {
                 stack.add(b.location(0, 0, LOST_STACK, null));

@@ -3,6 +3,7 @@ package dev.loupe.agent.sampling;
 import dev.loupe.pprof.Label;
 import dev.loupe.pprof.ProfileBuilder;
 import dev.loupe.pprof.proto.Profile;
+import dev.loupe.unwinder.lines.SourceLine;
 import dev.loupe.unwinder.symbolize.Frame;
 import dev.loupe.unwinder.symbolize.MappingRef;
 
@@ -44,7 +45,10 @@ final class ProfileWindow {
             }
             previous = m;
             // Within one window an address in a mapping names one function: the first name seen is kept.
-            if (f.file() != null || f.line() > 0) { // a runtime's frame with its source position
+            if (!f.sourceLines().isEmpty()) { // the binary's line table: file, line and inlined calls
+                long known = builder.existingLocation(mappingId, f.address());
+                ids[i] = known != 0 ? known : builder.locationWithLines(mappingId, f.address(), pprofLines(f.sourceLines()));
+            } else if (f.file() != null || f.line() > 0) { // a runtime's frame with its source position
                 ids[i] = builder.locationAt(mappingId, f.address(), f.function(), f.inlined(), f.file(), f.line());
             } else {
                 ids[i] = f.inlined().isEmpty() ? builder.locationAt(mappingId, f.address(), f.function())
@@ -52,6 +56,15 @@ final class ProfileWindow {
             }
         }
         builder.addSample(ids, 1, labels);
+    }
+
+    /** The symbolizer's lines as pprof's (made once per new location). */
+    static List<ProfileBuilder.SourceLine> pprofLines(List<SourceLine> lines) {
+        List<ProfileBuilder.SourceLine> out = new java.util.ArrayList<>(lines.size());
+        for (SourceLine l : lines) {
+            out.add(new ProfileBuilder.SourceLine(l.function(), l.file(), l.line(), l.startLine()));
+        }
+        return out;
     }
 
     /** Ends the window at {@code endMonotonicNanos}: its duration is monotonic, whatever the wall clock did. */

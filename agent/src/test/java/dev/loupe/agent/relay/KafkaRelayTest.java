@@ -177,6 +177,24 @@ class KafkaRelayTest {
         }
         assertEquals(pids.size() * intervals, seriesCount(parca), "no duplicates");
         assertTrue(parca.rejections().isEmpty(), parca.rejections().toString());
+        for (var received : parca.accepted()) {
+            for (RawProfileSeries s : received.request().getSeriesList()) {
+                assertSourceLinesKept(dev.loupe.pprof.PprofFiles.parse(s.getSamples(0).getRawProfile().toByteArray()));
+            }
+        }
+    }
+
+    /** The leaf's lines as {@link KafkaTestBatches#profile} made them: inlined call, files, lines, start lines, flags. */
+    private static void assertSourceLinesKept(dev.loupe.pprof.proto.Profile p) {
+        var leaf = p.getLocation(0);
+        List<String> lines = leaf.getLineList().stream().map(l -> {
+            var f = p.getFunction((int) l.getFunctionId() - 1);
+            return p.getStringTable((int) f.getName()) + " " + p.getStringTable((int) f.getFilename()) + ":" + l.getLine()
+                    + " from " + f.getStartLine();
+        }).toList();
+        assertEquals(List.of("inlined target.h:12 from 10", "leaf target.c:30 from 25"), lines);
+        var m = p.getMapping(0);
+        assertTrue(m.getHasFilenames() && m.getHasLineNumbers() && m.getHasInlineFrames(), m.toString());
     }
 
     @Test

@@ -69,6 +69,27 @@ class ProfileWindowTest {
         return p;
     }
 
+    /** A frame with its binary's lines becomes a location with those lines (inlined first) and a flagged mapping. */
+    @Test
+    void aFrameWithSourceLinesBecomesALocationWithThoseLines() {
+        MappingRef go = new MappingRef(0x400000, 0x480000, 0, "/srv/goapp", "g1", true);
+        List<dev.loupe.unwinder.lines.SourceLine> lines = List.of(
+                new dev.loupe.unwinder.lines.SourceLine("main.add", "/src/main.go", 6, 5),
+                new dev.loupe.unwinder.lines.SourceLine("main.loop", "/src/main.go", 13, 10));
+        ProfileWindow w = new ProfileWindow(PERIOD, WALL, MONO);
+        Frame leaf = new Frame(0x401000, go, "main.loop", false, List.of(), null, 0, lines);
+        w.add(List.of(leaf), List.of());
+        w.add(List.of(leaf), List.of());
+        Profile p = w.finish(MONO + 1);
+        assertEquals(1, p.getLocationCount());
+        assertEquals(List.of("main.add:6", "main.loop:13"), p.getLocation(0).getLineList().stream()
+                .map(l -> p.getStringTable((int) p.getFunction((int) l.getFunctionId() - 1).getName()) + ":" + l.getLine()).toList());
+        assertEquals(List.of(5L, 10L), p.getFunctionList().stream().map(f -> f.getStartLine()).toList());
+        assertEquals(List.of(true, true, true), List.of(p.getMapping(0).getHasFilenames(), p.getMapping(0).getHasLineNumbers(),
+                p.getMapping(0).getHasInlineFrames()));
+        assertEquals(2, p.getSample(0).getValue(0));
+    }
+
     @Test
     void encodesTheSameBytesAsBeforeTheBuilderOwnedTheIdTables() throws Exception {
         // Captured from the window that kept its own location and mapping tables (commit ebe7c12).

@@ -105,6 +105,13 @@ public final class ElfFile {
         }
     }
 
+    /** Opens a file's headers and notes only (no symbol table is loaded): e.g. a debug file read for its DWARF. */
+    public static ElfFile openWithoutSymbols(Path path) throws ElfException, IOException {
+        try (ElfSource src = ElfSource.open(path)) {
+            return new ElfFile(src, NO_SYMBOLS);
+        }
+    }
+
     /** Parses an in-memory image (e.g. the vdso), from the buffer's position to its limit. */
     public static ElfFile parse(String name, ByteBuffer image) throws ElfException {
         return new ElfFile(ElfSource.of(name, image), DEFAULT_MAX_SYMBOL_BYTES);
@@ -145,6 +152,11 @@ public final class ElfFile {
     /** The GNU build id, else the Go build id: what names this build of the binary. */
     public Optional<String> anyBuildId() {
         return buildId.isPresent() ? buildId : goBuildId;
+    }
+
+    /** The header of the section of this name, if there is one. */
+    public Optional<SectionHeader> sectionHeader(String sectionName) {
+        return Optional.ofNullable(headers.find(sectionName));
     }
 
     /** Whether a section of this name with file contents exists (e.g. {@code .symtab}: not stripped). */

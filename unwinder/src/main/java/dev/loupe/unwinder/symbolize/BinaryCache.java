@@ -141,7 +141,8 @@ final class BinaryCache {
         if (stripped) {
             symbols = StrippedGoSymbols.orElse(file, elf, symbols, maxCacheBytes);
         }
-        return new Binary.Loaded(symbols, elf, buildId);
+        return new Binary.Loaded(symbols, elf, buildId, LineTables.open(file, elf,
+                procRoot.resolve(Integer.toString(pid)).resolve("root"), m.path(), buildId, symbols));
     }
 
     private Binary failed(int pid, String path, FileKey key, String problem) {

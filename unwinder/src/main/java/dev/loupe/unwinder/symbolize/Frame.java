@@ -1,5 +1,7 @@
 package dev.loupe.unwinder.symbolize;
 
+import dev.loupe.unwinder.lines.SourceLine;
+
 import java.util.List;
 
 /**
@@ -8,12 +10,19 @@ import java.util.List;
  * {@code function} is null when no symbol covers the address: such frames are kept, never dropped.
  * {@code inlined}: the functions a compiler inlined into {@code function} at this address, innermost first (pprof
  * puts them as the location's first lines, {@code function} last); empty where none are known. {@code file} and
- * {@code line}: the source position a runtime gave for the frame (null and 0 where unknown).
+ * {@code line}: the source position a runtime gave for the frame (null and 0 where unknown). {@code sourceLines}: the
+ * binary's line table at this address (issue 28), innermost first, the last one the function the others were inlined
+ * into; when not empty it is the whole story (pprof's lines of the location), else empty.
  */
 public record Frame(long address, MappingRef mapping, String function, boolean kernel, List<String> inlined, String file,
-                    int line) {
+                    int line, List<SourceLine> sourceLines) {
     public Frame {
         inlined = List.copyOf(inlined);
+        sourceLines = List.copyOf(sourceLines);
+    }
+
+    public Frame(long address, MappingRef mapping, String function, boolean kernel, List<String> inlined, String file, int line) {
+        this(address, mapping, function, kernel, inlined, file, line, List.of());
     }
 
     public Frame(long address, MappingRef mapping, String function, boolean kernel, List<String> inlined) {

@@ -40,6 +40,7 @@ final class ProcSymbolizer implements Symbolizer {
     private final AtomicLong unresolved = new AtomicLong();
     private final AtomicLong fromSampledMappings = new AtomicLong();
     private boolean internalErrorLogged;
+    private volatile boolean lines = true; // --lines
 
     ProcSymbolizer(Options o, ProcessRegistry registry, RuntimeRegistry runtimes) {
         this.nanoTime = o.nanoTime();
@@ -206,7 +207,7 @@ final class ProcSymbolizer implements Symbolizer {
         if (bin instanceof Binary.Loaded l) {
             long vaddr = l.elf().fileOffsetToVaddr(addr - m.start() + m.offset());
             String fn = vaddr == -1 ? null : l.symbols().lookup(vaddr);
-            return new Frame(addr, proc.ref(idx), fn, false);
+            return withLines(new Frame(addr, proc.ref(idx), fn, false), l, vaddr);
         }
         if (bin == Binary.ANONYMOUS && m.anonymousCode()) {
             RuntimeFrame rf = proc.runtimes(runtimes, pid).code(addr, callSite, nanoTime.getAsLong());
@@ -238,6 +239,20 @@ final class ProcSymbolizer implements Symbolizer {
 
     private static Frame frame(long address, MappingRef mapping, RuntimeFrame rf) {
         return new Frame(address, mapping, rf.function(), false, rf.inlined(), rf.file(), rf.line());
+    }
+
+    /** {@code f} with the binary's source lines at {@code vaddr} (issue 28), if lines are on and it has them. */
+    private Frame withLines(Frame f, Binary.Loaded bin, long vaddr) {
+        if (!lines || f.function() == null || vaddr == -1) {
+            return f;
+        }
+        java.util.List<dev.loupe.unwinder.lines.SourceLine> found = bin.lines().lines(vaddr);
+        return found.isEmpty() ? f : new Frame(f.address(), f.mapping(), f.function(), false, List.of(), null, 0, found);
+    }
+
+    @Override
+    public void lines(boolean on) {
+        lines = on;
     }
 
     private Binary binary(int pid, MapEntry m) {

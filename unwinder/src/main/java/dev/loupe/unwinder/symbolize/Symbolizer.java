@@ -50,6 +50,9 @@ public interface Symbolizer extends AutoCloseable {
 
     Stats stats();
 
+    /** {@code --lines}: whether frames carry their binaries' source lines (on by default); may change at any time. */
+    default void lines(boolean on) {}
+
     @Override
     void close();
 

@@ -55,6 +55,37 @@ class GoSymbolizeTest {
         }
     }
 
+    /**
+     * The running stripped PIE's frame at main.work's entry carries the source position of the {@code func work} line
+     * (Go puts a function's first instruction there) in main.go; with lines off the frame has its name alone.
+     */
+    @Test
+    void aStrippedGoPieFrameCarriesItsFileAndLineUnlessLinesAreOff() throws Exception {
+        GoTargets t = GoTargets.shared();
+        long work = GoTargets.nmText(t.pie).get("main.work");
+        int line = (int) GoTargets.SOURCE.substring(0, GoTargets.SOURCE.indexOf("func work(")).lines().count() + 1;
+        Process p = new ProcessBuilder(t.strippedPie.toString(), "wait").redirectErrorStream(true).start();
+        try {
+            int pid = (int) p.pid();
+            List<MapEntry> maps = waitForMapping(pid, t.strippedPie);
+            long at = TestPrograms.runtimeAddress(t.strippedPie, TestPrograms.loads(t.strippedPie), maps, work);
+            try (Symbolizer s = Symbolizer.create(Symbolizer.Options.defaults())) {
+                List<Frame> on = new ArrayList<>();
+                s.symbolizeUser(pid, new long[] {at}, 1, on);
+                String file = t.strippedPie.getParent().resolve("main.go").toString();
+                assertEquals(List.of(new dev.loupe.unwinder.lines.SourceLine("main.work", file, line, 0)), on.get(0).sourceLines());
+                s.lines(false);
+                List<Frame> off = new ArrayList<>();
+                s.symbolizeUser(pid, new long[] {at}, 1, off);
+                assertEquals("main.work", off.get(0).function());
+                assertEquals(List.of(), off.get(0).sourceLines());
+            }
+        } finally {
+            p.destroyForcibly();
+            p.waitFor();
+        }
+    }
+
     /** nm's name as the pclntab stores it: no ".abi0" suffix, type arguments elided to "[...]". */
     private static String pclntabName(String nm) {
         String n = nm.endsWith(".abi0") ? nm.substring(0, nm.length() - 5) : nm;

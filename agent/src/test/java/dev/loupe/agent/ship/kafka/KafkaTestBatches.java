@@ -33,7 +33,9 @@ public final class KafkaTestBatches {
     public static Profile profile(long interval, int pid) {
         ProfileBuilder b = new ProfileBuilder(10_101_010L, start(interval));
         long mapping = b.mapping(0x400000, 0x500000, 0, "/usr/bin/target", "abcdef0123", true);
-        long leaf = b.location(mapping, 0x401000, "leaf", "target.c");
+        // Source lines (issue 28): an inlined call, files, line numbers and start lines, which the Kafka path must carry.
+        long leaf = b.locationWithLines(mapping, 0x401000, List.of(new ProfileBuilder.SourceLine("inlined", "target.h", 12, 10),
+                new ProfileBuilder.SourceLine("leaf", "target.c", 30, 25)));
         long root = b.location(mapping, 0x402000, "main", "target.c");
         b.addSample(new long[] {leaf, root}, 3 + interval, List.of(Label.num("pid", pid), Label.str("comm", "target")));
         return b.build(start(interval + 1));
