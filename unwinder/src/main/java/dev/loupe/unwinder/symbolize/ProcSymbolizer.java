@@ -175,7 +175,7 @@ final class ProcSymbolizer implements Symbolizer {
         String fn = l.symbols().lookup(vaddr);
         MappingRef ref = new MappingRef(start, mappings[w + SampledMappings.END], offset, known.path(), l.buildId(),
                 known.binary().hasFunctions());
-        return new Frame(addr, ref, fn, false);
+        return withLines(new Frame(addr, ref, fn, false), l, vaddr);
     }
 
     /** No file and no kernel pseudo-file ([vdso], [stack]) behind it: plain or named ([anon:...]) anonymous memory. */
