@@ -1,0 +1,216 @@
+package dev.loupe.it;
+
+import dev.loupe.pprof.proto.Function;
+import dev.loupe.pprof.proto.Line;
+import dev.loupe.pprof.proto.Location;
+import dev.loupe.pprof.proto.Mapping;
+import dev.loupe.pprof.proto.Profile;
+import dev.loupe.pprof.proto.Sample;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Issue 26's test: Debian 12's {@code python3.11} (libpython linked in), no flag in the target. Its main thread runs
+ * {@code <module> → main → b → c → Aviary.tern | Aviary.gull}, the leaves called 7 : 3 with equal work, each leaf's loop
+ * on one line. Before its work the target prints the interpreter's own view of that chain from inside {@code tern}
+ * ({@code sys._getframe()}: qualified name, file, first line, current line of each frame); the profile must show the
+ * same names, files and lines, the Python frames in {@code [python] python3.11} in place of
+ * {@code _PyEval_EvalFrameDefault}, and the native frames below them down to {@code _start}.
+ */
+class PythonStacksProfileTest {
+    static final Path PYTHON311 = Path.of("/usr/bin/python3.11");
+
+    static final String TARGET = """
+            import sys
+
+
+            class Aviary:
+                def tern(self, n, show=False):
+                    if show:
+                        f = sys._getframe()
+                        while f is not None:
+                            co = f.f_code
+                            print("frame", co.co_qualname, co.co_filename, co.co_firstlineno, f.f_lineno, flush=True)
+                            f = f.f_back
+                    s = 0
+                    for i in range(n): s = (s * 31 + i) % 1000003
+                    return s
+
+                def gull(self, n):
+                    s = 0
+                    for i in range(n): s = (s * 31 + i) % 1000003
+                    return s
+
+
+            def c(a, r, show=False):
+                return a.tern(20000, show) if r % 10 < 7 else a.gull(20000)
+
+
+            def b(a, r, show=False):
+                return c(a, r, show) + 1
+
+
+            def main():
+                a = Aviary()
+                b(a, 0, True)
+                print("ready", flush=True)
+                r = 0
+                while True:
+                    b(a, r)
+                    r += 1
+
+
+            main()
+            """;
+
+    /** Lines of TARGET (1-based) the profile must name. */
+    static final int TERN_LOOP = 13;
+    static final int GULL_LOOP = 18;
+    static final int C_CALL = 23;
+    static final int B_CALL = 27;
+    static final int MAIN_CALL = 36;
+    static final int MODULE_CALL = 40;
+
+    @TempDir
+    Path dir;
+
+    record Frame(String function, String file, long line, long startLine, String mapping) {}
+
+    @Test
+    void python311StacksNameEachFunctionFileAndLine() throws Exception {
+        assertTrue(Files.isExecutable(PYTHON311), PYTHON311 + " (Debian 12's python3.11, installed by ./loupe test)");
+        Path script = dir.resolve("aviary.py");
+        Files.writeString(script, TARGET);
+        Process py = new ProcessBuilder(PYTHON311.toString(), script.toString()).redirectErrorStream(true).start();
+        Path out = dir.resolve("profiles");
+        String log;
+        List<String> view = new ArrayList<>();
+        try {
+            BufferedReader r = new BufferedReader(new InputStreamReader(py.getInputStream()));
+            for (String line = r.readLine(); line != null && !line.equals("ready"); line = r.readLine()) {
+                view.add(line);
+            }
+            // The interpreter's own view of the chain, innermost first: what the profile must match.
+            assertEquals(List.of(
+                    "frame Aviary.tern " + script + " 5 10",
+                    "frame c " + script + " 22 " + C_CALL,
+                    "frame b " + script + " 26 " + B_CALL,
+                    "frame main " + script + " 30 32",
+                    "frame <module> " + script + " 1 " + MODULE_CALL), view);
+            try (AgentProcess agent = AgentProcess.start(dir, "--pid", Long.toString(py.pid()), "--frequency", "99",
+                    "--duration", "20s", "--output", out.toString(), "--http", "off")) {
+                assertEquals(0, agent.awaitExit(Duration.ofSeconds(60)), agent.log());
+                log = agent.log();
+            }
+            assertTrue(py.isAlive(), "the agent never harms its target");
+        } finally {
+            Targets.kill(py);
+        }
+        String file = script.toString();
+        List<Frame> tern = List.of(new Frame("Aviary.tern", file, TERN_LOOP, 5, "[python] python3.11"));
+        List<Frame> gull = List.of(new Frame("Aviary.gull", file, GULL_LOOP, 16, "[python] python3.11"));
+        List<Frame> callers = List.of(
+                new Frame("c", file, C_CALL, 22, "[python] python3.11"),
+                new Frame("b", file, B_CALL, 26, "[python] python3.11"),
+                new Frame("main", file, MAIN_CALL, 30, "[python] python3.11"),
+                new Frame("<module>", file, MODULE_CALL, 1, "[python] python3.11"));
+        long total = 0;
+        long whole = 0;
+        long leaf70 = 0;
+        Map<String, Long> others = new TreeMap<>();
+        for (Path f : Profiles.files(out)) {
+            Profiles.checked(f);
+            Profile p = Profiles.read(f);
+            for (Sample s : p.getSampleList()) {
+                if (!label(p, s, "pid").equals(Long.toString(py.pid()))) {
+                    continue;
+                }
+                total += s.getValue(0);
+                List<Frame> user = userFrames(p, s);
+                int python = 0;
+                while (python < user.size() && user.get(python).mapping().startsWith("[python]")) {
+                    python++;
+                }
+                List<Frame> head = user.subList(0, python);
+                boolean isTern = head.size() == 5 && head.subList(0, 1).equals(tern);
+                boolean isGull = head.size() == 5 && head.subList(0, 1).equals(gull);
+                boolean ok = (isTern || isGull) && head.subList(1, 5).equals(callers)
+                        && !user.get(user.size() - 1).mapping().startsWith("[python]")
+                        && user.get(user.size() - 1).function().equals("_start")
+                        && user.stream().noneMatch(x -> x.function().equals("_PyEval_EvalFrameDefault"));
+                if (ok) {
+                    whole += s.getValue(0);
+                    leaf70 += isTern ? s.getValue(0) : 0;
+                } else {
+                    StringBuilder b = new StringBuilder();
+                    for (Frame x : user.subList(0, Math.min(user.size(), 10))) {
+                        b.append(x.function()).append(':').append(x.line()).append('/').append(x.startLine()).append(" <- ");
+                    }
+                    others.merge(b.toString(), s.getValue(0), Long::sum);
+                }
+            }
+        }
+        double share = total == 0 ? 0 : 100.0 * whole / total;
+        double split = whole == 0 ? 0 : 100.0 * leaf70 / whole;
+        System.out.printf(Locale.ROOT, "python3.11: %d samples, %.1f %% name the whole Python chain with exact lines and reach"
+                + " _start; Aviary.tern %.1f %% of those%n", total, share, split);
+        StringBuilder worst = new StringBuilder();
+        others.entrySet().stream().sorted(Map.Entry.<String, Long>comparingByValue().reversed()).limit(8)
+                .forEach(e -> worst.append("  ").append(e.getValue()).append("  ").append(e.getKey()).append('\n'));
+        assertTrue(total > 1000, "samples: " + total + "\n" + log);
+        assertTrue(share >= 95, String.format(Locale.ROOT, "%.1f %% whole stacks; the others:%n%s%s", share, worst, log));
+        assertEquals(70, split, 5, "the leaves' split");
+    }
+
+    static String label(Profile p, Sample s, String key) {
+        for (var l : s.getLabelList()) {
+            if (p.getStringTable((int) l.getKey()).equals(key)) {
+                return l.getStr() != 0 ? p.getStringTable((int) l.getStr()) : Long.toString(l.getNum());
+            }
+        }
+        return "";
+    }
+
+    /** The sample's user frames, leaf first (a location's inlined lines each a frame), kernel frames left out. */
+    static List<Frame> userFrames(Profile p, Sample s) {
+        Map<Long, Location> locs = new HashMap<>();
+        p.getLocationList().forEach(l -> locs.put(l.getId(), l));
+        Map<Long, Function> fns = new HashMap<>();
+        p.getFunctionList().forEach(f -> fns.put(f.getId(), f));
+        Map<Long, Mapping> maps = new HashMap<>();
+        p.getMappingList().forEach(m -> maps.put(m.getId(), m));
+        List<Frame> out = new ArrayList<>();
+        for (long id : s.getLocationIdList()) {
+            Location l = locs.get(id);
+            Mapping m = maps.get(l.getMappingId());
+            String mapping = m == null ? "" : p.getStringTable((int) m.getFilename());
+            if (mapping.equals("[kernel.kallsyms]")) {
+                continue;
+            }
+            if (l.getLineCount() == 0) {
+                out.add(new Frame("?", "", 0, 0, mapping));
+            }
+            for (Line line : l.getLineList()) {
+                Function f = fns.get(line.getFunctionId());
+                out.add(new Frame(p.getStringTable((int) f.getName()), p.getStringTable((int) f.getFilename()), line.getLine(),
+                        f.getStartLine(), mapping));
+            }
+        }
+        return out;
+    }
+}
