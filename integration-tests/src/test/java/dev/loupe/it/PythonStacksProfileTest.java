@@ -191,6 +191,91 @@ class PythonStacksProfileTest {
         assertEquals(70, split, 5, "the leaves' split");
     }
 
+    /**
+     * Every thread has its own thread state: a worker thread spins in {@code Worker.spin}, the main thread in
+     * {@code main_spin}, and each thread's samples show its own Python frames (by the {@code tid} label), never the
+     * other's.
+     */
+    @Test
+    void eachThreadShowsItsOwnPythonFrames() throws Exception {
+        Path script = dir.resolve("threads.py");
+        Files.writeString(script, """
+                import threading
+
+
+                class Worker:
+                    def spin(self):
+                        s = 0
+                        while True: s = (s * 31 + 7) % 1000003
+
+
+                def main_spin():
+                    s = 0
+                    while True: s = (s * 17 + 3) % 1000003
+
+
+                threading.Thread(target=Worker().spin, name="worker").start()
+                print("ready", flush=True)
+                main_spin()
+                """);
+        Process py = new ProcessBuilder(PYTHON311.toString(), script.toString()).redirectErrorStream(true).start();
+        Path out = dir.resolve("profiles");
+        try {
+            assertEquals("ready", new BufferedReader(new InputStreamReader(py.getInputStream())).readLine());
+            try (AgentProcess agent = AgentProcess.start(dir, "--pid", Long.toString(py.pid()), "--frequency", "99",
+                    "--duration", "10s", "--output", out.toString(), "--http", "off")) {
+                assertEquals(0, agent.awaitExit(Duration.ofSeconds(60)), agent.log());
+            }
+        } finally {
+            Targets.kill(py);
+        }
+        Map<String, Long> mainLeaves = new TreeMap<>();
+        Map<String, Long> workerLeaves = new TreeMap<>();
+        for (Path f : Profiles.files(out)) {
+            Profile p = Profiles.read(f);
+            for (Sample s : p.getSampleList()) {
+                if (!label(p, s, "pid").equals(Long.toString(py.pid())) || label(p, s, "unwind").equals("frame_pointers")) {
+                    continue;
+                }
+                List<Frame> python = userFrames(p, s).stream().filter(PythonStacksProfileTest::python).toList();
+                String chain = String.join(" <- ", python.stream().map(x -> x.function() + ":" + x.line()).toList());
+                (label(p, s, "tid").equals(Long.toString(py.pid())) ? mainLeaves : workerLeaves).merge(chain, s.getValue(0), Long::sum);
+            }
+        }
+        long mainTotal = mainLeaves.values().stream().mapToLong(Long::longValue).sum();
+        long workerTotal = workerLeaves.values().stream().mapToLong(Long::longValue).sum();
+        System.out.printf(Locale.ROOT, "python3.11 threads: main %s; worker %s%n", mainLeaves, workerLeaves);
+        assertTrue(mainTotal > 50 && workerTotal > 50, "samples: main " + mainTotal + ", worker " + workerTotal);
+        long mainOwn = mainLeaves.getOrDefault("main_spin:12 <- <module>:17", 0L);
+        long workerOwn = workerLeaves.getOrDefault("Worker.spin:7 <- Thread.run:" + THREAD_RUN_LINE + " <- Thread._bootstrap_inner:"
+                + BOOTSTRAP_INNER_LINE + " <- Thread._bootstrap:" + BOOTSTRAP_LINE, 0L);
+        assertTrue(mainOwn >= mainTotal * 95 / 100, "main thread: " + mainLeaves);
+        assertTrue(workerOwn >= workerTotal * 95 / 100, "worker thread: " + workerLeaves);
+    }
+
+    /** The calls in Debian 12's /usr/lib/python3.11/threading.py by which a thread runs its target, found in the file. */
+    static final int THREAD_RUN_LINE = lineOf("self._target(*self._args, **self._kwargs)");
+    static final int BOOTSTRAP_INNER_LINE = lineOf("self.run()");
+    static final int BOOTSTRAP_LINE = lineOf("self._bootstrap_inner()");
+
+    static int lineOf(String call) {
+        try {
+            List<String> lines = Files.readAllLines(Path.of("/usr/lib/python3.11/threading.py"));
+            List<Integer> found = new ArrayList<>();
+            for (int i = 0; i < lines.size(); i++) {
+                if (lines.get(i).strip().equals(call)) {
+                    found.add(i + 1);
+                }
+            }
+            if (found.size() != 1) {
+                throw new IllegalStateException(call + " is on lines " + found + " of threading.py");
+            }
+            return found.get(0);
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
     static boolean python(Frame f) {
         return f.mapping().startsWith("[python]");
     }
