@@ -164,12 +164,14 @@ static __always_inline long python_eval_step(struct unwind_state *st, struct sam
 			pw->cursor = 0;
 			return RUNTIME_STEP_NATIVE;
 		}
-		if (variant >= PYTHON_V312 && end == cstack_owner) {
-			f = previous; /* the call's entry frame: its frames are reported */
-			break;
+		if (variant >= PYTHON_V312 && end >= cstack_owner) {
+			f = previous;
+			if (end == cstack_owner)
+				break; /* the call's entry frame: its frames are reported */
+			continue;      /* 3.14's other frames of no code (owned by the C stack) */
 		}
 		if (variant == PYTHON_V313)
-			code &= ~1ULL; /* 3.14's f_executable is a stack reference: its low bit is a tag */
+			code &= ~3ULL; /* 3.14's f_executable is a stack reference: its low two bits are tags */
 		__u64 index = PYTHON_INDEX_UNKNOWN;
 		if (variant == PYTHON_V39) {
 			__s32 lasti = (__s32)instr;

@@ -1,6 +1,8 @@
 package dev.loupe.unwinder.python;
 
 import dev.loupe.unwinder.ehframe.EhFrameException;
+import dev.loupe.unwinder.ehframe.FdeRanges;
+import dev.loupe.unwinder.elf.LoadSegment;
 import dev.loupe.unwinder.ehframe.UnwindTable;
 import dev.loupe.unwinder.ehframe.UnwindTableBuilder;
 import dev.loupe.unwinder.elf.ElfException;
@@ -53,6 +55,7 @@ final class PythonProcess implements RuntimeProcess {
     private final long runtimeAddress;
     private final long evalLow;
     private final long evalHigh;
+    private final List<LoadSegment> segments;
     private final List<CodeTable.Range> ranges;
     private CodeTable table;
     private boolean tableFailed;
@@ -60,7 +63,8 @@ final class PythonProcess implements RuntimeProcess {
     private final Map<Long, CodeObjects.Code> cache = new LinkedHashMap<>(256, 0.75f, true);
 
     private PythonProcess(PythonRuntime runtime, int pid, PythonLayout layout, ProcessMemory mem, long codeType, String exe,
-                          Path binary, long bias, long runtimeAddress, long evalLow, long evalHigh, List<CodeTable.Range> ranges) {
+                          Path binary, long bias, long runtimeAddress, long evalLow, long evalHigh, List<CodeTable.Range> ranges,
+                          List<LoadSegment> segments) {
         this.runtime = runtime;
         this.pid = pid;
         this.layout = layout;
@@ -73,6 +77,7 @@ final class PythonProcess implements RuntimeProcess {
         this.evalLow = evalLow;
         this.evalHigh = evalHigh;
         this.ranges = ranges;
+        this.segments = segments;
     }
 
     /**
@@ -95,8 +100,10 @@ final class PythonProcess implements RuntimeProcess {
             return Optional.empty();
         }
         int[] v = PythonRuntime.version(found.path());
-        PythonLayout layout = PythonLayout.forVersion(v[0], v[1])
-                .orElseThrow(() -> new Unsupported("CPython " + v[0] + "." + v[1] + " has no known layout"));
+        Optional<PythonLayout> table = PythonLayout.forVersion(v[0], v[1]);
+        if (table.isEmpty() && !(v[0] == 3 && v[1] >= 13)) {
+            throw new Unsupported("CPython " + v[0] + "." + v[1] + " has no known layout");
+        }
         Path file = readable(procRoot, pid, found);
         PythonSymbols syms;
         long bias;
@@ -121,8 +128,15 @@ final class PythonProcess implements RuntimeProcess {
             }
         }
         ProcessMemory mem = ProcessMemory.open(procRoot, pid);
+        PythonLayout layout;
+        try {
+            layout = table.isPresent() ? table.get() : DebugOffsets.read(mem, rt + bias, v[0], v[1]); // 3.13+: its own
+        } catch (IOException | Unsupported | RuntimeException e) {
+            mem.close();
+            throw e;
+        }
         return Optional.of(new PythonProcess(runtime, pid, layout, mem, codeType + bias, exe, file, bias, rt + bias, eval,
-                eval + evalSize, ranges));
+                eval + evalSize, ranges, syms.loadSegments()));
     }
 
     private static Path readable(Path procRoot, int pid, MapEntry m) throws IOException {
@@ -182,9 +196,10 @@ final class PythonProcess implements RuntimeProcess {
         if (table == null && !tableFailed) {
             try {
                 UnwindTable file = UnwindTableBuilder.build(binary);
-                UnwindTable t = EvalTable.build("[python] pid " + pid, file, bias, evalLow, evalHigh, layout.kernelWords(runtimeAddress));
+                List<long[]> loop = EvalRanges.find(binary, segments, evalLow, evalHigh, FdeRanges.read(binary), file);
+                UnwindTable t = EvalTable.build("[python] pid " + pid, file, bias, loop, layout.kernelWords(runtimeAddress));
                 table = new CodeTable(t, ranges, 1);
-                LOG.log(System.Logger.Level.INFO, "python: pid " + pid + " (" + layout + "): interpreter table of " + t.rowCount() + " rows");
+                LOG.log(System.Logger.Level.INFO, "python: pid " + pid + " (" + layout + "): interpreter table of " + t.rowCount() + " rows, the loop in " + loop.size() + " part(s)");
             } catch (EhFrameException | IOException | RuntimeException e) {
                 tableFailed = true; // the binary's own table still walks it natively
                 LOG.log(System.Logger.Level.WARNING, "python: pid " + pid + ": no interpreter table (" + e.getMessage()
