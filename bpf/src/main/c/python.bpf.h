@@ -165,10 +165,8 @@ static __always_inline long python_eval_step(struct unwind_state *st, struct sam
 			return RUNTIME_STEP_NATIVE;
 		}
 		if (variant >= PYTHON_V312 && end >= cstack_owner) {
-			f = previous;
-			if (end == cstack_owner)
-				break; /* the call's entry frame: its frames are reported */
-			continue;      /* 3.14's other frames of no code (owned by the C stack) */
+			f = previous; /* the call's entry frame (3.14: or another frame of no code): its frames are reported */
+			break;
 		}
 		if (variant == PYTHON_V313)
 			code &= ~3ULL; /* 3.14's f_executable is a stack reference: its low two bits are tags */

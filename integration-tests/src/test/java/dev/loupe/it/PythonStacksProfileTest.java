@@ -36,6 +36,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 class PythonStacksProfileTest {
     static final Path PYTHON311 = Path.of("/usr/bin/python3.11");
+    /** Debian unstable's CPython 3.13 and 3.14 (integration-tests/scripts/sid-pythons.sh). */
+    static final Path SID_PYTHONS = Path.of("/var/cache/loupe/sid-pythons");
 
     static final String TARGET = """
             import sys
@@ -112,13 +114,25 @@ class PythonStacksProfileTest {
      * linking Debian's {@code libpython3.11.so} (position-independent: the walker's table is moved by its load bias).
      */
     @ParameterizedTest(name = "{0}")
-    @ValueSource(strings = {"python3.11", "embedded libpython3.11.so"})
-    void python311StacksNameEachFunctionFileAndLine(String form) throws Exception {
+    @ValueSource(strings = {"python3.11", "embedded libpython3.11.so", "python3.13", "python3.14"})
+    void pythonStacksNameEachFunctionFileAndLine(String form) throws Exception {
         assertTrue(Files.isExecutable(PYTHON311), PYTHON311 + " (Debian 12's python3.11, installed by ./loupe test)");
         Path script = dir.resolve("aviary.py");
-        Files.writeString(script, TARGET);
         List<String> cmd = List.of(PYTHON311.toString(), script.toString());
         String mappingName = "[python] python3.11";
+        if (form.equals("python3.13") || form.equals("python3.14")) {
+            // Debian unstable's, chrooted into their own root (a process whose root is not the agent's)
+            assertTrue(Files.isExecutable(SID_PYTHONS.resolve("usr/bin/" + form)), form + " in " + SID_PYTHONS
+                    + " (integration-tests/scripts/sid-pythons.sh, run by ./loupe test)");
+            Path inside = Path.of("/tmp", "loupe-python-" + ProcessHandle.current().pid() + "-" + System.nanoTime());
+            Files.createDirectories(SID_PYTHONS.resolve(inside.toString().substring(1)));
+            script = inside.resolve("aviary.py");
+            Files.writeString(SID_PYTHONS.resolve(script.toString().substring(1)), TARGET);
+            cmd = List.of(JavaStacksProfileTest.IN_SID.toString(), SID_PYTHONS.toString(), "/usr/bin/" + form, script.toString());
+            mappingName = "[python] " + form;
+        } else {
+            Files.writeString(script, TARGET);
+        }
         if (form.startsWith("embedded")) {
             Files.writeString(dir.resolve("embed.c"), EMBEDDER);
             String flags = Commands.run(List.of("python3.11-config", "--includes", "--ldflags", "--embed"), 30).check().output();
