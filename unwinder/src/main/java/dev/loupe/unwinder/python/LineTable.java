@@ -77,4 +77,25 @@ public final class LineTable {
         int u = varint(b, pos);
         return (u & 1) != 0 ? -(u >>> 1) : u >>> 1;
     }
+
+    /**
+     * 3.9's {@code co_lnotab} ({@code Objects/lnotab_notes.txt}): pairs of (bytecode offset increment, line increment as a
+     * signed byte); the line of byte offset {@code offset} is the first line plus the line increments of the pairs whose
+     * offsets, summed, do not pass it. 0 for no offset.
+     */
+    public static int lnotab39(byte[] table, int firstLine, int offset) {
+        if (offset < 0) {
+            return 0;
+        }
+        int line = firstLine;
+        int addr = 0;
+        for (int i = 0; i + 1 < table.length; i += 2) {
+            addr += table[i] & 0xff;
+            if (addr > offset) {
+                break;
+            }
+            line += table[i + 1]; // signed since 3.6
+        }
+        return line;
+    }
 }

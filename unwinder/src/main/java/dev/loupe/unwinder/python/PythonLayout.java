@@ -82,6 +82,13 @@ public record PythonLayout(int major, int minor, Variant variant,
             // cframe after the five ints of recursion/tracing state; _PyCFrame {use_tracing, current_frame};
             // _PyInterpreterFrame {f_func, f_globals, f_builtins, f_locals, f_code, frame_obj, previous, prev_instr,
             // stacktop, is_entry, owner}; PyASCIIObject 48 bytes, PyCompactUnicodeObject 72.
+            // 3.9 (Include/internal/pycore_runtime.h, pycore_interp.h, cpython/pystate.h, cpython/frameobject.h,
+            // cpython/code.h at v3.9.2): interpreters.head after four ints, _finalizing and the mutex; tstate_head after
+            // next; frame after prev, next, interp; thread_id after the tracing state, exception state, dict,
+            // gilstate_counter and async_exc; PyFrameObject {VAR_HEAD, f_back, f_code, ..., f_lasti at 104}; code
+            // objects have no qualified name (co_name is shown) and a co_lnotab.
+            case 9 -> Optional.of(new PythonLayout(3, 9, Variant.V39, 32, 8, 8, 176, NO_HOLDER, 24, 24, 32, 104, 0, 0, 0,
+                    new CodeLayout(40, 104, 112, -1, 120, 48, 72, 16, 32)));
             case 11 -> Optional.of(new PythonLayout(3, 11, Variant.V311, 40, 16, 8, 152, 56, 8, 48, 32, 56, 68, 0, 184,
                     new CodeLayout(72, 112, 120, 128, 136, 48, 72, 16, 32)));
             default -> Optional.empty();

@@ -182,7 +182,9 @@ final class PythonProcess implements RuntimeProcess {
             }
         }
         int index = PythonFrameStep.instructionIndex(value);
-        int line = index < 0 ? 0 : LineTable.line311(code.lineTable(), code.firstLine(), index);
+        int line = index < 0 ? 0 : layout.variant() == PythonLayout.Variant.V39
+                ? LineTable.lnotab39(code.lineTable(), code.firstLine(), index) // f_lasti: a byte offset
+                : LineTable.line311(code.lineTable(), code.firstLine(), index);
         return new RuntimeFrame(code.qualname(), code.filename(), line, List.of(), mapping);
     }
 

@@ -14,6 +14,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /** Real CPython processes for the tests: the host's Debian python3.11 running code_view.py, which prints its own view. */
 final class PythonTargets {
     static final Path PYTHON311 = Path.of("/usr/bin/python3.11");
+    /** Debian 11's python3.9 and Debian unstable's 3.13 and 3.14, in roots of their own (integration-tests/scripts). */
+    static final Path BULLSEYE = Path.of("/var/cache/loupe/bullseye-python");
+    static final Path SID = Path.of("/var/cache/loupe/sid-pythons");
+    static final Path IN_ROOT = Path.of("../integration-tests/scripts/in-sid.sh").toAbsolutePath().normalize();
 
     private PythonTargets() {}
 
@@ -30,12 +34,27 @@ final class PythonTargets {
     }
 
     static Target start(Path python, Path dir, String mode, String... modules) throws IOException {
-        assertTrue(Files.isExecutable(python), python + " (installed by ./loupe test)");
-        Path script = dir.resolve("code_view.py");
+        return start(null, python, dir, mode, modules);
+    }
+
+    /**
+     * Runs {@code python} (a path inside {@code root}, chrooted into it by integration-tests/scripts/in-sid.sh, when
+     * {@code root} is not null) on code_view.py in {@code mode} over {@code modules}.
+     */
+    static Target start(Path root, Path python, Path dir, String mode, String... modules) throws IOException {
+        Path seen = root == null ? dir : Path.of("/tmp", "loupe-code-view-" + ProcessHandle.current().pid() + "-" + System.nanoTime());
+        Path real = root == null ? dir : Files.createDirectories(root.resolve(seen.toString().substring(1)));
+        Path pythonReal = root == null ? python : root.resolve(python.toString().substring(1));
+        assertTrue(Files.isExecutable(pythonReal), pythonReal + " (installed by ./loupe test)");
         try (InputStream in = PythonTargets.class.getResourceAsStream("code_view.py")) {
-            Files.write(script, in.readAllBytes());
+            Files.write(real.resolve("code_view.py"), in.readAllBytes());
         }
-        List<String> cmd = new ArrayList<>(List.of(python.toString(), script.toString(), mode));
+        Path script = seen.resolve("code_view.py");
+        List<String> cmd = new ArrayList<>();
+        if (root != null) {
+            cmd.addAll(List.of(IN_ROOT.toString(), root.toString()));
+        }
+        cmd.addAll(List.of(python.toString(), script.toString(), mode));
         cmd.addAll(List.of(modules));
         Process p = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
         BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream()));

@@ -32,12 +32,32 @@ for name in sys.argv[2:]:
     walk(compile(open(m.__file__).read(), m.__file__, "exec"), seen)
 walk(Outer.method.__code__, seen)
 walk(Outer().method().__code__, seen)
+def qualname(co):
+    return co.co_qualname if hasattr(co, "co_qualname") else co.co_name  # 3.9, 3.10: no qualified name in code
+
+
+def code_unit_lines(co):
+    """(index, line) of each instruction: code units (3.10+) or byte offsets (3.9), as the interpreter says."""
+    if hasattr(co, "co_positions"):
+        return [(i, p[0] or 0) for i, p in enumerate(co.co_positions())]
+    import dis
+    starts = list(dis.findlinestarts(co))
+    out = []
+    for offset in range(0, len(co.co_code), 2):
+        line = 0
+        for o, l in starts:
+            if o <= offset:
+                line = l
+        out.append((offset, line))
+    return out
+
+
 for co in seen.values():
-    print("code", id(co), co.co_qualname, co.co_firstlineno, co.co_filename)
+    print("code", id(co), qualname(co), co.co_firstlineno, co.co_filename)
     if mode == "lines":
-        print("table", id(co), co.co_linetable.hex())
-        for i, p in enumerate(co.co_positions()):
-            print("line", id(co), i, p[0] or 0)
+        print("table", id(co), (co.co_linetable if sys.version_info >= (3, 10) else co.co_lnotab).hex())
+        for i, line in code_unit_lines(co):
+            print("line", id(co), i, line)
 keep = [1, 2, 3]
 print("notcode", id(keep))
 api = ctypes.pythonapi
@@ -49,14 +69,14 @@ print("runtime", ctypes.addressof(ctypes.c_char.in_dll(api, "_PyRuntime")), api.
 
 def wait_here():
     # This thread's frames as the interpreter sees them, innermost first: wait_here waits on the line after the next.
-    print("frame", id(sys._getframe().f_code), sys._getframe().f_code.co_qualname, sys._getframe().f_lineno + 1)
+    print("frame", id(sys._getframe().f_code), qualname(sys._getframe().f_code), sys._getframe().f_lineno + 1)
     print("ready", flush=True); sys.stdin.readline()
 
 
 def outer():
     f = sys._getframe()
-    print("frame", id(f.f_code), f.f_code.co_qualname, f.f_lineno + 2)
-    print("frame", id(f.f_back.f_code), f.f_back.f_code.co_qualname, f.f_back.f_lineno)
+    print("frame", id(f.f_code), qualname(f.f_code), f.f_lineno + 2)
+    print("frame", id(f.f_back.f_code), qualname(f.f_back.f_code), f.f_back.f_lineno)
     return wait_here()
 
 
