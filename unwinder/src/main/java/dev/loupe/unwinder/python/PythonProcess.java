@@ -152,6 +152,16 @@ final class PythonProcess implements RuntimeProcess {
         throw new IOException(m.path() + " of pid " + pid + " is not readable");
     }
 
+    /** The layout in use (for tests: the walker's view of this process). */
+    PythonLayout layout() {
+        return layout;
+    }
+
+    /** {@code _PyRuntime}'s address in the process. */
+    long runtimeAddress() {
+        return runtimeAddress;
+    }
+
     @Override
     public synchronized RuntimeFrame taggedFrame(FrameType type, long value) {
         if (type != FrameType.PYTHON) {

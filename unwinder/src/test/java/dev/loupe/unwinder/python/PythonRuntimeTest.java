@@ -12,6 +12,8 @@ import dev.loupe.unwinder.runtime.RuntimeFrame;
 import dev.loupe.unwinder.runtime.RuntimeProcess;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -78,6 +80,56 @@ class PythonRuntimeTest {
             }
             assertEquals(List.of("wait_here", "outer", "<module>"), names);
             assertEquals(0, frame, "<module> is the thread's first frame");
+        }
+    }
+
+    /**
+     * The walker's path, followed in Java as {@code python.bpf.h} follows it, through each version's layout (3.9 and 3.11
+     * by their tables, 3.13 and 3.14 by their {@code _Py_DebugOffsets}), from {@code _PyRuntime} to the main thread's
+     * frames, each named: the chain and lines the interpreter printed ({@code wait_here}, {@code outer},
+     * {@code <module>}).
+     */
+    @ParameterizedTest(name = "{1}")
+    @CsvSource({"'', /usr/bin/python3.11", "/var/cache/loupe/bullseye-python, /usr/bin/python3.9",
+            "/var/cache/loupe/sid-pythons, /usr/bin/python3.13", "/var/cache/loupe/sid-pythons, /usr/bin/python3.14"})
+    void theWalkersPathReachesTheInterpretersOwnChain(String root, String python) throws Exception {
+        try (PythonTargets.Target t = PythonTargets.start(root.isEmpty() ? null : Path.of(root), Path.of(python), dir, "view");
+             ProcessMemory mem = ProcessMemory.open(PROC, (int) t.pid());
+             RuntimeProcess rp = PythonRuntime.reading(PROC).open((int) t.pid(), Path.of(python).getFileName().toString()).orElseThrow()) {
+            PythonProcess p = (PythonProcess) rp;
+            PythonLayout l = p.layout();
+            long[] rt = longs(only(t.lines(), "runtime"));
+            assertEquals(rt[0], p.runtimeAddress(), "_PyRuntime found from the binary's symbols and the load bias");
+            assertEquals(rt[1], mem.readLong(rt[0] + l.interpretersHead()), "interpreters.head");
+            long ts = mem.readLong(rt[1] + l.threadsHead());
+            for (int hops = 0; ts != 0 && mem.readLong(ts + l.threadId()) != rt[3] && hops < PythonFrameStep.MAX_THREADS; hops++) {
+                ts = mem.readLong(ts + l.threadNext());
+            }
+            assertEquals(rt[2], ts, "the thread state whose thread_id is the main thread's ident");
+            long holder = l.frameHolder() == PythonLayout.NO_HOLDER ? ts : mem.readLong(ts + l.frameHolder());
+            List<String> walked = new ArrayList<>();
+            for (long f = mem.readLong(holder + l.currentFrame()); f != 0 && walked.size() < 16; f = mem.readLong(f + l.framePrevious())) {
+                int owner = l.variant() == PythonLayout.Variant.V39 ? 0 : mem.read(f + l.frameEnd(), 1).get(0);
+                if (l.variant().code() >= PythonLayout.Variant.V312.code() && owner >= l.cstackOwner()) {
+                    continue; // a C call's entry frame
+                }
+                long code = mem.readLong(f + l.frameCode()) & ~3L;
+                int index = l.variant() == PythonLayout.Variant.V39 ? mem.readInt(f + l.frameInstr())
+                        : (int) ((mem.readLong(f + l.frameInstr()) - code - l.codeAdaptive()) / 2);
+                RuntimeFrame rf = p.taggedFrame(FrameType.PYTHON, PythonFrameStep.value(code, index));
+                walked.add(rf.function() + ":" + rf.line());
+            }
+            List<String> expected = new ArrayList<>();
+            for (String name : List.of("wait_here", "outer", "<module>")) {
+                for (String line : t.lines()) {
+                    String[] f = line.split(" ");
+                    if (f[0].equals("frame") && f[2].equals(name)) {
+                        expected.add(name + ":" + f[3]);
+                    }
+                }
+            }
+            assertEquals(List.of("wait_here", "outer", "<module>"), expected.stream().map(x -> x.split(":")[0]).toList());
+            assertEquals(expected, walked, "the chain " + python + " printed");
         }
     }
 
