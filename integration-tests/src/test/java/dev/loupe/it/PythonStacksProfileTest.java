@@ -38,6 +38,8 @@ class PythonStacksProfileTest {
     static final Path PYTHON311 = Path.of("/usr/bin/python3.11");
     /** Debian unstable's CPython 3.13 and 3.14 (integration-tests/scripts/sid-pythons.sh). */
     static final Path SID_PYTHONS = Path.of("/var/cache/loupe/sid-pythons");
+    /** Debian 11's CPython 3.9 (integration-tests/scripts/bullseye-python.sh). */
+    static final Path BULLSEYE_PYTHON = Path.of("/var/cache/loupe/bullseye-python");
 
     static final String TARGET = """
             import sys
@@ -49,7 +51,7 @@ class PythonStacksProfileTest {
                         f = sys._getframe()
                         while f is not None:
                             co = f.f_code
-                            print("frame", co.co_qualname, co.co_filename, co.co_firstlineno, f.f_lineno, flush=True)
+                            print("frame", getattr(co, "co_qualname", co.co_name), co.co_filename, co.co_firstlineno, f.f_lineno, flush=True)
                             f = f.f_back
                     s = 0
                     for i in range(n): s = (s * 31 + i) % 1000003
@@ -114,21 +116,22 @@ class PythonStacksProfileTest {
      * linking Debian's {@code libpython3.11.so} (position-independent: the walker's table is moved by its load bias).
      */
     @ParameterizedTest(name = "{0}")
-    @ValueSource(strings = {"python3.11", "embedded libpython3.11.so", "python3.13", "python3.14"})
+    @ValueSource(strings = {"python3.11", "embedded libpython3.11.so", "python3.13", "python3.14", "python3.9"})
     void pythonStacksNameEachFunctionFileAndLine(String form) throws Exception {
         assertTrue(Files.isExecutable(PYTHON311), PYTHON311 + " (Debian 12's python3.11, installed by ./loupe test)");
         Path script = dir.resolve("aviary.py");
         List<String> cmd = List.of(PYTHON311.toString(), script.toString());
         String mappingName = "[python] python3.11";
-        if (form.equals("python3.13") || form.equals("python3.14")) {
-            // Debian unstable's, chrooted into their own root (a process whose root is not the agent's)
-            assertTrue(Files.isExecutable(SID_PYTHONS.resolve("usr/bin/" + form)), form + " in " + SID_PYTHONS
-                    + " (integration-tests/scripts/sid-pythons.sh, run by ./loupe test)");
+        if (form.equals("python3.13") || form.equals("python3.14") || form.equals("python3.9")) {
+            // Debian unstable's and 11's, chrooted into their own roots (processes whose root is not the agent's)
+            Path root = form.equals("python3.9") ? BULLSEYE_PYTHON : SID_PYTHONS;
+            assertTrue(Files.isExecutable(root.resolve("usr/bin/" + form)), form + " in " + root
+                    + " (integration-tests/scripts/sid-pythons.sh and bullseye-python.sh, run by ./loupe test)");
             Path inside = Path.of("/tmp", "loupe-python-" + ProcessHandle.current().pid() + "-" + System.nanoTime());
-            Files.createDirectories(SID_PYTHONS.resolve(inside.toString().substring(1)));
+            Files.createDirectories(root.resolve(inside.toString().substring(1)));
             script = inside.resolve("aviary.py");
-            Files.writeString(SID_PYTHONS.resolve(script.toString().substring(1)), TARGET);
-            cmd = List.of(JavaStacksProfileTest.IN_SID.toString(), SID_PYTHONS.toString(), "/usr/bin/" + form, script.toString());
+            Files.writeString(root.resolve(script.toString().substring(1)), TARGET);
+            cmd = List.of(JavaStacksProfileTest.IN_SID.toString(), root.toString(), "/usr/bin/" + form, script.toString());
             mappingName = "[python] " + form;
         } else {
             Files.writeString(script, TARGET);
@@ -154,7 +157,7 @@ class PythonStacksProfileTest {
             }
             // The interpreter's own view of the chain, innermost first: what the profile must match.
             assertEquals(List.of(
-                    "frame Aviary.tern " + script + " 5 10",
+                    "frame " + (form.equals("python3.9") ? "" : "Aviary.") + "tern " + script + " 5 10",
                     "frame c " + script + " 22 " + C_CALL,
                     "frame b " + script + " 26 " + B_CALL,
                     "frame main " + script + " 30 32",
@@ -169,8 +172,9 @@ class PythonStacksProfileTest {
             Targets.kill(py);
         }
         String file = script.toString();
-        List<Frame> tern = List.of(new Frame("Aviary.tern", file, TERN_LOOP, mapping));
-        List<Frame> gull = List.of(new Frame("Aviary.gull", file, GULL_LOOP, mapping));
+        String owner = form.equals("python3.9") ? "" : "Aviary."; // 3.9's code objects have no qualified name
+        List<Frame> tern = List.of(new Frame(owner + "tern", file, TERN_LOOP, mapping));
+        List<Frame> gull = List.of(new Frame(owner + "gull", file, GULL_LOOP, mapping));
         List<Frame> callers = List.of(
                 new Frame("c", file, C_CALL, mapping),
                 new Frame("b", file, B_CALL, mapping),
@@ -194,21 +198,16 @@ class PythonStacksProfileTest {
                 }
                 total += s.getValue(0);
                 List<Frame> user = userFrames(p, s);
-                // Native frames above the Python ones (the builtins and C code the leaf called), then the five
-                // Python frames, then native ones down to _start.
-                int first = 0;
-                while (first < user.size() && !python(user.get(first))) {
-                    first++;
-                }
-                int end = first;
-                while (end < user.size() && python(user.get(end))) {
-                    end++;
-                }
-                List<Frame> head = user.subList(first, end);
+                // Native frames above the Python ones (the builtins and C code the leaf called), then the five Python
+                // frames (3.9's with the interpreter's own C calls between them: each call is a C call there), then
+                // native ones down to _start.
+                List<Frame> head = user.stream().filter(PythonStacksProfileTest::python).toList();
+                int first = user.indexOf(head.isEmpty() ? null : head.get(0));
+                int end = head.isEmpty() ? -1 : user.lastIndexOf(head.get(head.size() - 1)) + 1;
                 boolean isTern = head.size() == 5 && head.subList(0, 1).equals(tern);
                 boolean isGull = head.size() == 5 && head.subList(0, 1).equals(gull);
-                boolean ok = (isTern || isGull) && head.subList(1, 5).equals(callers)
-                        && user.subList(end, user.size()).stream().noneMatch(PythonStacksProfileTest::python)
+                boolean ok = (isTern || isGull) && head.subList(1, 5).equals(callers) && first >= 0 && end < user.size()
+                        && (form.equals("python3.9") || user.subList(first, end).equals(head))
                         && user.get(user.size() - 1).function().equals("_start")
                         && user.stream().noneMatch(x -> x.function().equals("_PyEval_EvalFrameDefault"));
                 if (ok) {
