@@ -110,8 +110,8 @@ final class DebugOffsets {
         }
         long version = b.getLong(8);
         if ((version >>> 24) != major || ((version >>> 16) & 0xff) != minor) {
-            throw new PythonProcess.Unsupported("_Py_DebugOffsets says version 0x" + Long.toHexString(version) + ", the binary "
-                    + major + "." + minor);
+            throw new PythonProcess.Unsupported("CPython " + major + "." + minor + "'s binary, but _Py_DebugOffsets says version 0x"
+                    + Long.toHexString(version));
         }
         if (b.getLong(16) != 0) {
             throw new PythonProcess.Unsupported("CPython " + major + "." + minor + " is a free-threaded build");
