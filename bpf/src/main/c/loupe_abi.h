@@ -168,6 +168,7 @@ enum python_abi {
 	PYTHON_MAX_THREADS = 64,         /* thread states searched for the sampled thread's */
 	PYTHON_MAX_FRAMES_PER_EVAL = 64, /* interpreter frames one _PyEval_EvalFrameDefault call runs, at most */
 	PYTHON_NO_HOLDER = 0xffff,       /* the thread state holds its current frame itself (3.13+) */
+	PYTHON_FRAME_BYTES = 128,        /* a frame's head read at once: every field the walk reads lies in it */
 };
 /* How a CPython version links its frames (PythonLayout.Variant). */
 enum python_variant {

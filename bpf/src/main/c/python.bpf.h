@@ -26,6 +26,9 @@ struct python_walk {
 	__u64 cursor;   /* the next interpreter frame to report: the innermost not yet reported */
 	__u32 started;  /* 1: cursor was found for this sample */
 	__u32 pad;
+	/* One frame's first PYTHON_FRAME_BYTES, read at once (every field the walk needs lies there), and room past it
+	 * for an 8-byte field at the last offset a mask leaves. */
+	__u8 frame[PYTHON_FRAME_BYTES + 8];
 };
 
 struct {
@@ -51,6 +54,21 @@ static __always_inline void python_emit(struct unwind_state *st, struct sample *
 		return;
 	}
 	push_frame(s, &st->w, frame);
+}
+
+/* The little-endian field of `size` bytes at `off` of the frame just read (zero past PYTHON_FRAME_BYTES). */
+static __always_inline __u64 python_frame_field(struct python_walk *pw, __u64 off, int size)
+{
+	__u64 v = 0;
+	if (off > PYTHON_FRAME_BYTES - size)
+		return 0;
+	asm volatile("" : "+r"(off)); /* bound the register the access uses, not a copy the compiler made earlier */
+	off &= PYTHON_FRAME_BYTES - 1;
+	if (size == 8)
+		__builtin_memcpy(&v, &pw->frame[off], 8);
+	else
+		v = pw->frame[off];
+	return v;
 }
 
 static __always_inline __u64 python_error_value(__u32 err)
@@ -154,16 +172,16 @@ static __always_inline long python_eval_step(struct unwind_state *st, struct sam
 	for (int k = 0; k < PYTHON_MAX_FRAMES_PER_EVAL; k++) {
 		if (f == 0)
 			break;
-		__u64 code = 0, instr = 0, previous = 0;
-		__u8 end = 0;
-		if (bpf_probe_read_user(&code, 8, (void *)(f + code_off)) ||
-		    bpf_probe_read_user(&instr, 8, (void *)(f + instr_off)) ||
-		    bpf_probe_read_user(&previous, 8, (void *)(f + previous_off)) ||
-		    (variant != PYTHON_V39 && bpf_probe_read_user(&end, 1, (void *)(f + end_off)))) {
+		/* One read of the frame's head; the fields' offsets were checked to lie in it when the table was built. */
+		if (bpf_probe_read_user(pw->frame, PYTHON_FRAME_BYTES, (void *)f)) {
 			python_emit(st, s, emitted, python_error_value(PYTHON_ERR_READ));
 			pw->cursor = 0;
 			return RUNTIME_STEP_NATIVE;
 		}
+		__u64 code = python_frame_field(pw, code_off, 8);
+		__u64 instr = python_frame_field(pw, instr_off, 8);
+		__u64 previous = python_frame_field(pw, previous_off, 8);
+		__u8 end = variant == PYTHON_V39 ? 0 : python_frame_field(pw, end_off, 1);
 		if (variant >= PYTHON_V312 && end >= cstack_owner) {
 			f = previous; /* the call's entry frame (3.14: or another frame of no code): its frames are reported */
 			break;

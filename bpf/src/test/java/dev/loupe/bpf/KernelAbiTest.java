@@ -68,9 +68,9 @@ class KernelAbiTest {
             for (String e : KernelAbi.UNWINDER_ENUMS) {
                 theObjects.putAll(btf.enumeration(e).orElseThrow());
             }
-            assertEquals(47, theObjects.size(), "8 rule kinds and the first runtime kind, 3 RBP rules, 3 signal offsets, "
+            assertEquals(48, theObjects.size(), "8 rule kinds and the first runtime kind, 3 RBP rules, 3 signal offsets, "
                     + "8 stop reasons, the tick, the no-FDE frame limit, the frame type shift, 2 frame types, 2 HotSpot "
-                    + "interpreter frame offsets, the row search's steps, 7 CPython constants, 4 variants and 5 errors");
+                    + "interpreter frame offsets, the row search's steps, 8 CPython constants, 4 variants and 5 errors");
             KernelAbi.checkProfiler(btf, Optional.of(theObjects));
 
             Map<String, Long> drifted = new HashMap<>(theObjects);

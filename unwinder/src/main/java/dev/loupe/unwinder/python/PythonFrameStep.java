@@ -16,6 +16,8 @@ public final class PythonFrameStep {
     public static final int DATA_WORDS = 5;
     public static final int MAX_THREADS = 64;
     public static final int MAX_FRAMES_PER_EVAL = 64;
+    /** The head of a frame the walker reads at once: the frame fields a layout names must lie in it. */
+    public static final int FRAME_BYTES = 128;
 
     private PythonFrameStep() {}
 
@@ -79,7 +81,8 @@ public final class PythonFrameStep {
                 "PYTHON_DATA_WORDS", (long) DATA_WORDS,
                 "PYTHON_MAX_THREADS", (long) MAX_THREADS,
                 "PYTHON_MAX_FRAMES_PER_EVAL", (long) MAX_FRAMES_PER_EVAL,
-                "PYTHON_NO_HOLDER", (long) PythonLayout.NO_HOLDER));
+                "PYTHON_NO_HOLDER", (long) PythonLayout.NO_HOLDER,
+                "PYTHON_FRAME_BYTES", (long) FRAME_BYTES));
         for (PythonLayout.Variant v : PythonLayout.Variant.values()) {
             m.put("PYTHON_" + v.name(), (long) v.code());
         }

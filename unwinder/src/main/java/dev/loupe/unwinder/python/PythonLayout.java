@@ -97,6 +97,12 @@ public record PythonLayout(int major, int minor, Variant variant,
 
     /** The words of the layout the walker reads (loupe_abi.h's {@code RULE_PYTHON_DATA}), given {@code _PyRuntime}'s address. */
     long[] kernelWords(long runtimeAddress) {
+        for (int f : new int[] {framePrevious + 8, frameCode + 8, frameInstr + 8, frameEnd + 1}) {
+            if (f > PythonFrameStep.FRAME_BYTES) {
+                throw new IllegalArgumentException(this + "'s frame fields lie past the " + PythonFrameStep.FRAME_BYTES
+                        + " bytes the walker reads");
+            }
+        }
         long heads = runtimeAddress + interpretersHead;
         if (heads <= 0 || heads >= 1L << 47) {
             throw new IllegalArgumentException("_PyRuntime at 0x" + Long.toHexString(runtimeAddress) + " is not a user address");
