@@ -161,6 +161,8 @@ enum rule_kind {
 	RULE_STOP    = 4,
 	RULE_RUNTIME_FIRST = 5,
 	RULE_JAVA_INTERP = RULE_RUNTIME_FIRST, /* hotspot.bpf.h: HotSpot's template interpreter */
+	RULE_PYTHON_EVAL = 6, /* python.bpf.h: CPython's _PyEval_EvalFrameDefault; aux's high nibble the native kind */
+	RULE_PYTHON_DATA = 7, /* python.bpf.h: not a pc's rule, a word of the process's CPython layout (rules 0..) */
 };
 
 /*
@@ -174,6 +176,7 @@ enum frame_tag {
 };
 enum frame_type {
 	FRAME_TYPE_HOTSPOT_METHOD = 0x40, /* hotspot.bpf.h: an interpreter frame's Method* (bit 62, as before types) */
+	FRAME_TYPE_PYTHON = 0x41,         /* python.bpf.h: a code object >> 4 and its instruction index (enum python_abi) */
 };
 #define FRAME_TAG(type) ((__u64)(type) << FRAME_TYPE_SHIFT)
 
@@ -184,6 +187,37 @@ enum frame_type {
 enum hotspot_interp_frame {
 	HOTSPOT_INTERP_SENDER_SP_OFFSET = -8,
 	HOTSPOT_INTERP_METHOD_OFFSET    = -24,
+};
+
+/*
+ * CPython frames (python.bpf.h; dev.loupe.unwinder.python). A FRAME_TYPE_PYTHON value is the code object's address
+ * >> PYTHON_CODE_SHIFT (objects are 16-byte aligned) above PYTHON_INDEX_BITS of instruction index (code units);
+ * PYTHON_INDEX_UNKNOWN when it does not fit. A code address of 0 is an error frame, the index its enum python_error.
+ * The process's layout is PYTHON_DATA_WORDS rules of kind RULE_PYTHON_DATA, the first of its code table.
+ */
+enum python_abi {
+	PYTHON_CODE_SHIFT = 4,
+	PYTHON_INDEX_BITS = 13,
+	PYTHON_INDEX_UNKNOWN = (1 << 13) - 1,
+	PYTHON_DATA_WORDS = 5,
+	PYTHON_MAX_THREADS = 64,         /* thread states searched for the sampled thread's */
+	PYTHON_MAX_FRAMES_PER_EVAL = 64, /* interpreter frames one _PyEval_EvalFrameDefault call runs, at most */
+	PYTHON_NO_HOLDER = 0xffff,       /* the thread state holds its current frame itself (3.13+) */
+	PYTHON_FRAME_BYTES = 128,        /* a frame's head read at once: every field the walk reads lies in it */
+};
+/* How a CPython version links its frames (PythonLayout.Variant). */
+enum python_variant {
+	PYTHON_V39 = 1,  /* 3.9, 3.10: PyFrameObject chain (f_back), f_lasti an int; one per eval call */
+	PYTHON_V311 = 2, /* 3.11: _PyInterpreterFrame via cframe, prev_instr, is_entry ends a call's frames */
+	PYTHON_V312 = 3, /* 3.12: as 3.11, but an owner byte: the C stack's entry frame ends a call's frames */
+	PYTHON_V313 = 4, /* 3.13+: tstate->current_frame, instr_ptr, f_executable (low bit a tag in 3.14) */
+};
+enum python_error {
+	PYTHON_ERR_NO_THREAD = 1,    /* no thread state of the interpreter is the sampled thread's */
+	PYTHON_ERR_READ = 2,         /* a frame or thread state could not be read (torn chain) */
+	PYTHON_ERR_BAD_CODE = 3,     /* a frame's code pointer is not an aligned user address */
+	PYTHON_ERR_NO_FRAMES = 4,    /* the eval call's frames were used up before it (chain shorter than the C stack) */
+	PYTHON_ERR_LAYOUT = 5,       /* the table's layout words are missing or malformed */
 };
 
 /* A rule's aux byte for the CFA kinds: how the caller's RBP is recovered (UnwindRule.RBP_*). */
@@ -305,6 +339,9 @@ struct abi_constants {
 	enum frame_tag frame_tag;
 	enum frame_type frame_type;
 	enum hotspot_interp_frame hotspot_interp_frame;
+	enum python_abi python_abi;
+	enum python_variant python_variant;
+	enum python_error python_error;
 	enum mapping_search mapping_search;
 	enum row_search row_search;
 	enum rbp_rule rbp_rule;

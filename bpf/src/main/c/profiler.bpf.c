@@ -728,13 +728,20 @@ stop:
  * are defined), dispatched on the rule kind from this one place. A new runtime adds its header, its kinds in
  * loupe_abi.h's enum rule_kind, and a case here.
  */
+/* A runtime step's return when it reported its frames and the native frame is stepped by the rule's native kind
+ * (the aux byte's high nibble; its low nibble the RBP rule). */
+#define RUNTIME_STEP_NATIVE 2
+
 #include "hotspot.bpf.h"
+#include "python.bpf.h"
 
 static __always_inline long runtime_step(__u32 kind, struct unwind_state *st, struct sample *s)
 {
 	switch (kind) {
 	case RULE_JAVA_INTERP:
 		return hotspot_interp_step(st, s);
+	case RULE_PYTHON_EVAL:
+		return python_eval_step(st, s);
 	default:
 		return unwind_stop(&st->w, s, STOP_MALFORMED);
 	}
@@ -754,8 +761,13 @@ static __always_inline long table_step(struct unwind_state *st, struct sample *s
 	__u64 cfa;
 	if (kind == RULE_STOP && aux == STOP_NO_UNWIND_INFO)
 		return no_fde_step(st, s);
-	if (kind >= RULE_RUNTIME_FIRST)
-		return runtime_step(kind, st, s);
+	if (kind >= RULE_RUNTIME_FIRST) {
+		long r = runtime_step(kind, st, s);
+		if (r != RUNTIME_STEP_NATIVE)
+			return r;
+		kind = aux >> 4;
+		aux &= 0xf;
+	}
 	st->table_frames++;
 	switch (kind) {
 	case RULE_CFA_RSP:

@@ -2,6 +2,7 @@ package dev.loupe.unwinder;
 
 import dev.loupe.unwinder.hotspot.HotSpotRuntime;
 import dev.loupe.unwinder.perfmap.PerfMapRuntime;
+import dev.loupe.unwinder.python.PythonRuntime;
 import dev.loupe.unwinder.runtime.ManagedRuntime;
 
 import java.nio.file.Path;
@@ -20,7 +21,8 @@ public final class KnownRuntimes {
     public static List<ManagedRuntime> all(Path procRoot, LongSupplier nanoTime, Set<String> off) {
         return List.<ManagedRuntime>of(
                         HotSpotRuntime.reading(procRoot, nanoTime),
-                        PerfMapRuntime.reading(procRoot))
+                        PerfMapRuntime.reading(procRoot),
+                        PythonRuntime.reading(procRoot))
                 .stream().filter(r -> !off.contains(r.name())).toList();
     }
 }

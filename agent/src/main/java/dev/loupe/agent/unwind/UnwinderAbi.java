@@ -22,6 +22,7 @@ public final class UnwinderAbi {
     /** C enumerator name to the unwinder's value, for every enum in {@code KernelAbi.UNWINDER_ENUMS}. */
     public static Map<String, Long> constants() {
         Map<String, Long> all = new java.util.HashMap<>(fixed());
+        all.putAll(dev.loupe.unwinder.python.PythonFrameStep.kernelConstants()); // python.bpf.h's enums
         for (FrameType t : FrameType.values()) { // the registry of tagged frames, one enumerator per type
             all.put(t.cName(), (long) t.code());
         }
@@ -37,6 +38,8 @@ public final class UnwinderAbi {
                 Map.entry("RULE_STOP", (long) UnwindRule.KIND_STOP),
                 Map.entry("RULE_RUNTIME_FIRST", (long) UnwindRule.FIRST_RUNTIME_KIND),
                 Map.entry("RULE_JAVA_INTERP", (long) UnwindRule.KIND_JAVA_INTERP),
+                Map.entry("RULE_PYTHON_EVAL", (long) UnwindRule.KIND_PYTHON_EVAL),
+                Map.entry("RULE_PYTHON_DATA", (long) UnwindRule.KIND_PYTHON_DATA),
                 Map.entry("FRAME_TYPE_SHIFT", (long) FrameType.SHIFT),
                 Map.entry("HOTSPOT_INTERP_SENDER_SP_OFFSET", (long) InterpreterFrameStep.SENDER_SP_OFFSET),
                 Map.entry("HOTSPOT_INTERP_METHOD_OFFSET", (long) InterpreterFrameStep.METHOD_OFFSET),

@@ -46,6 +46,14 @@ public final class UnwindRule {
      * RBP-based frame that the walker reports as its {@code Method*} ({@code FrameType.HOTSPOT_METHOD}).
      */
     public static final int KIND_JAVA_INTERP = FIRST_RUNTIME_KIND;
+    /**
+     * CPython's {@code _PyEval_EvalFrameDefault} ({@code python.bpf.h}, spec {@code python.PythonFrameStep}): the walker
+     * reports the interpreter frames the call ran, then steps the native frame by the CFA kind kept in the aux byte's
+     * high nibble (its low nibble the RBP rule).
+     */
+    public static final int KIND_PYTHON_EVAL = FIRST_RUNTIME_KIND + 1;
+    /** Not a pc's rule: a word of a process's CPython layout, the first rules of the table its runtime gives. */
+    public static final int KIND_PYTHON_DATA = FIRST_RUNTIME_KIND + 2;
 
     /** RBP is unchanged in the caller. */
     public static final int RBP_UNCHANGED = 0;
@@ -66,6 +74,16 @@ public final class UnwindRule {
 
     public static long cfa(int kind, long cfaOffset, int rbpRule, int rbpOffset) {
         return (kind & 0xffL) | (rbpRule & 0xffL) << 8 | (rbpOffset & 0xffffL) << 16 | (cfaOffset & 0xffffffffL) << 32;
+    }
+
+    /** {@code nativeRule} (a CFA kind) as a {@link #KIND_PYTHON_EVAL} rule: its kind moves to the aux byte's high nibble. */
+    public static long pythonEval(long nativeRule) {
+        return nativeRule & ~0xffffL | KIND_PYTHON_EVAL | (long) (kind(nativeRule) << 4 | rbpRule(nativeRule)) << 8;
+    }
+
+    /** The native CFA rule a {@link #KIND_PYTHON_EVAL} rule keeps. */
+    public static long pythonNative(long pythonRule) {
+        return pythonRule & ~0xffffL | (pythonRule >>> 12 & 0xf) | (pythonRule >>> 8 & 0xf) << 8;
     }
 
     public static long stop(StopReason reason) {
@@ -112,6 +130,8 @@ public final class UnwindRule {
             case KIND_PLT -> "plt(rip&15>=" + cfaOffset(rule) + ")";
             case KIND_SIGNAL -> "signal";
             case KIND_JAVA_INTERP -> "java-interpreter";
+            case KIND_PYTHON_EVAL -> "python-eval(" + toString(pythonNative(rule)) + ")";
+            case KIND_PYTHON_DATA -> "python-data(0x" + Long.toHexString(rule >>> 8) + ")";
             case KIND_STOP -> "stop(" + (stopReason(rule) == null ? "code " + rbpRule(rule) : stopReason(rule).text()) + ")";
             default -> "bad(0x" + Long.toHexString(rule) + ")";
         };

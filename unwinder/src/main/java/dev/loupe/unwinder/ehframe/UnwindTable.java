@@ -198,6 +198,9 @@ public final class UnwindTable {
                 case UnwindRule.KIND_SIGNAL -> true;
                 case UnwindRule.KIND_STOP -> UnwindRule.stopReason(r) != null && UnwindRule.stopReason(r).code() < 32;
                 case UnwindRule.KIND_JAVA_INTERP -> r == UnwindRule.KIND_JAVA_INTERP; // a runtime's kind: no operands
+                case UnwindRule.KIND_PYTHON_EVAL -> (UnwindRule.rbpRule(r) >> 4) <= UnwindRule.KIND_CFA_RBP
+                        && (UnwindRule.rbpRule(r) & 0xf) <= UnwindRule.RBP_UNKNOWN;
+                case UnwindRule.KIND_PYTHON_DATA -> true;
                 default -> false;
             };
             if (!ok) {

@@ -9,7 +9,9 @@ package dev.loupe.unwinder.runtime;
  */
 public enum FrameType {
     /** HotSpot's template interpreter: the frame's {@code Method*} (hotspot.bpf.h). */
-    HOTSPOT_METHOD(0x40, "FRAME_TYPE_HOTSPOT_METHOD", "interpreted Java method");
+    HOTSPOT_METHOD(0x40, "FRAME_TYPE_HOTSPOT_METHOD", "interpreted Java method"),
+    /** CPython's interpreter frames: a code object and instruction index (python.bpf.h, {@code python.PythonFrameStep}). */
+    PYTHON(0x41, "FRAME_TYPE_PYTHON", "Python frame");
 
     /** Where the type starts in a tagged frame (loupe_abi.h's {@code FRAME_TYPE_SHIFT}). */
     public static final int SHIFT = 56;

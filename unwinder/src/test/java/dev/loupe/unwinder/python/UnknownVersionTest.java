@@ -1,0 +1,41 @@
+package dev.loupe.unwinder.python;
+
+import dev.loupe.unwinder.proc.ProcMaps;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * A CPython whose version has no layout (here Debian's python3.11 copied as {@code python3.7}, which is what a 3.7
+ * looks like from outside): detected, not opened (its frames stay native), counted once per process.
+ */
+class UnknownVersionTest {
+    @TempDir
+    Path dir;
+
+    @Test
+    void anUnknownVersionIsDetectedButNotOpened() throws Exception {
+        Path python37 = Files.copy(PythonTargets.PYTHON311, dir.resolve("python3.7"));
+        assertTrue(python37.toFile().setExecutable(true));
+        ProcessBuilder pb = new ProcessBuilder(python37.toString(), "-c", "import sys; print('ready', flush=True); sys.stdin.readline()");
+        pb.environment().put("PYTHONHOME", "/usr"); // its standard library, from where the copy is not
+        Process p = pb.redirectErrorStream(true).start();
+        try {
+            assertEquals("ready", new BufferedReader(new InputStreamReader(p.getInputStream())).readLine());
+            PythonRuntime runtime = PythonRuntime.reading(Path.of("/proc"));
+            assertTrue(runtime.detect(ProcMaps.read(Path.of("/proc"), (int) p.pid()).stream().filter(m -> m.executable()).toList()));
+            assertTrue(runtime.open((int) p.pid(), "python3.7").isEmpty());
+            assertEquals(Map.of("opened", 0L, "unknown_versions", 1L, "code_reads", 0L, "bad_code", 0L), runtime.counters());
+        } finally {
+            p.destroyForcibly();
+        }
+    }
+}
