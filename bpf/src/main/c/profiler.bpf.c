@@ -334,6 +334,7 @@ struct unwind_state {
 		__u32 sampled_kind; /* SAMPLED_* */
 		__u32 reserved;
 	} found[MAX_SAMPLE_MAPPINGS]; /* the mappings this walk used: cached for it, carried by the record */
+	struct pmap_entry tmp; /* a mapping being resolved (here, not on the stack: the call chain's stack is small) */
 };
 
 /*
@@ -507,9 +508,13 @@ static __always_inline int read_vma(struct vm_area_struct *vma, struct pmap_entr
 	return 1;
 }
 
+/* bpf_find_vma's callback: the mapping goes into the walk's state (its context must be on the stack, which is small). */
 static long find_vma_cb(struct task_struct *task, struct vm_area_struct *vma, void *data)
 {
-	read_vma(vma, data);
+	__u32 zero = 0;
+	struct unwind_state *st = bpf_map_lookup_elem(&unwind_scratch, &zero);
+	if (st)
+		read_vma(vma, &st->tmp);
 	return 0;
 }
 
@@ -602,17 +607,18 @@ static __noinline int find_mapping(struct unwind_state *st, __u64 pc)
 				break;
 			struct pmap_entry *e = &pm->e[i];
 			if (pc - e->start < e->end - e->start) {
-				struct pmap_entry copy = *e; /* the entry may change under us (an mmap on another CPU) */
-				return use_found(st, &copy);
+				st->tmp = *e; /* the entry may change under us (an exec or dlopen on another CPU) */
+				return use_found(st, &st->tmp);
 			}
 		}
 	}
 	if (!st->vma_used) {
 		st->vma_used = 1;
-		struct pmap_entry e = {};
+		__builtin_memset(&st->tmp, 0, sizeof(st->tmp));
 		struct task_struct *task = bpf_get_current_task_btf();
-		if (bpf_find_vma(task, pc, find_vma_cb, &e, 0) == 0 && e.end)
-			return use_found(st, &e);
+		__u64 unused = 0;
+		if (bpf_find_vma(task, pc, find_vma_cb, &unused, 0) == 0 && st->tmp.end)
+			return use_found(st, &st->tmp);
 	}
 	st->vma_failures++;
 	st->w.flags |= SAMPLE_F_FP_FALLBACK; /* frame pointers from here, for want of the mapping */
