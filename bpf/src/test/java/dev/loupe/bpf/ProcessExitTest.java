@@ -51,7 +51,7 @@ class ProcessExitTest {
         long end = System.nanoTime() + Duration.ofSeconds(10).toNanos();
         while (!until.test(events)) {
             if (System.nanoTime() > end) {
-                fail("not within 10 s: " + what + "; delivered " + events.size() + " records");
+                fail("not within 10 s: " + what + "; delivered " + events.size() + " records; " + s.stats());
             }
             s.poll(Duration.ofMillis(50), r -> events.add(Event.of(r)),
                     (pid, start) -> events.add(new Event(true, pid, start)));
@@ -62,8 +62,8 @@ class ProcessExitTest {
     @Test
     void aProcessExitComesOnceAfterItsSamplesWithItsStartAndItsUnwindEntryIsGone() throws Exception {
         PerfEventSamplerTest.availableOrFail();
-        // Busy for a while, then it exits by itself.
-        Process p = new ProcessBuilder("/bin/sh", "-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done")
+        // Busy for a few seconds (longer than the sampler takes to open), then it exits by itself.
+        Process p = new ProcessBuilder("/bin/sh", "-c", "i=0; while [ $i -lt 3000000 ]; do i=$((i+1)); done")
                 .redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
         children.add(p);
         int pid = (int) p.pid();
@@ -98,13 +98,14 @@ class ProcessExitTest {
     @Test
     void threadsEndingAreNotProcessExitsTheLastThreadIs() throws Exception {
         PerfEventSamplerTest.availableOrFail();
-        // Five threads end while the process lives on for a second; then one more spins 0.3 s and the process ends.
+        // Five threads end while the process lives on for 3 s (longer than the sampler takes to open); then one more
+        // spins 0.3 s and the process ends.
         Process p = new ProcessBuilder("/usr/bin/python3", "-c", String.join("\n",
                 "import threading, time",
                 "ts = [threading.Thread(target=lambda: None) for _ in range(5)]",
                 "[t.start() for t in ts]; [t.join() for t in ts]",
                 "print('threads done', flush=True)",
-                "time.sleep(1.0)",
+                "time.sleep(3.0)",
                 "def spin():",
                 "    end = time.time() + 0.3",
                 "    while time.time() < end: pass",
