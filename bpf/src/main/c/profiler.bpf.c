@@ -95,6 +95,11 @@ struct vm_area_struct {
 /* An unregistered process older than this asks for a registration: its walk then searches its own slice (cheaper
  * for the long-lived; the short-lived never need one). */
 #define REGISTER_AFTER_NS (1000ULL * 1000 * 1000)
+/* A process running a runtime's file (an interpreter) asks for its registration once it has lived this long: the
+ * interpreter's own frames need it, but most such processes of a churn (python3 -c ...) exit before a registration
+ * could finish, and their native stacks are walked by the files' tables meanwhile. (A JIT's anonymous code asks at once:
+ * it cannot be walked without its runtime's tables.) */
+#define RUNTIME_REGISTER_AFTER_NS (250ULL * 1000 * 1000)
 
 /*
  * Reading a process's memory map from a sample is limited: it runs in the timer interrupt, where the mmap lock can
@@ -314,7 +319,8 @@ struct unwind_state {
 	__u32 t_rule_start;
 	__u8 registered;     /* the process has a procs entry (its slice of mappings) */
 	__u8 vma_used;       /* this sample's one bpf_find_vma was spent */
-	__u8 pad2[2];
+	__u8 young;          /* the process started less than RUNTIME_REGISTER_AFTER_NS ago */
+	__u8 pad2;
 	__u32 host_tgid;     /* the kernel's tgid: proc_maps' key */
 	__u64 mm;            /* the process's mm: proc_maps' entry must be of it */
 	__u32 vma_lookups;   /* mappings found in proc_maps or by bpf_find_vma */
@@ -551,7 +557,7 @@ static __noinline int use_found(struct unwind_state *st, struct pmap_entry *e)
 			bias = e->start - e->offset - ft->vaddr_delta;
 			/* A runtime's file (an interpreter loop) is walked natively by its table; the runtime's own frames come
 			 * with the process's registration. */
-			if ((ft->flags & FILE_F_NEEDS_PROCESS) && !st->registered)
+			if ((ft->flags & FILE_F_NEEDS_PROCESS) && !st->registered && !st->young)
 				st->w.flags |= SAMPLE_F_NEEDS_PROCESS;
 		}
 	}
@@ -981,6 +987,7 @@ static __always_inline int sample(struct perf_event_ctx *ctx, const int tables)
 		st->w = w;
 		st->host_tgid = host_tgid;
 		st->mm = (__u64)BPF_CORE_READ(task, mm);
+		st->young = bpf_ktime_get_boot_ns() - s->start_boottime < RUNTIME_REGISTER_AFTER_NS;
 		if (pu) {
 			st->proc_first = pu->first;
 			st->proc_count = pu->count;
