@@ -165,12 +165,18 @@ public final class PerfEventSampler implements AutoCloseable {
 
     /** The programs that follow processes' executable mappings for the walk (profiler.bpf.c's proc_maps). */
     static final List<String> FOLLOWERS = List.of("process_exec", "process_fork", "loader_changed");
-    /** The dynamic loader's debugger hook: glibc's ld.so calls it after mapping libraries (start-up, dlopen, dlclose). */
-    static final String LOADER_HOOK = "_dl_debug_state";
+    /**
+     * Where glibc's ld.so has just mapped libraries: at start-up it initialises the main thread's TLS once every needed
+     * library is mapped and relocated ({@code _dl_allocate_tls_init}; each new thread too), and dlopen runs the new
+     * objects' initialisers through {@code _dl_catch_exception} after mapping them (glibc 2.35+; it enters it before
+     * mapping too, and for dlsym: harmless refreshes). Not {@code _dl_debug_state}, the debuggers' hook: gdb puts its
+     * own breakpoint on that one-byte function, and a uprobe there breaks gdb's view of the libraries.
+     */
+    static final List<String> LOADER_HOOKS = List.of("_dl_allocate_tls_init", "_dl_catch_exception");
 
     /**
      * Attaches the programs that follow processes' executable mappings: exec and fork (raw tracepoints) and the host's
-     * dynamic loader's hook (a uprobe on the ld.so this JVM runs with: the host's). Without the loader's probe (no glibc
+     * dynamic loader's points after it mapped libraries (uprobes on the ld.so this JVM runs with: the host's). Without the loader's probe (no glibc
      * ld.so, or no such symbol) processes are followed from exec only, and their libraries' pcs are found per sample.
      */
     private void followMappings() throws BpfException {
@@ -182,11 +188,13 @@ public final class PerfEventSampler implements AutoCloseable {
                     + " found per sample, not followed as the loader maps them");
             return;
         }
-        try {
-            links.add(object.program("loader_changed").attachUprobe(-1, loader.get(), LOADER_HOOK, 0, 0, false));
-        } catch (BpfException e) {
-            LOG.log(System.Logger.Level.WARNING, "cannot probe " + loader.get() + ":" + LOADER_HOOK + " (" + e.getMessage()
-                    + "): processes' libraries are found per sample, not followed as the loader maps them");
+        for (String hook : LOADER_HOOKS) {
+            try {
+                links.add(object.program("loader_changed").attachUprobe(-1, loader.get(), hook, 0, 0, false));
+            } catch (BpfException e) {
+                LOG.log(System.Logger.Level.WARNING, "cannot probe " + loader.get() + ":" + hook + " (" + e.getMessage()
+                        + "): libraries it maps are found per sample, not followed as the loader maps them");
+            }
         }
     }
 
