@@ -358,18 +358,23 @@ public final class UnwindTableUploader implements AutoCloseable {
     private void loadFiles(int pid, List<MapEntry> exec, long now) throws Exception {
         Set<TableEntry> pinned = new HashSet<>();
         for (MapEntry m : exec) {
-            TableEntry t = tables.forMapping(pid, m);
-            if (t == null) {
-                continue; // anonymous code (frame pointers), or a file that cannot be read now
-            }
-            pinned.add(t);
-            if (t.failure == null && !t.loaded()) {
-                load(t, pinned);
-            }
-            t.lastUsed = now;
-            publishFile(m, t);
+            loadFile(pid, m, pinned, now); // anonymous code and files that cannot be read now are skipped
         }
         fileLoads.incrementAndGet();
+    }
+
+    /** Loads a file's own table if it is not in the kernel and publishes it by the file's identity. */
+    private void loadFile(int pid, MapEntry m, Set<TableEntry> pinned, long now) throws Exception {
+        TableEntry t = tables.forMapping(pid, m);
+        if (t == null) {
+            return;
+        }
+        pinned.add(t);
+        if (t.failure == null && !t.loaded()) {
+            load(t, pinned);
+        }
+        t.lastUsed = now;
+        publishFile(m, t);
     }
 
     /** The file's kernel entry: its table (or why it has none), for every process that maps it. */
@@ -480,6 +485,9 @@ public final class UnwindTableUploader implements AutoCloseable {
         // (an interpreter loop's rows of its own kind), in place of the file's table for this process.
         for (RuntimeTables.Table code : codeTables) {
             if (code.covers(m)) {
+                if (m.fileBacked()) {
+                    loadFile(pid, m, pinned, now); // the file's own table, for this process's other threads' walks before
+                }                                   // this registration and for every process not registered (yet)
                 return codeMapping(m, code.entry(), pinned, used, now);
             }
         }

@@ -214,7 +214,9 @@ final class PythonProcess implements RuntimeProcess {
                 LOG.log(System.Logger.Level.INFO, "python: pid " + pid + " (" + layout + "): interpreter table of " + t.rowCount() + " rows, the loop in " + loop.size() + " part(s)");
             } catch (EhFrameException | IOException | RuntimeException e) {
                 tableFailed = true; // the binary's own table still walks it natively
-                LOG.log(System.Logger.Level.WARNING, "python: pid " + pid + ": no interpreter table (" + e.getMessage()
+                // A process that exited meanwhile (a churn's short interpreters) is no news: debug, not a warning each.
+                LOG.log(e instanceof IOException ? System.Logger.Level.DEBUG : System.Logger.Level.WARNING,
+                        "python: pid " + pid + ": no interpreter table (" + e.getMessage()
                         + "); its Python frames stay native");
             }
         }
