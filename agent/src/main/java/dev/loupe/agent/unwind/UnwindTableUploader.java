@@ -332,8 +332,9 @@ public final class UnwindTableUploader implements AutoCloseable {
     }
 
     /**
-     * What a queued process needs: a registration if one was asked for, it has one (its mappings changed, or its tables
-     * were evicted) or a runtime of it has code tables; otherwise only its files' tables, published for every process.
+     * What a queued process needs: a registration if one was asked for (its samples met code that needs one) or it has
+     * one (its mappings changed, or its tables were evicted); otherwise only its files' tables, published for every
+     * process.
      */
     void process(int pid) throws Exception {
         boolean asked = processes.registrationRequested(pid);
@@ -342,9 +343,10 @@ public final class UnwindTableUploader implements AutoCloseable {
             throw new IOException("exited"); // queued before its exit was reported: nothing to walk any more
         }
         List<MapEntry> exec = executableByAddress(snap);
-        List<RuntimeTables.Table> codeTables = runtimeTables.forProcess(pid, snap.startTicks(), exec);
-        if (asked || processes.get(pid) != null || !codeTables.isEmpty()) {
-            register(pid, snap, exec, codeTables);
+        if (asked || processes.get(pid) != null) {
+            // Runtimes are opened only for a registration: reading a runtime (an interpreter's table, a JVM's code
+            // heaps) costs far more than a short process that only needed its files' tables lives.
+            register(pid, snap, exec, runtimeTables.forProcess(pid, snap.startTicks(), exec));
         } else if (!processes.learnedLately(pid, snap.startTicks(), nanoTime.getAsLong())) { // (queued twice: a sample, a read)
             loadFiles(pid, exec, nanoTime.getAsLong());
             processes.learned(pid, snap.startTicks());
