@@ -106,8 +106,8 @@ struct vm_area_struct {
  * only be tried and its release is deferred to one irq_work per CPU, so one bpf_find_vma per sample can succeed (a
  * second finds the work busy) and the VMA iterator refuses irqs-disabled contexts. So the kernel side reads each
  * process's executable mappings in process context, with the VMA iterator (Linux 6.7+), whenever they change the way
- * programs change them: at exec (the binary, ld.so, the vdso) and when the dynamic loader has mapped libraries
- * (uprobes in ld.so: the libraries a program needs, before main, and each dlopen); copied at fork,
+ * programs change them: at exec (the binary, ld.so, the vdso) and when glibc has mapped libraries (uprobes: the
+ * libraries a program needs, before main, and a dlopen's, at the dlsym that follows it); copied at fork,
  * dropped at exit (proc_maps). A sample finds its pcs there, and spends its one bpf_find_vma on a pc that is not (a
  * process that started before the agent, code mapped otherwise: a JIT's). LOUPE_VMA_ITER 0 builds the object for kernels
  * without the iterator: there processes are registered by Java, as before file tables.
@@ -1190,9 +1190,9 @@ int process_exec(void *ctx)
 }
 
 /*
- * The host's ld.so has just mapped libraries (uprobes, PerfEventSampler.LOADER_HOOKS: the main thread's TLS set up
- * once a program's libraries are mapped, before main; a dlopen's initialisers about to run): the process's
- * executable mappings now. Not _dl_debug_state, where gdb puts its own breakpoint.
+ * Glibc has just mapped libraries (uprobes, PerfEventSampler.LOADER_HOOKS: ld.so sets up the main thread's TLS once a
+ * program's libraries are mapped, before main; libc's dlsym, which follows a dlopen): the process's executable
+ * mappings now. Not _dl_debug_state, where gdb puts its own breakpoint.
  */
 SEC("uprobe")
 int loader_changed(struct pt_regs *ctx)

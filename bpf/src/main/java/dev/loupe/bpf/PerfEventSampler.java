@@ -165,45 +165,47 @@ public final class PerfEventSampler implements AutoCloseable {
 
     /** The programs that follow processes' executable mappings for the walk (profiler.bpf.c's proc_maps). */
     static final List<String> FOLLOWERS = List.of("process_exec", "process_fork", "loader_changed");
-    /**
-     * Where glibc's ld.so has just mapped libraries: at start-up it initialises the main thread's TLS once every needed
-     * library is mapped and relocated ({@code _dl_allocate_tls_init}; each new thread too), and dlopen runs the new
-     * objects' initialisers through {@code _dl_catch_exception} after mapping them (glibc 2.35+; it enters it before
-     * mapping too, and for dlsym: harmless refreshes). Not {@code _dl_debug_state}, the debuggers' hook: gdb puts its
-     * own breakpoint on that one-byte function, and a uprobe there breaks gdb's view of the libraries.
-     */
-    static final List<String> LOADER_HOOKS = List.of("_dl_allocate_tls_init", "_dl_catch_exception");
+    /** A function of a host library (found in this JVM's own mappings by a path fragment) that a uprobe watches. */
+    record LoaderHook(String library, String function) {}
 
     /**
-     * Attaches the programs that follow processes' executable mappings: exec and fork (raw tracepoints) and the host's
-     * dynamic loader's points after it mapped libraries (uprobes on the ld.so this JVM runs with: the host's). Without the loader's probe (no glibc
+     * Where glibc has just mapped libraries into a process: ld.so initialises the main thread's TLS once every needed
+     * library is mapped and relocated, before main ({@code _dl_allocate_tls_init}; each new thread too), and a program
+     * that dlopens a library looks its symbols up next ({@code dlsym}, libc's: Python's imports, plugins). Not
+     * {@code _dl_debug_state}, the debuggers' hook: gdb puts its own breakpoint on that one-byte function, and a uprobe
+     * there broke gdb's view of the libraries.
+     */
+    static final List<LoaderHook> LOADER_HOOKS = List.of(new LoaderHook("/ld-linux", "_dl_allocate_tls_init"),
+            new LoaderHook("/libc.so.6", "dlsym"));
+
+    /**
+     * Attaches the programs that follow processes' executable mappings: exec and fork (raw tracepoints) and the points
+     * where glibc has mapped libraries (uprobes on the ld.so and libc this JVM runs with: the host's). Without the loader's probe (no glibc
      * ld.so, or no such symbol) processes are followed from exec only, and their libraries' pcs are found per sample.
      */
     private void followMappings() throws BpfException {
         links.add(object.program("process_exec").attachRawTracepoint("sched_process_exec"));
         links.add(object.program("process_fork").attachRawTracepoint("sched_process_fork"));
-        java.util.Optional<java.nio.file.Path> loader = hostLoader();
-        if (loader.isEmpty()) {
-            LOG.log(System.Logger.Level.INFO, "no glibc dynamic loader (ld-linux) in /proc/self/maps: processes' libraries are"
-                    + " found per sample, not followed as the loader maps them");
-            return;
-        }
-        for (String hook : LOADER_HOOKS) {
+        for (LoaderHook hook : LOADER_HOOKS) {
+            java.util.Optional<java.nio.file.Path> library = hostLibrary(hook.library());
             try {
-                links.add(object.program("loader_changed").attachUprobe(-1, loader.get(), hook, 0, 0, false));
+                if (library.isEmpty()) {
+                    throw new BpfException("no " + hook.library() + " in /proc/self/maps (not glibc?)", 0);
+                }
+                links.add(object.program("loader_changed").attachUprobe(-1, library.get(), hook.function(), 0, 0, false));
             } catch (BpfException e) {
-                LOG.log(System.Logger.Level.WARNING, "cannot probe " + loader.get() + ":" + hook + " (" + e.getMessage()
-                        + "): libraries it maps are found per sample, not followed as the loader maps them");
+                LOG.log(System.Logger.Level.WARNING, "cannot probe " + hook.function() + " (" + e.getMessage()
+                        + "): libraries mapped there are found per sample, not followed as they are mapped");
             }
         }
     }
 
-    /** The glibc dynamic loader this process runs with, as /proc/self/maps names it. */
-    static java.util.Optional<java.nio.file.Path> hostLoader() {
+    /** The library whose path contains {@code fragment} that this process runs with, as /proc/self/maps names it. */
+    static java.util.Optional<java.nio.file.Path> hostLibrary(String fragment) {
         try {
             for (String line : java.nio.file.Files.readAllLines(java.nio.file.Path.of("/proc/self/maps"))) {
                 int slash = line.indexOf('/');
-                if (slash > 0 && line.substring(slash).contains("/ld-linux")) {
+                if (slash > 0 && line.substring(slash).contains(fragment)) {
                     return java.util.Optional.of(java.nio.file.Path.of(line.substring(slash).strip()));
                 }
             }
