@@ -192,12 +192,39 @@ public final class PerfEventSampler implements AutoCloseable {
                 if (library.isEmpty()) {
                     throw new BpfException("no " + hook.library() + " in /proc/self/maps (not glibc?)", 0);
                 }
-                links.add(object.program("loader_changed").attachUprobe(-1, library.get(), hook.function(), 0, 0, false));
+                links.add(object.program("loader_changed").attachUprobe(-1, library.get(), fileOffset(library.get(), hook.function()), 0));
             } catch (BpfException e) {
                 LOG.log(System.Logger.Level.WARNING, "cannot probe " + hook.function() + " (" + e.getMessage()
                         + "): libraries mapped there are found per sample, not followed as they are mapped");
             }
         }
+    }
+
+    /**
+     * Where {@code function} of {@code library} (mapped in this process) lies in the file: its address here (the
+     * dynamic linker's lookup, which picks the default version of a versioned name such as libc's dlsym, where libbpf's
+     * lookup by name finds two) translated through this process's mapping of the file.
+     */
+    static long fileOffset(java.nio.file.Path library, String function) throws BpfException {
+        java.lang.foreign.MemorySegment at = java.lang.foreign.SymbolLookup.libraryLookup(library, java.lang.foreign.Arena.global())
+                .find(function).orElseThrow(() -> new BpfException(function + " is not in " + library, 0));
+        long address = at.address();
+        try {
+            for (String line : java.nio.file.Files.readAllLines(java.nio.file.Path.of("/proc/self/maps"))) {
+                String[] f = line.trim().split("\\s+", 6);
+                if (f.length == 6 && f[5].equals(library.toString())) {
+                    String[] range = f[0].split("-");
+                    long start = Long.parseUnsignedLong(range[0], 16);
+                    long end = Long.parseUnsignedLong(range[1], 16);
+                    if (Long.compareUnsigned(address, start) >= 0 && Long.compareUnsigned(address, end) < 0) {
+                        return address - start + Long.parseUnsignedLong(f[2], 16);
+                    }
+                }
+            }
+        } catch (java.io.IOException e) {
+            throw new BpfException("cannot read /proc/self/maps: " + e.getMessage(), 0);
+        }
+        throw new BpfException(function + " at 0x" + Long.toHexString(address) + " is in no mapping of " + library, 0);
     }
 
     /** The library whose path contains {@code fragment} that this process runs with, as /proc/self/maps names it. */
