@@ -204,7 +204,8 @@ public final class ChurnBench {
                         named &= !s.files().get(i).isEmpty();
                     }
                 }
-                boolean reaches = s.functions().contains("_start") || s.functions().contains("__libc_start_main");
+                boolean reaches = s.functions().contains("_start") || s.functions().contains("__libc_start_main")
+                        || s.functions().contains("_dl_start"); // ld.so still loading the program: its first C function
                 boolean fallback = "frame_pointers".equals(s.labels().get("unwind"));
                 for (String key : List.of(comm, "all")) {
                     long[] c = byComm.computeIfAbsent(key, k -> new long[6]);
