@@ -83,7 +83,8 @@ public class MetricNamesTest {
                 "loupe_poll_errors_total",
                 "loupe_unwind_fp_fallback_samples_total", "loupe_unwind_stopped_stacks_total",
                 "loupe_unwind_table_frames_total", "loupe_unwind_fp_frames_total", "loupe_unwind_fp_no_fde_frames_total",
-                "loupe_process_exits_total", "loupe_process_exits_dropped_total")) {
+                "loupe_process_exits_total", "loupe_process_exits_dropped_total", "loupe_unwind_vma_lookups_total",
+                "loupe_unwind_vma_lookup_failures_total", "loupe_unwind_file_table_misses_total")) {
             expected.put(c, "counter");
         }
         expected.put("loupe_samples_dropped_total", "counter reason");
