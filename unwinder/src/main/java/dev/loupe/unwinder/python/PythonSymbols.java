@@ -4,12 +4,9 @@ import dev.loupe.unwinder.elf.ElfException;
 import dev.loupe.unwinder.elf.ElfHeaders;
 import dev.loupe.unwinder.elf.ElfSource;
 import dev.loupe.unwinder.elf.LoadSegment;
-import dev.loupe.unwinder.elf.SectionHeader;
+import dev.loupe.unwinder.elf.SymbolScan;
 
 import java.io.IOException;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.List;
@@ -27,50 +24,19 @@ record PythonSymbols(Map<String, long[]> symbols, List<LoadSegment> loadSegments
     static final String CODE_TYPE = "PyCode_Type";
     static final String EVAL = "_PyEval_EvalFrameDefault";
     private static final Set<String> WANTED = Set.of(RUNTIME, CODE_TYPE, EVAL);
-    private static final int SYM_SIZE = 24;
-    private static final long MAX_TABLE = 64L << 20;
 
     static PythonSymbols read(Path file) throws IOException, ElfException {
         try (ElfSource src = ElfSource.open(file)) {
             ElfHeaders h = ElfHeaders.read(src);
             Map<String, long[]> out = new HashMap<>();
-            List<SectionHeader> sections = h.sections();
-            for (SectionHeader s : sections) {
-                if ((s.type() != SectionHeader.SHT_DYNSYM && s.type() != SectionHeader.SHT_SYMTAB) || !s.hasContents()) {
-                    continue;
-                }
-                if (s.entsize() != SYM_SIZE || s.size() > MAX_TABLE || s.link() <= 0 || s.link() >= sections.size()) {
-                    throw src.error(s.name() + ": unexpected entry size, size or link");
-                }
-                SectionHeader strs = sections.get(s.link());
-                if (strs.size() > MAX_TABLE || !strs.hasContents()) {
-                    throw src.error(s.name() + ": string table " + strs.name() + " unusable");
-                }
-                src.checkRange(s.offset(), s.size(), s.name());
-                src.checkRange(strs.offset(), strs.size(), strs.name());
-                ByteBuffer syms = src.view(s.offset(), (int) s.size(), s.name()).order(ByteOrder.LITTLE_ENDIAN);
-                byte[] names = src.bytes(strs.offset(), (int) strs.size(), strs.name());
-                int base = syms.position();
-                long count = s.size() / SYM_SIZE;
-                for (long i = 1; i < count; i++) {
-                    int e = base + (int) (i * SYM_SIZE);
-                    int nameOff = syms.getInt(e);
-                    long value = syms.getLong(e + 8);
-                    long size = syms.getLong(e + 16);
-                    int shndx = Short.toUnsignedInt(syms.getShort(e + 6));
-                    if (nameOff <= 0 || nameOff >= names.length || value == 0 || shndx == 0 || names[nameOff] != '_' && names[nameOff] != 'P') {
-                        continue;
-                    }
-                    int end = nameOff;
-                    while (end < names.length && names[end] != 0) {
-                        end++;
-                    }
-                    String name = new String(names, nameOff, end - nameOff, StandardCharsets.ISO_8859_1);
+            SymbolScan.scan(src, h, (names, off, value, size) -> {
+                if (names[off] == '_' || names[off] == 'P') {
+                    String name = SymbolScan.name(names, off);
                     if (WANTED.contains(name)) {
                         out.putIfAbsent(name, new long[] {value, size});
                     }
                 }
-            }
+            });
             return new PythonSymbols(Map.copyOf(out), h.loadSegments());
         }
     }
