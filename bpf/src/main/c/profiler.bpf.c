@@ -97,9 +97,9 @@ struct vm_area_struct {
 #define REGISTER_AFTER_NS (1000ULL * 1000 * 1000)
 /* A process running a runtime's file (an interpreter) asks for its registration once it has lived this long: the
  * interpreter's own frames need it, but most such processes of a churn (python3 -c ...) exit before a registration
- * could finish, and their native stacks are walked by the files' tables meanwhile. (A JIT's anonymous code asks at once:
+ * (a CPython table of ~65k rows built per process) could finish or pay off, and their native stacks are walked by the files' tables meanwhile. (A JIT's anonymous code asks at once:
  * it cannot be walked without its runtime's tables.) */
-#define RUNTIME_REGISTER_AFTER_NS (250ULL * 1000 * 1000)
+#define RUNTIME_REGISTER_AFTER_NS (1000ULL * 1000 * 1000)
 
 /*
  * Reading a process's memory map from a sample is limited: it runs in the timer interrupt, where the mmap lock can
