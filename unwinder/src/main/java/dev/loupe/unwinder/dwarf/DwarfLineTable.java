@@ -17,7 +17,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.zip.DataFormatException;
-import java.util.zip.Inflater;
 
 /**
  * Native code's source lines from DWARF {@code .debug_line} (in the binary or its separate debug file). Opening maps
@@ -158,30 +157,14 @@ public final class DwarfLineTable implements LineTable {
     }
 
     private byte[] inflate(ByteBuffer b, int size, String what) throws DwarfException {
-        // Grow with the data actually inflated: a header claiming 64 MiB must not cost 64 MiB up front.
-        byte[] out = new byte[(int) Math.min(size, Math.max(4096, 4L * b.limit()))];
-        Inflater inf = new Inflater();
         try {
-            inf.setInput(b.slice(24, b.limit() - 24));
-            int n = 0;
-            while (n < size) {
-                if (n == out.length) {
-                    out = java.util.Arrays.copyOf(out, (int) Math.min(size, 2L * out.length));
-                }
-                int k = inf.inflate(out, n, out.length - n);
-                if (k == 0 && (inf.finished() || inf.needsInput() || inf.needsDictionary())) {
-                    break;
-                }
-                n += k;
-            }
-            if (n != size) {
-                throw new DwarfException(name + ": " + what + " inflated to " + n + " bytes, its header says " + size);
+            byte[] out = dev.loupe.unwinder.elf.ZlibSection.inflate(b.slice(24, b.limit() - 24), size);
+            if (out.length != size) {
+                throw new DwarfException(name + ": " + what + " inflated to " + out.length + " bytes, its header says " + size);
             }
             return out;
         } catch (DataFormatException e) {
             throw new DwarfException(name + ": " + what + ": corrupt zlib stream: " + e.getMessage());
-        } finally {
-            inf.end();
         }
     }
 

@@ -14,7 +14,6 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.zip.DataFormatException;
-import java.util.zip.Inflater;
 
 /**
  * The section headers (with their addresses and flags, which {@code ElfFile} does not expose) and the
@@ -137,30 +136,14 @@ public final class ElfSections {
         if (size < 0 || size > MAX_CONTENT) {
             throw new EhFrameException(Problem.TOO_LARGE, name() + ": " + what + " inflates to " + Long.toUnsignedString(size) + " bytes, too large");
         }
-        // Grow with the data actually inflated: a header claiming 512 MiB must not cost 512 MiB up front.
-        byte[] out = new byte[(int) Math.min(size, Math.max(4096, 4L * raw.length))];
-        Inflater inf = new Inflater();
         try {
-            inf.setInput(raw, from, raw.length - from);
-            int n = 0;
-            while (n < size) {
-                if (n == out.length) {
-                    out = java.util.Arrays.copyOf(out, (int) Math.min(size, 2L * out.length));
-                }
-                int k = inf.inflate(out, n, out.length - n);
-                if (k == 0 && (inf.finished() || inf.needsInput() || inf.needsDictionary())) {
-                    break;
-                }
-                n += k;
-            }
-            if (n != size) {
-                throw new EhFrameException(Problem.BAD_COMPRESSION, name() + ": " + what + " inflated to " + n + " bytes, header says " + size);
+            byte[] out = dev.loupe.unwinder.elf.ZlibSection.inflate(java.nio.ByteBuffer.wrap(raw, from, raw.length - from), (int) size);
+            if (out.length != size) {
+                throw new EhFrameException(Problem.BAD_COMPRESSION, name() + ": " + what + " inflated to " + out.length + " bytes, header says " + size);
             }
             return out;
         } catch (DataFormatException e) {
             throw new EhFrameException(Problem.BAD_COMPRESSION, name() + ": " + what + ": corrupt zlib stream: " + e.getMessage());
-        } finally {
-            inf.end();
         }
     }
 
