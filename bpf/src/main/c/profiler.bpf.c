@@ -95,10 +95,11 @@ struct vm_area_struct {
 /* An unregistered process older than this asks for a registration: its walk then searches its own slice (cheaper
  * for the long-lived; the short-lived never need one). */
 #define REGISTER_AFTER_NS (1000ULL * 1000 * 1000)
-/* A process running a runtime's file (an interpreter) asks for its registration once it has lived this long: the
- * interpreter's own frames need it, but most such processes of a churn (python3 -c ...) exit before a registration
- * (a CPython table of ~65k rows built per process) could finish or pay off, and their native stacks are walked by the files' tables meanwhile. (A JIT's anonymous code asks at once:
- * it cannot be walked without its runtime's tables.) */
+/* A process running a runtime's file that needs the process (FILE_F_NEEDS_PROCESS: libjvm.so, whose interpreter
+ * and code heaps are the process's own) asks for its registration once it has lived this long: most short JVMs of a
+ * churn exit before a registration could finish or pay off, and their native stacks are walked by the files' tables
+ * meanwhile. (A JIT's anonymous code asks at once: it cannot be walked without its runtime's tables. An interpreter
+ * whose binary's table walks its frames for every process, CPython's, needs no registration at all.) */
 #define RUNTIME_REGISTER_AFTER_NS (1000ULL * 1000 * 1000)
 
 /*
@@ -320,7 +321,7 @@ struct unwind_state {
 	__u8 registered;     /* the process has a procs entry (its slice of mappings) */
 	__u8 vma_used;       /* this sample's one bpf_find_vma was spent */
 	__u8 young;          /* the process started less than RUNTIME_REGISTER_AFTER_NS ago */
-	__u8 pad2;
+	__u8 tagged;         /* a runtime's step reported frames user space names from the process's memory */
 	__u32 host_tgid;     /* the kernel's tgid: proc_maps' key */
 	__u64 mm;            /* the process's mm: proc_maps' entry must be of it */
 	__u32 vma_lookups;   /* mappings found in proc_maps or by bpf_find_vma */
@@ -555,8 +556,8 @@ static __noinline int use_found(struct unwind_state *st, struct pmap_entry *e)
 			kind = ft->kind;
 			table_id = ft->table_id;
 			bias = e->start - e->offset - ft->vaddr_delta;
-			/* A runtime's file (an interpreter loop) is walked natively by its table; the runtime's own frames come
-			 * with the process's registration. */
+			/* A runtime's file that needs the process is walked natively by its table; the runtime's own frames
+			 * come with the process's registration. */
 			if ((ft->flags & FILE_F_NEEDS_PROCESS) && !st->registered && !st->young)
 				st->w.flags |= SAMPLE_F_NEEDS_PROCESS;
 		}
@@ -1047,8 +1048,11 @@ static __always_inline int sample(struct perf_event_ctx *ctx, const int tables)
 	__u64 wake = bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) >= cfg->wakeup_bytes
 		? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 	/* Code without its table or registration yet: wake user space now (at most every 10 ms), since this sample
-	 * is what gets them loaded; batching it would delay that by up to the poll timeout. */
-	if (tables && wake == BPF_RB_NO_WAKEUP && (s->flags & (SAMPLE_F_FP_FALLBACK | SAMPLE_F_NEEDS_PROCESS))) {
+	 * is what gets them loaded; batching it would delay that by up to the poll timeout. So does a runtime's frame of
+	 * a process not registered (most likely young and short-lived): its names are read from the process's memory,
+	 * which is gone once it exits. */
+	if (tables && wake == BPF_RB_NO_WAKEUP && ((s->flags & (SAMPLE_F_FP_FALLBACK | SAMPLE_F_NEEDS_PROCESS)) ||
+						   (st && st->tagged && !st->registered))) {
 		__u64 now = bpf_ktime_get_ns();
 		if (now - last_fallback_wakeup_ns >= 10 * 1000 * 1000) {
 			last_fallback_wakeup_ns = now;

@@ -3,8 +3,9 @@
  * CPython's runtime step for the walker (RULE_PYTHON_EVAL): at each native frame of _PyEval_EvalFrameDefault, the
  * interpreter frames that call ran, innermost first, each as its code object and instruction index tagged
  * FRAME_TYPE_PYTHON, in place of the native frame; then the native frame's own CFA step (the rule's aux byte keeps
- * its kind). The process's layout (dev.loupe.unwinder.python.PythonLayout) is the first PYTHON_DATA_WORDS rules of
- * the code table its runtime gives for the interpreter's binary. Included by profiler.bpf.c after the walk's state
+ * its kind). The version's layout (dev.loupe.unwinder.python.PythonLayout) is the first PYTHON_DATA_WORDS rules of
+ * the interpreter binary's table (one per binary, in file addresses: _PyRuntime's address in it is the file's, and
+ * the mapping's load bias makes it the process's). Included by profiler.bpf.c after the walk's state
  * and helpers, and dispatched from its runtime_step; the spec is dev.loupe.unwinder.python.PythonFrameStep.
  */
 #ifndef PYTHON_BPF_H
@@ -47,6 +48,7 @@ static __always_inline __u64 python_field(__u64 word, int k)
 static __always_inline void python_emit(struct unwind_state *st, struct sample *s, int i, __u64 value)
 {
 	__u64 frame = (value & ((1ULL << FRAME_TYPE_SHIFT) - 1)) | FRAME_TAG(FRAME_TYPE_PYTHON);
+	st->tagged = 1;
 	if (i == 0) {
 		__u32 idx = st->w.base + st->w.n - 1;
 		if (st->w.n > 0 && idx < MAX_FRAMES)
@@ -76,8 +78,9 @@ static __always_inline __u64 python_error_value(__u32 err)
 	return err;
 }
 
-/* The innermost interpreter frame of the sampled thread: its thread state is the one whose thread_id is its FS base. */
-static __always_inline __u64 python_current_frame(__u64 w[PYTHON_DATA_WORDS], __u32 *err)
+/* The innermost interpreter frame of the sampled thread: its thread state is the one whose thread_id is its FS base.
+ * bias: the binary's load bias in this process. */
+static __always_inline __u64 python_current_frame(__u64 w[PYTHON_DATA_WORDS], __u64 bias, __u32 *err)
 {
 	__u64 fsbase = 0;
 	struct task_struct___loupe_py *task = (void *)bpf_get_current_task_btf();
@@ -85,7 +88,7 @@ static __always_inline __u64 python_current_frame(__u64 w[PYTHON_DATA_WORDS], __
 		*err = PYTHON_ERR_NO_THREAD;
 		return 0;
 	}
-	__u64 heads = (w[0] >> 8) & ((1ULL << 48) - 1);
+	__u64 heads = ((w[0] >> 8) & ((1ULL << 48) - 1)) + bias;
 	__u64 interp = 0, ts = 0;
 	if (bpf_probe_read_user(&interp, 8, (void *)heads) || interp == 0 ||
 	    bpf_probe_read_user(&ts, 8, (void *)(interp + python_field(w[1], 0)))) {
@@ -155,7 +158,7 @@ static __always_inline long python_eval_step(struct unwind_state *st, struct sam
 		__u32 err = 0;
 		pw->sample_ktime = s->ktime_ns;
 		pw->started = 1;
-		pw->cursor = python_current_frame(w, &err);
+		pw->cursor = python_current_frame(w, st->m_bias, &err);
 		if (err) {
 			python_emit(st, s, 0, python_error_value(err));
 			return RUNTIME_STEP_NATIVE;

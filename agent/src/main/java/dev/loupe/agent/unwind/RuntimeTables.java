@@ -1,5 +1,6 @@
 package dev.loupe.agent.unwind;
 
+import dev.loupe.unwinder.ehframe.UnwindTable;
 import dev.loupe.unwinder.proc.MapEntry;
 import dev.loupe.unwinder.runtime.CodeTable;
 import dev.loupe.unwinder.runtime.ProcessRuntimes;
@@ -89,6 +90,23 @@ final class RuntimeTables {
         s.tables.clear();
         s.tables.addAll(tables);
         return tables;
+    }
+
+    /**
+     * The table a runtime gives for the file {@code m} maps, in place of the file's {@code own}, for every process
+     * (an interpreter binary's); null: the file's own.
+     */
+    UnwindTable fileTable(MapEntry m, java.nio.file.Path file, UnwindTable own) throws java.io.IOException {
+        List<MapEntry> one = List.of(m);
+        for (dev.loupe.unwinder.runtime.ManagedRuntime r : registry.runtimes()) {
+            if (r.detect(one)) {
+                java.util.Optional<UnwindTable> t = r.fileTable(m, file, own);
+                if (t.isPresent()) {
+                    return t.get();
+                }
+            }
+        }
+        return null;
     }
 
     /** Whether a runtime is detected from this one file mapping alone: a process mapping it needs its registration. */

@@ -22,13 +22,24 @@ import java.util.function.LongSupplier;
  * One table per binary (device + inode + size + mtime), shared by every process that maps it, and the
  * vdso's. A table is built when first needed and again after an eviction; only the table just built is
  * on the heap (until {@link #takeBuilt} hands it over), except the vdso's, which cannot be re-read from a
- * file. Binaries without a usable table are remembered with the reason. Used on the uploader's thread;
+ * file. A runtime may give a file's table in place of its own ({@link FileTables}: an interpreter binary's, with its
+ * loop's rows of the runtime's kind), built the same way and shared the same way.
+ * Binaries without a usable table are remembered with the reason. Used on the uploader's thread;
  * the counters are also read by /metrics.
  */
 final class TableCache {
     private static final System.Logger LOG = System.getLogger(TableCache.class.getName());
 
+    /** The table a runtime walks one of its files with, in place of the file's own; null for the file's own. */
+    @FunctionalInterface
+    interface FileTables {
+        UnwindTable replace(MapEntry m, Path file, UnwindTable own) throws IOException;
+
+        FileTables NONE = (m, file, own) -> null;
+    }
+
     private final UnwindTableUploader.TableBuilder builder;
+    private final FileTables runtimeTables;
     private final Path procRoot;
     private final LongSupplier nanoTime;
     private final HeapTrimmer heapTrimmer;
@@ -42,7 +53,13 @@ final class TableCache {
     private final Map<String, AtomicLong> failuresByReason = new ConcurrentHashMap<>();
 
     TableCache(UnwindTableUploader.TableBuilder builder, Path procRoot, LongSupplier nanoTime, HeapTrimmer heapTrimmer) {
+        this(builder, FileTables.NONE, procRoot, nanoTime, heapTrimmer);
+    }
+
+    TableCache(UnwindTableUploader.TableBuilder builder, FileTables runtimeTables, Path procRoot, LongSupplier nanoTime,
+               HeapTrimmer heapTrimmer) {
         this.builder = builder;
+        this.runtimeTables = runtimeTables;
         this.procRoot = procRoot;
         this.nanoTime = nanoTime;
         this.heapTrimmer = heapTrimmer;
@@ -77,7 +94,7 @@ final class TableCache {
         if (t.failure == null && !t.loaded() && builtFor != t) {
             // New, or evicted earlier: (re)compile it from the file. A file that cannot be opened now (the
             // process exited meanwhile) says nothing about the binary: not cached, frame pointers this time.
-            if (!build(t, file, null)) {
+            if (!build(t, m, file, null)) {
                 if (!t.loaded() && t.refs == 0) {
                     tables.remove(key);
                 }
@@ -93,7 +110,7 @@ final class TableCache {
             vdso = new TableEntry("[vdso]", "[vdso]");
             try {
                 byte[] image = Vdso.ownImage();
-                build(vdso, null, image);
+                build(vdso, null, null, image);
             } catch (IOException e) {
                 fail(vdso, StopReason.NO_TABLE, "cannot read the vdso: " + e.getMessage());
             }
@@ -105,7 +122,7 @@ final class TableCache {
      * Builds (or rebuilds, after an eviction) a table; if the binary has none, the entry records why.
      * Returns false only if the file could not be read now (not a property of the binary).
      */
-    private boolean build(TableEntry t, Path file, byte[] image) {
+    private boolean build(TableEntry t, MapEntry m, Path file, byte[] image) {
         try {
             UnwindTable table;
             if (image != null) {
@@ -115,6 +132,11 @@ final class TableCache {
             } else {
                 table = builder.build(file);
                 t.segments = ElfLoadSegments.read(file);
+                UnwindTable runtimes = runtimeTables.replace(m, file, table);
+                t.runtimeTable = runtimes != null;
+                if (runtimes != null) {
+                    table = runtimes;
+                }
             }
             t.pcBase = table.pcBase();
             t.pages = table.pageCount();

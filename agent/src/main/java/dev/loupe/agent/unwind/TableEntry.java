@@ -24,6 +24,7 @@ final class TableEntry {
     List<LoadSegment> segments;
     UnwindTable retained; // only for images that cannot be re-read from a file (the vdso)
     StopReason failure; // it has no table: this is why
+    boolean runtimeTable; // a runtime's table for the file (an interpreter loop's rows of its kind), not its own
     long lastUsed;
     // In the kernel: null when not loaded (never, evicted, or it could not be built).
     Slots slots;

@@ -131,9 +131,9 @@ public final class UnwindTableUploader implements AutoCloseable {
         this.processes = new ProcessTracker(wanted, nanoTime);
         registry.addListener(processes);
         this.heapTrimmer = HeapTrimmer.system(nanoTime);
-        this.tables = new TableCache(builder, registry.procRoot(), nanoTime, heapTrimmer);
-        this.space = new KernelTableSpace(target, this::unpublishUsers);
         this.runtimeTables = new RuntimeTables(runtimes, nanoTime);
+        this.tables = new TableCache(builder, runtimeTables::fileTable, registry.procRoot(), nanoTime, heapTrimmer);
+        this.space = new KernelTableSpace(target, this::unpublishUsers);
         Path procRoot = registry.procRoot();
         this.delay = new RegistrationDelay(RegistrationDelay.bootClock(procRoot, nanoTime));
         this.mappingSpaceFullLog = new RateLimitedLog(LOG, System.Logger.Level.WARNING, TimeUnit.MINUTES.toNanos(1), nanoTime);
@@ -382,8 +382,10 @@ public final class UnwindTableUploader implements AutoCloseable {
     /** The file's kernel entry: its table (or why it has none), for every process that maps it. */
     private void publishFile(MapEntry m, TableEntry t) throws Exception {
         if (t.key instanceof FileKey file) {
+            // A runtime's file needs the process registered, unless the runtime's table for it walks it for every
+            // process (an interpreter's).
             space.publishFile(t, TableEntry.FileTableKey.of(m), file.size(), file.mtimeNanos(),
-                    runtimeTables.runtimeFile(m) ? UnwindTarget.FILE_NEEDS_PROCESS : 0);
+                    !t.runtimeTable && runtimeTables.runtimeFile(m) ? UnwindTarget.FILE_NEEDS_PROCESS : 0);
         } else if (m.path().equals("[vdso]")) {
             space.publishFile(t, new TableEntry.FileTableKey(UnwindTarget.VDSO_DEVICE, UnwindTarget.VDSO_INODE), 0, 0, 0);
         }

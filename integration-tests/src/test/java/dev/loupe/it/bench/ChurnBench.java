@@ -114,6 +114,7 @@ public final class ChurnBench {
             long churnSeconds = Math.round(minutes * 60);
             long churnStart = System.nanoTime();
             long churnCpu0 = cpu.nanos();
+            Map<String, Long> threads0 = threadTicks(agent.pid());
             long profilesFrom = System.currentTimeMillis();
             Process loop = churn(data, churnSeconds);
             Thread.sleep(Math.min(60, churnSeconds) * 1000L);
@@ -123,6 +124,7 @@ public final class ChurnBench {
             loop.waitFor();
             long churnNanos = System.nanoTime() - churnStart;
             long churnCpu = cpu.nanos() - churnCpu0;
+            Map<String, Long> threads1 = threadTicks(agent.pid());
             long profilesTo = System.currentTimeMillis();
             Map<String, Double> atEnd = BenchAgent.metrics(metricsUrl);
             long rssEnd = BenchAgent.statusKb(agent.pid(), "VmRSS:");
@@ -138,6 +140,8 @@ public final class ChurnBench {
                     processes, churnNanos / 1e9, processes / (churnNanos / 1e9), rounds);
             System.out.printf("  agent CPU: at rest %.3f %% of a core, during the churn %.3f %%: %.2fx; per started process %.3f ms"
                     + " (goal <= 0.2 ms)%n", 100 * restCores, 100 * churnCores, churnCores / restCores, perProcessMs);
+            System.out.printf("  agent CPU by thread during the churn (ms per started process, from /proc ticks): %s%n",
+                    perThread(threads0, threads1, processes));
             System.out.printf("  agent RSS: at rest %d MB, after 1 minute of churn %d MB, at its end (%.1f min) %d MB (%.2fx the"
                     + " 1-minute figure), peak %d MB%n", rssRest / 1024, rssOneMinute / 1024, churnNanos / 60e9, rssEnd / 1024,
                     (double) rssEnd / rssOneMinute, hwm / 1024);
@@ -223,6 +227,38 @@ public final class ChurnBench {
         byComm.forEach((comm, c) -> System.out.printf("    %-8s %6d samples: %5.1f %% / %5.1f %% / %5.1f %% / %5.1f %% / %5.1f %%%n",
                 comm, c[0], pct(c[1], c[0]), pct(c[2], c[0]), pct(c[3], c[0]), pct(c[5], c[0]), pct(c[4], c[0])));
         System.out.println("    goal (issue 25): >= 90 % both, >= 95 % after the first sample of a binary seen before");
+    }
+
+    /** CPU ticks (utime + stime) of each of the agent's threads, summed by name with digits dropped (GC Thread#0). */
+    private static Map<String, Long> threadTicks(long pid) throws IOException {
+        Map<String, Long> out = new java.util.TreeMap<>();
+        try (var tasks = Files.list(Path.of("/proc", Long.toString(pid), "task"))) {
+            for (Path t : (Iterable<Path>) tasks::iterator) {
+                String stat;
+                try {
+                    stat = Files.readString(t.resolve("stat"));
+                } catch (IOException e) {
+                    continue; // the thread ended
+                }
+                int open = stat.indexOf('('), close = stat.lastIndexOf(')');
+                String name = stat.substring(open + 1, close).replaceAll("[0-9]+", "#");
+                String[] f = stat.substring(close + 2).split(" ");
+                out.merge(name, Long.parseLong(f[11]) + Long.parseLong(f[12]), Long::sum); // fields 14, 15
+            }
+        }
+        return out;
+    }
+
+    /** The threads that used CPU between two reads, busiest first, as ms per started process. */
+    private static String perThread(Map<String, Long> before, Map<String, Long> after, long processes) {
+        long hz = 100; // USER_HZ
+        return after.entrySet().stream()
+                .map(e -> Map.entry(e.getKey(), e.getValue() - before.getOrDefault(e.getKey(), 0L)))
+                .filter(e -> e.getValue() > 0)
+                .sorted(Map.Entry.<String, Long>comparingByValue().reversed())
+                .limit(8)
+                .map(e -> String.format("%s %.3f", e.getKey(), e.getValue() * 1000.0 / hz / processes))
+                .collect(java.util.stream.Collectors.joining(", "));
     }
 
     private static double pct(long n, long of) {

@@ -11,7 +11,8 @@ import java.util.List;
 import java.util.TreeMap;
 
 /**
- * The walker's table for one process's CPython binary: the binary's own rows in runtime addresses, the rows of
+ * The walker's table for one CPython binary, shared by every process that maps it: the binary's own rows (file
+ * addresses, with {@code bias} 0; the walker adds each mapping's load bias), the rows of
  * {@code _PyEval_EvalFrameDefault} (every part of it: {@link EvalRanges}) given kind {@link UnwindRule#KIND_PYTHON_EVAL}
  * (their CFA rule kept), and, in the 64 KiB page below the binary's first row, one row per layout word whose rule is
  * that word ({@link UnwindRule#KIND_PYTHON_DATA}): those rows come first, so their rules are the table's rules 0 to

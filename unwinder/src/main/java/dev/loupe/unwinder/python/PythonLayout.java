@@ -95,7 +95,10 @@ public record PythonLayout(int major, int minor, Variant variant,
         };
     }
 
-    /** The words of the layout the walker reads (loupe_abi.h's {@code RULE_PYTHON_DATA}), given {@code _PyRuntime}'s address. */
+    /**
+     * The words of the layout the walker reads (loupe_abi.h's {@code RULE_PYTHON_DATA}), given {@code _PyRuntime}'s
+     * address in the binary's file (the walker adds the mapping's load bias).
+     */
     long[] kernelWords(long runtimeAddress) {
         for (int f : new int[] {framePrevious + 8, frameCode + 8, frameInstr + 8, frameEnd + 1}) {
             if (f > PythonFrameStep.FRAME_BYTES) {

@@ -1,12 +1,20 @@
 package dev.loupe.unwinder.python;
 
+import dev.loupe.unwinder.ehframe.EhFrameException;
+import dev.loupe.unwinder.ehframe.FdeRanges;
+import dev.loupe.unwinder.ehframe.UnwindTable;
+import dev.loupe.unwinder.proc.FileKey;
 import dev.loupe.unwinder.proc.MapEntry;
+import dev.loupe.unwinder.proc.ProcMaps;
 import dev.loupe.unwinder.runtime.FrameType;
 import dev.loupe.unwinder.runtime.ManagedRuntime;
 import dev.loupe.unwinder.runtime.RuntimeProcess;
 
 import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -17,16 +25,23 @@ import java.util.regex.Pattern;
 
 /**
  * CPython processes, read from outside with no flag in the target: a process is one when it maps {@code python3.X}
- * (Debian links libpython into it) or {@code libpython3.X.so} (embedders) executable. Its {@link PythonProcess} gives
- * the walker the interpreter binary's table with the interpreter loop's rows of kind {@code RULE_PYTHON_EVAL} and the
- * version's layout ({@code python.bpf.h}), and names the {@link FrameType#PYTHON} frames the walk reports: qualified
- * name, file and line. A version without a known layout keeps native frames, said in one log line.
+ * (Debian links libpython into it) or {@code libpython3.X.so} (embedders) executable. The walker walks that binary
+ * with its {@link #fileTable}: the binary's own rows, the interpreter loop's of kind {@code RULE_PYTHON_EVAL}, and the
+ * version's layout ({@code python.bpf.h}), built once per binary and shared by every process that maps it, so a
+ * process's Python frames are walked from its first sample with nothing read for it. Its {@link PythonProcess} names
+ * the {@link FrameType#PYTHON} frames the walk reports: qualified name, file and line. A binary read once per file
+ * ({@link PythonBinary}); a version without a known layout keeps native frames, said in one log line per binary.
  */
 public final class PythonRuntime implements ManagedRuntime {
     private static final System.Logger LOG = System.getLogger(PythonRuntime.class.getName());
     private static final Pattern BINARY = Pattern.compile("(?:lib)?python(\\d)\\.(\\d+)(?:\\.so(?:\\.[0-9.]+)?)?");
 
+    /** Binaries read (or found unreadable) lately, by identity; a few per host. */
+    static final int BINARIES = 16;
+
     private final Path procRoot;
+    private final Map<FileKey, Object> binaries = new LinkedHashMap<>(BINARIES, 0.75f, true); // PythonBinary or Unsupported
+    final AtomicLong binariesRead = new AtomicLong();
     final AtomicLong opened = new AtomicLong();
     final AtomicLong unknownVersions = new AtomicLong();
     final AtomicLong codeReads = new AtomicLong();
@@ -63,17 +78,88 @@ public final class PythonRuntime implements ManagedRuntime {
 
     @Override
     public Optional<RuntimeProcess> open(int pid, String exe) throws IOException {
+        return open(pid, exe, ProcMaps.read(procRoot, pid).stream().filter(MapEntry::executable).toList());
+    }
+
+    @Override
+    public Optional<RuntimeProcess> open(int pid, String exe, List<MapEntry> executable) throws IOException {
         try {
-            Optional<RuntimeProcess> p = PythonProcess.open(this, procRoot, pid, exe).map(x -> x);
+            Optional<RuntimeProcess> p = PythonProcess.open(this, procRoot, pid, exe, executable).map(x -> x);
             if (p.isPresent()) {
                 opened.incrementAndGet();
             }
             return p;
         } catch (PythonProcess.Unsupported e) {
-            unknownVersions.incrementAndGet();
-            LOG.log(System.Logger.Level.INFO, "python: pid " + pid + ": " + e.getMessage() + "; its Python frames stay native");
+            return Optional.empty(); // said once for its binary
+        }
+    }
+
+    /**
+     * The interpreter binary {@code m} maps as the walker walks it: its own table ({@code own}) with the loop's rows
+     * of the Python kind and the layout words first (see {@link EvalTable}), in file addresses (the walker adds the
+     * mapping's load bias to the layout's one address). Empty for a binary this package cannot read (its frames stay
+     * native, said once).
+     */
+    @Override
+    public Optional<UnwindTable> fileTable(MapEntry m, Path file, UnwindTable own) throws IOException {
+        if (version(m.path()) == null) {
             return Optional.empty();
         }
+        PythonBinary bin;
+        try {
+            bin = binary(m, file);
+        } catch (PythonProcess.Unsupported e) {
+            return Optional.empty();
+        }
+        String name = "[python] " + m.path().substring(m.path().lastIndexOf('/') + 1);
+        try {
+            List<long[]> loop = EvalRanges.find(file, bin.symbols().loadSegments(), bin.evalLow(), bin.evalHigh(),
+                    FdeRanges.read(file), own);
+            UnwindTable t = EvalTable.build(name, own, 0, loop, bin.layout().kernelWords(bin.runtimeVaddr()));
+            LOG.log(System.Logger.Level.INFO, "python: " + m.path() + " (" + bin.layout() + "): interpreter table of "
+                    + t.rowCount() + " rows, the loop in " + loop.size() + " part(s)");
+            return Optional.of(t);
+        } catch (EhFrameException | RuntimeException e) {
+            LOG.log(System.Logger.Level.WARNING, "python: " + m.path() + ": no interpreter table (" + e.getMessage()
+                    + "); its Python frames stay native");
+            return Optional.empty();
+        }
+    }
+
+    /**
+     * The binary {@code m} maps (readable at {@code file}), read on first use and kept with a few others, as is a
+     * failure to read it (logged then, once).
+     */
+    PythonBinary binary(MapEntry m, Path file) throws IOException, PythonProcess.Unsupported {
+        FileKey key = FileKey.of(m, Files.readAttributes(file, BasicFileAttributes.class));
+        synchronized (binaries) {
+            Object known = binaries.get(key);
+            if (known instanceof PythonBinary b) {
+                return b;
+            }
+            if (known instanceof PythonProcess.Unsupported u) {
+                throw u;
+            }
+        }
+        Object read;
+        try {
+            read = PythonBinary.read(m.path(), file);
+            binariesRead.incrementAndGet();
+        } catch (PythonProcess.Unsupported e) {
+            unknownVersions.incrementAndGet();
+            LOG.log(System.Logger.Level.INFO, "python: " + m.path() + ": " + e.getMessage() + "; its Python frames stay native");
+            read = e;
+        }
+        synchronized (binaries) {
+            binaries.put(key, read);
+            if (binaries.size() > BINARIES) {
+                binaries.remove(binaries.keySet().iterator().next());
+            }
+        }
+        if (read instanceof PythonProcess.Unsupported u) {
+            throw u;
+        }
+        return (PythonBinary) read;
     }
 
     @Override
@@ -84,6 +170,6 @@ public final class PythonRuntime implements ManagedRuntime {
     @Override
     public Map<String, Long> counters() {
         return Map.of("opened", opened.get(), "unknown_versions", unknownVersions.get(), "code_reads", codeReads.get(),
-                "bad_code", badCode.get());
+                "bad_code", badCode.get(), "binaries_read", binariesRead.get());
     }
 }

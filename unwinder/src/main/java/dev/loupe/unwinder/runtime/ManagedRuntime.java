@@ -1,8 +1,10 @@
 package dev.loupe.unwinder.runtime;
 
+import dev.loupe.unwinder.ehframe.UnwindTable;
 import dev.loupe.unwinder.proc.MapEntry;
 
 import java.io.IOException;
+import java.nio.file.Path;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
@@ -32,6 +34,26 @@ public interface ManagedRuntime {
      * @throws IOException the process is gone
      */
     Optional<RuntimeProcess> open(int pid, String exe) throws IOException;
+
+    /**
+     * As {@link #open(int, String)}, with the process's executable mappings the caller has read already (a runtime
+     * that needs them overrides this rather than reading {@code /proc/PID/maps} again).
+     */
+    default Optional<RuntimeProcess> open(int pid, String exe, List<MapEntry> executable) throws IOException {
+        return open(pid, exe);
+    }
+
+    /**
+     * The table the kernel walks one of this runtime's files with, in place of the file's {@code own}, for every
+     * process that maps it (an interpreter loop's rows of the runtime's kind): in the file's addresses, like
+     * {@code own}, so that no process needs a table of its own for it. Empty (the default): the file's own table.
+     * {@code m} is the mapping that names the file, {@code file} a readable path to it.
+     *
+     * @throws IOException the file cannot be read now
+     */
+    default Optional<UnwindTable> fileTable(MapEntry m, Path file, UnwindTable own) throws IOException {
+        return Optional.empty();
+    }
 
     /** The tagged frame types this runtime's BPF step writes (none for a runtime named from its code addresses). */
     default Set<FrameType> frameTypes() {

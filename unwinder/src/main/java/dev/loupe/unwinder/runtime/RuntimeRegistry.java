@@ -159,7 +159,7 @@ public final class RuntimeRegistry implements ProcessRegistry.Listener, AutoClos
                     exe = exe(pid);
                 }
                 try {
-                    Optional<RuntimeProcess> p = runtimes.get(i).open(pid, exe.isEmpty() ? "?" : exe);
+                    Optional<RuntimeProcess> p = runtimes.get(i).open(pid, exe.isEmpty() ? "?" : exe, executable);
                     opened[i] = p.orElse(null);
                     failed[i] = p.isEmpty();
                     changed |= p.isPresent();

@@ -24,6 +24,7 @@ import java.util.Map;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -167,21 +168,25 @@ class PythonRuntimeTest {
 
     @Test
     void theWalkersTableKeepsTheBinarysRulesAndMarksTheLoop() throws Exception {
-        try (PythonTargets.Target t = PythonTargets.start(PythonTargets.PYTHON311, dir, "view");
-             RuntimeProcess p = PythonRuntime.reading(PROC).open((int) t.pid(), "python3.11").orElseThrow()) {
-            CodeTable code = p.codeTable(0);
-            assertNotNull(code);
+        try (PythonTargets.Target t = PythonTargets.start(PythonTargets.PYTHON311, dir, "view")) {
             PythonSymbols syms = PythonSymbols.read(PythonTargets.PYTHON311);
             long[] rt = longs(only(t.lines(), "runtime"));
             MapEntry exec = ProcMaps.read(PROC, (int) t.pid()).stream()
                     .filter(m -> m.executable() && m.path().equals(PythonTargets.PYTHON311.toString())).findFirst().orElseThrow();
             long bias = rt[0] - syms.vaddr(PythonSymbols.RUNTIME);
-            assertEquals(List.of(new CodeTable.Range(exec.start(), exec.end())), code.ranges());
-            UnwindTable table = code.table();
-            long[] words = PythonLayout.forVersion(3, 11).orElseThrow().kernelWords(rt[0]);
+            assertEquals(0, bias, "Debian's python3.11 is not position-independent");
+            PythonRuntime runtime = PythonRuntime.reading(PROC);
+            UnwindTable binaryOwn = UnwindTableBuilder.build(PythonTargets.PYTHON311);
+            UnwindTable table = runtime.fileTable(exec, PythonTargets.PYTHON311, binaryOwn).orElseThrow();
+            assertEquals(1, runtime.counters().get("binaries_read"));
+            long[] words = PythonLayout.forVersion(3, 11).orElseThrow().kernelWords(syms.vaddr(PythonSymbols.RUNTIME));
             long[] firstRules = java.util.Arrays.copyOf(table.ruleWords(), PythonFrameStep.DATA_WORDS);
-            assertArrayEquals(words, firstRules, "the layout words are rules 0..4");
-            UnwindTable file = UnwindTableBuilder.build(PythonTargets.PYTHON311);
+            assertArrayEquals(words, firstRules, "the layout words are rules 0..4, with _PyRuntime's file address");
+            try (RuntimeProcess p = runtime.open((int) t.pid(), "python3.11").orElseThrow()) {
+                assertNull(p.codeTable(0), "no table per process: the binary's serves them all");
+            }
+            assertEquals(1, runtime.counters().get("binaries_read"), "the binary read once for its table and its process");
+            UnwindTable file = binaryOwn;
             long eval = syms.vaddr(PythonSymbols.EVAL);
             long size = syms.size(PythonSymbols.EVAL);
             List<long[]> parts = EvalRanges.find(PythonTargets.PYTHON311, syms.loadSegments(), eval, eval + size,
