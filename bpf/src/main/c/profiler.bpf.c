@@ -91,6 +91,7 @@ struct vm_area_struct {
 } __attribute__((preserve_access_index));
 
 #define VM_EXEC 0x4
+#define ENOENT 2 /* bpf_find_vma: no mapping holds the address */
 #define PAGE_SHIFT 12
 /* An unregistered process older than this asks for a registration: its walk then searches its own slice (cheaper
  * for the long-lived; the short-lived never need one). */
@@ -599,14 +600,18 @@ static __always_inline int found_before(struct unwind_state *st, __u64 pc)
 
 /*
  * The process's executable mapping containing pc, as proc_maps followed it (if it has an entry of its current mm),
- * else as this sample's one bpf_find_vma finds it. Returns 0 if neither knows one; an unregistered process then asks
- * for its registration.
+ * else as this sample's one bpf_find_vma finds it. Returns 0 if neither knows one. A pc no mapping holds at all (the
+ * memory map says so) is no code: a stale or guessed return address, which says nothing about the process. Otherwise
+ * the miss is noted (frame pointers from here, SAMPLE_F_FP_FALLBACK: user space loads the process's files), and a
+ * process the kernel does not follow asks for its registration; unless `probe` (a guessed return address, which may
+ * well be garbage, is only being tried).
  */
-static __noinline int find_mapping(struct unwind_state *st, __u64 pc)
+static __noinline int find_mapping(struct unwind_state *st, __u64 pc, int probe)
 {
 	__u32 tgid = st->host_tgid;
 	struct proc_maps *pm = bpf_map_lookup_elem(&proc_maps, &tgid);
-	if (pm && pm->mm == st->mm) {
+	int followed = pm && pm->mm == st->mm;
+	if (pm && followed) {
 		__u32 n = pm->n;
 #pragma clang loop unroll(disable)
 		for (__u32 i = 0; i < MAX_PMAP; i++) {
@@ -624,12 +629,19 @@ static __noinline int find_mapping(struct unwind_state *st, __u64 pc)
 		__builtin_memset(&st->tmp, 0, sizeof(st->tmp));
 		struct task_struct *task = bpf_get_current_task_btf();
 		__u64 unused = 0;
-		if (bpf_find_vma(task, pc, find_vma_cb, &unused, 0) == 0 && st->tmp.end)
+		long err = bpf_find_vma(task, pc, find_vma_cb, &unused, 0);
+		if (err == 0 && st->tmp.end)
 			return use_found(st, &st->tmp);
+		if (err == -ENOENT)
+			return 0; /* in no mapping: no code there */
 	}
+	if (probe)
+		return 0;
 	st->vma_failures++;
 	st->w.flags |= SAMPLE_F_FP_FALLBACK; /* frame pointers from here, for want of the mapping */
-	if (!st->registered)
+	/* Not followed at all (it started before the agent): its registration. (An entry of another mm is an exec in
+	 * progress, followed again in a moment.) */
+	if (!st->registered && !pm)
 		st->w.flags |= SAMPLE_F_NEEDS_PROCESS;
 	return 0;
 }
@@ -637,13 +649,13 @@ static __noinline int find_mapping(struct unwind_state *st, __u64 pc)
 /*
  * Finds the mapping containing pc and copies it and its table's header into st: the process's registered slice
  * first, then the mappings this walk used, then the process's followed mappings or its memory map. Returns 0 if none
- * contains pc.
+ * contains pc; `probe`: pc is a guess (find_mapping).
  */
-static __always_inline int load_mapping(struct unwind_state *st, __u64 pc)
+static __always_inline int load_mapping(struct unwind_state *st, __u64 pc, int probe)
 {
 	if (st->proc_count && slice_mapping(st, pc))
 		return 1;
-	return found_before(st, pc) || find_mapping(st, pc);
+	return found_before(st, pc) || find_mapping(st, pc, probe);
 }
 
 #define RULE_NOT_COVERED 0xffULL
@@ -709,7 +721,7 @@ static __always_inline long no_fde_step(struct unwind_state *st, struct sample *
 	if (frame[0] != 0 && frame[0] <= bp)
 		goto stop;
 	__u64 ra = frame[1];
-	if (ra == 0 || !load_mapping(st, ra - 1))
+	if (ra == 0 || !load_mapping(st, ra - 1, 1))
 		goto stop;
 	if (st->m_kind == MAPPING_TABLE) {
 		__u64 code = 0; /* the 8 bytes before ra: a direct call is e8 and its rel32 in the last 5 */
@@ -851,7 +863,7 @@ static long unwind_step(__u32 i, void *unused)
 		return 1;
 	__u64 lookup_pc = st->w.exact_pc ? st->w.pc : st->w.pc - 1; /* a return address: look inside the call */
 	/* Unsigned: also a miss while the cache is empty. */
-	if (lookup_pc - st->m_start >= st->m_end - st->m_start && !load_mapping(st, lookup_pc))
+	if (lookup_pc - st->m_start >= st->m_end - st->m_start && !load_mapping(st, lookup_pc, 0))
 		return fp_step(i, &st->w, s); /* in no mapping Java knows: frame pointers */
 	if (st->m_kind == MAPPING_FP)
 		return fp_step(i, &st->w, s); /* JIT or anonymous code, Go: frame pointers */

@@ -33,7 +33,7 @@ class SourceLinesSwitchTest {
 
         @Override
         public Stats stats() {
-            return new Stats(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+            return new Stats(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
         }
 
         @Override

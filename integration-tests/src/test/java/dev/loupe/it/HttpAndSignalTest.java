@@ -90,6 +90,7 @@ class HttpAndSignalTest {
                     java.util.Map.entry("loupe_unwind_vma_lookup_failures_total", "counter"),
                     java.util.Map.entry("loupe_unwind_file_table_misses_total", "counter"),
                     java.util.Map.entry("loupe_symbolizer_frames_from_sampled_mappings_total", "counter"),
+                    java.util.Map.entry("loupe_symbolizer_mappings_from_own_root_total", "counter"),
                     java.util.Map.entry("loupe_process_states", "gauge holder")));
             expected.forEach((name, kind) -> assertEquals(kind, families.get(name), name + " in:\n" + metrics.body()));
             assertTrue(metrics.body().contains("loupe_unwind_registration_delay_seconds_bucket{le=\"0.01\"} "), metrics.body());

@@ -56,6 +56,9 @@ final class AgentMetrics {
             symbolizer(r, agent, "loupe_symbolizer_frames_from_sampled_mappings_total",
                     "Frames named from the mappings the kernel's walk found (no /proc read; the process may have exited).",
                     Symbolizer.Stats::framesFromSampledMappings);
+            symbolizer(r, agent, "loupe_symbolizer_mappings_from_own_root_total",
+                    "Mappings of processes gone before their files could be opened through /proc, named by the same file "
+                            + "(device and inode) in the agent's own root.", Symbolizer.Stats::mappingsFromOwnRoot);
         }
         sampler(r, agent, "loupe_unwind_fp_fallback_samples_total",
                 "Samples with frames in files whose unwind tables were not in the kernel yet: walked with frame pointers there "

@@ -87,11 +87,11 @@ final class ProcessTracker implements ProcessRegistry.Listener {
         this.nanoTime = nanoTime;
     }
 
-    // Push, not pull: whoever reads a process first (the symbolizer, usually), its files' tables follow.
+    // Nothing for a process another reader (the symbolizer) read: its samples say what the kernel lacks for it (files
+    // without tables, a registration), and a read says nothing of that. (Queueing every read process for its files cost
+    // a stat per mapping for each of a churn's processes the symbolizer read, and loaded nothing.)
     @Override
-    public void appeared(ProcessRegistry.Snapshot p) {
-        request(p.pid(), p.startTicks(), false); // its files; the uploader registers it if a runtime needs that
-    }
+    public void appeared(ProcessRegistry.Snapshot p) {}
 
     @Override
     public void mappingsChanged(ProcessRegistry.Snapshot p) {

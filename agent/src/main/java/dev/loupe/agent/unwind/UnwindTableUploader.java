@@ -344,6 +344,10 @@ public final class UnwindTableUploader implements AutoCloseable {
         }
         List<MapEntry> exec = executableByAddress(snap);
         if (asked || processes.get(pid) != null) {
+            if (processes.get(pid) == null) {
+                LOG.log(System.Logger.Level.DEBUG, () -> "registering pid " + pid + " (" + exec.stream().map(MapEntry::path).filter(x -> x.startsWith("/")).findFirst().orElse("?")
+                        + "): its samples asked");
+            }
             // Runtimes are opened only for a registration: reading a runtime (an interpreter's table, a JVM's code
             // heaps) costs far more than a short process that only needed its files' tables lives.
             register(pid, snap, exec, runtimeTables.forProcess(pid, snap.startTicks(), exec));

@@ -15,6 +15,7 @@ import java.nio.file.attribute.BasicFileAttributes;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
 
@@ -52,6 +53,7 @@ final class BinaryCache {
     private final AtomicLong failures = new AtomicLong();
     private final AtomicLong unreadable = new AtomicLong();
     private final AtomicLong afterExit = new AtomicLong();
+    private final AtomicLong ownRoot = new AtomicLong();
 
     /** {@code nanoTime}: the monotonic clock the cache expires entries by. */
     BinaryCache(Path procRoot, long maxCacheBytes, LongSupplier nanoTime, DebugSymbolFiles debugFiles) {
@@ -102,6 +104,10 @@ final class BinaryCache {
             lastError = "cannot open " + p;
         }
         // Not for a deleted file: its inode may since name another file, which no live process mapped to check.
+        Binary own = m.deleted() ? null : inOwnRoot(pid, m);
+        if (own != null) {
+            return own;
+        }
         Seen last = m.deleted() ? null : byInode.getIfPresent(inodeKey(m));
         Binary known = last == null ? null : binaries.getIfPresent(last.key());
         if (known != null) {
@@ -112,6 +118,47 @@ final class BinaryCache {
         String err = lastError;
         LOG.log(System.Logger.Level.DEBUG, () -> "cannot open " + m.path() + " of pid " + pid + ": " + err);
         return Binary.UNREADABLE;
+    }
+
+    /**
+     * The mapped file read by its name in the agent's own root, when that name still is the file the process mapped
+     * (the same device and inode, checked before and after reading it): a process that exited before the symbolizer
+     * got to it (a churn's ls, 2 ms long) is named by the host's binary, and so is every later process of that binary
+     * ({@link #known}) without any I/O. A file of another mount namespace (a container's) is some other file by that
+     * name here, or none: null then.
+     */
+    private Binary inOwnRoot(int pid, MapEntry m) {
+        Path own = procRoot.resolve("self").resolve("root").resolve(m.path().substring(1));
+        BasicFileAttributes a = sameFile(own, m);
+        if (a == null) {
+            return null;
+        }
+        FileKey key = FileKey.of(m, a);
+        Binary b = binaries.getIfPresent(key);
+        if (b == null) {
+            b = load(pid, m, own, key);
+            if (b == null || sameFile(own, m) == null) {
+                return null; // replaced while it was read
+            }
+            binaries.put(key, b);
+        }
+        byInode.put(inodeKey(m), new Seen(key, m.path(), false));
+        ownRoot.incrementAndGet();
+        return b;
+    }
+
+    /** {@code path}'s attributes if it is the regular file {@code m} maps (device and inode), else null. */
+    private static BasicFileAttributes sameFile(Path path, MapEntry m) {
+        try {
+            Map<String, Object> id = Files.readAttributes(path, "unix:dev,ino,size,lastModifiedTime,isRegularFile");
+            if (!Boolean.TRUE.equals(id.get("isRegularFile")) || ((Number) id.get("ino")).longValue() != m.inode()
+                    || ((Number) id.get("dev")).longValue() != FileKey.device(m.devMajor(), m.devMinor())) {
+                return null;
+            }
+            return Files.readAttributes(path, BasicFileAttributes.class);
+        } catch (IOException | RuntimeException e) {
+            return null; // none, unreadable, or no unix attribute view
+        }
     }
 
     /**
@@ -180,6 +227,11 @@ final class BinaryCache {
     /** Mappings of processes whose files could not be opened any more, named by the binary cached for their inode. */
     long resolvedAfterExit() {
         return afterExit.get();
+    }
+
+    /** Mappings of processes whose files could not be opened through /proc, named by the same file in the agent's root. */
+    long resolvedInOwnRoot() {
+        return ownRoot.get();
     }
 
     /** Mapped files that are not usable ELF (each logged once). */

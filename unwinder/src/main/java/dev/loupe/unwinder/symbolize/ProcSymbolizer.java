@@ -293,7 +293,8 @@ final class ProcSymbolizer implements Symbolizer {
         return new Stats(processes.size(), binaries.size(), binaries.failures() + vdso.failures(), unresolved.get(),
                 processes.mapsReads(), processes.mapsReadFailures(), k == null ? 0 : k.table.size(), frames.get(),
                 binaries.weight(), binaries.unreadable(), processes.malformedMapsLines(), processes.pidReuses(),
-                debugFiles.used(), fromSampledMappings.get());
+                debugFiles.used(), fromSampledMappings.get(),
+                binaries.resolvedInOwnRoot());
     }
 
     @Override

@@ -113,6 +113,12 @@ final class ProcessTable implements ProcessRegistry.Listener {
             return ProcessState.read(snap.startTicks(), snap.executable(), now, previous, settled);
         } catch (IOException | RuntimeException e) {
             mapsReadFailures.incrementAndGet();
+            // Gone before this read, but another reader of the shared registry (the unwind tables) read it while it ran:
+            // its view then names this process's frames (their files are found by device and inode, or in our root).
+            ProcessRegistry.Snapshot last = previous != null && previous.readable() ? null : registry.cached(pid).orElse(null);
+            if (last != null && (startTicks < 0 || last.startTicks() == startTicks)) {
+                return ProcessState.read(last.startTicks(), last.executable(), now, previous, settled);
+            }
             if (previous == null || previous.firstFailure()) {
                 LOG.log(System.Logger.Level.DEBUG, () -> "cannot read /proc/" + pid + " (process gone or no permission): "
                         + e + "; its frames stay addresses");

@@ -115,9 +115,11 @@ public interface Symbolizer extends AutoCloseable {
      * @param pidReuses          pids found to belong to a new process
      * @param debugFiles         separate debug files (/usr/lib/debug/.build-id) used for stripped binaries
      * @param framesFromSampledMappings frames named from the mappings the kernel's walk found, without /proc
+     * @param mappingsFromOwnRoot mappings of processes gone before their files could be opened through /proc, named by
+     *                           the same file (device and inode) in the agent's own root
      */
     record Stats(long processes, long binaries, long binaryFailures, long unresolvedFrames, long mapsReads,
                  long mapsReadFailures, long kernelSymbols, long frames, long cachedSymbolBytes,
                  long unreadableBinaries, long malformedMapsLines, long pidReuses, long debugFiles,
-                 long framesFromSampledMappings) {}
+                 long framesFromSampledMappings, long mappingsFromOwnRoot) {}
 }

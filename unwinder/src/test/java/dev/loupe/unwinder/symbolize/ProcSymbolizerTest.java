@@ -515,6 +515,57 @@ class ProcSymbolizerTest {
         }
     }
 
+    /**
+     * Issue 25: a process whose maps were read (by the unwind tables, through the shared registry) but which exited
+     * before the symbolizer opened its files (a churn's ls lives 2 ms) is named by the same file in the agent's own
+     * root, checked by device and inode; a later process of that file is then named from its sample's mappings alone.
+     * A name that is now another file (same path, another inode) names nothing.
+     */
+    @Test
+    void aProcessGoneBeforeItsFilesWereOpenedIsNamedByTheSameFileInTheAgentsRoot() throws Exception {
+        Path bin = TestPrograms.compile(dir, "brief", TestPrograms.LOOPER);
+        ProcessRegistry registry = new ProcessRegistry(PROC, 1024);
+        try (Symbolizer s = Symbolizer.create(new Symbolizer.Options(PROC, Path.of("/proc/kallsyms"), 8 << 20, new Clock()), registry)) {
+            Process p = start(bin.toString());
+            int pid = (int) p.pid();
+            List<MapEntry> maps = registry.read(pid).executable(); // the unwind tables read it: pushed to the symbolizer
+            MapEntry text = maps.stream().filter(e -> e.path().equals(bin.toString())).findFirst().orElseThrow();
+            long spin = TestPrograms.runtimeAddress(bin, TestPrograms.loads(bin), maps, TestPrograms.nmAddress(bin, "spin_here"));
+            p.destroyForcibly();
+            p.waitFor();
+            assertFalse(Files.exists(PROC.resolve(pid + "/map_files")), "its files cannot be opened through /proc");
+            Frame named = frame(s, pid, spin);
+            assertEquals("spin_here", named.function(), named + " " + s.stats());
+            assertEquals(bin.toString(), named.mapping().path());
+            assertEquals(1, s.stats().mappingsFromOwnRoot());
+            assertEquals(0, s.stats().unreadableBinaries());
+            assertEquals(1, s.stats().mapsReadFailures(), "its own read failed: the registry's view of it named it");
+            int gone = 4_194_001; // a later process of the same binary, never read, gone
+            long kernelDevice = ((long) text.devMajor() << 20) | text.devMinor();
+            long[] sampled = {text.start(), text.end(), text.offset(), kernelDevice, text.inode(), SampledMappings.FILE};
+            List<Frame> out = new ArrayList<>();
+            s.symbolizeUser(gone, 1234 * ProcessRegistry.NANOS_PER_TICK, new long[] {spin + 2}, 1, sampled, out);
+            assertEquals("spin_here", out.get(0).function());
+            assertEquals(1, s.stats().mapsReads(), "named without /proc");
+
+            Process q = start(bin.toString());
+            int qPid = (int) q.pid();
+            List<MapEntry> qMaps = registry.read(qPid).executable();
+            long qSpin = TestPrograms.runtimeAddress(bin, TestPrograms.loads(bin), qMaps, TestPrograms.nmAddress(bin, "spin_here"));
+            q.destroyForcibly();
+            q.waitFor();
+            Path other = TestPrograms.compile(dir, "other", TestPrograms.LOOPER, "-DOTHER");
+            Files.move(other, bin, java.nio.file.StandardCopyOption.REPLACE_EXISTING); // the name is another inode now
+            try (Symbolizer fresh = Symbolizer.create(new Symbolizer.Options(PROC, Path.of("/proc/kallsyms"), 8 << 20, new Clock()),
+                    registry)) {
+                registry.processExited(qPid, registry.cached(qPid).orElseThrow().startTicks() + 1); // (not this one: kept)
+                Frame f = frame(fresh, qPid, qSpin);
+                assertNull(f.function(), "the path names another file now: " + f);
+                assertEquals(0, fresh.stats().mappingsFromOwnRoot());
+            }
+        }
+    }
+
     /** An exit the registry hears of (the kernel's exit event) drops that process's state at once, and only its. */
     @Test
     void anExitReportedToTheRegistryDropsThatProcessAtOnce() throws Exception {
