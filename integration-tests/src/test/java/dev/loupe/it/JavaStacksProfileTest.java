@@ -214,6 +214,101 @@ class JavaStacksProfileTest {
     }
 
     /**
+     * Issue 28: Java frames carry the lines of their statements. The target runs {@code main → a → inner → mid → leaf}
+     * with {@code inner} and {@code mid} inlined into {@code a} (as {@link #inlinedMethodsAreFramesOfTheirOwn}) and
+     * {@code leaf}'s hot loop on one line; the test counts the lines in the source it compiles. At least 95 % of the
+     * main thread's samples that show that chain in compiled code have {@code leaf} at the loop's line and each caller at
+     * its call's line, all in {@code Lines.java}; the real {@code go tool pprof -top -lines} shows the loop's line.
+     */
+    @ParameterizedTest(name = "JDK {0}")
+    @CsvSource({"25", "17"})
+    void javaFramesCarryTheLinesOfTheirStatements(String jdk) throws Exception {
+        String leaf = """
+                        long s = x;
+                        for (int i = 0; i < 20_000; i++) { s = (s * 31 + i) % 1000003; }
+                        return s;
+                """;
+        String source = "public class Lines {\n    static volatile long sink;\n"
+                + method("leaf", leaf)
+                + "    static long mid(long x) {\n        return leaf(x) + 1;\n    }\n"
+                + "    static long inner(long x) {\n        return mid(x) ^ 3;\n    }\n"
+                + method("a", "        return inner(x) + 1;\n")
+                + MAIN;
+        List<String> text = source.lines().toList();
+        List<Integer> expected = List.of(lineOf(text, "for (int i = 0; i < 20_000; i++) {"), lineOf(text, "return leaf(x) + 1;"),
+                lineOf(text, "return mid(x) ^ 3;"), lineOf(text, "return inner(x) + 1;"), lineOf(text, "t += a(round);"));
+        Profiled p = profile(jdk, List.of("-XX:CompileCommand=quiet", "-XX:CompileCommand=inline,Lines::mid",
+                "-XX:CompileCommand=inline,Lines::inner", "-XX:CompileCommand=dontinline,Lines::leaf",
+                "-XX:CompileCommand=dontinline,Lines::a"), "Lines", source);
+        List<String> chain = List.of("Lines.leaf", "Lines.mid", "Lines.inner", "Lines.a", "Lines.main");
+        long compiled = 0;
+        long exact = 0;
+        Map<String, Long> others = new TreeMap<>();
+        Profiles.stacksOfDir(p.out); // go tool pprof -raw and Parca's rules accept every file
+        for (Path file : Profiles.files(p.out)) {
+            var profile = Profiles.read(file);
+            for (var s : profile.getSampleList()) {
+                List<String> fns = new ArrayList<>();
+                List<String> files = new ArrayList<>();
+                List<Long> lines = new ArrayList<>();
+                boolean jit = true;
+                boolean pidOk = false;
+                for (var lb : s.getLabelList()) {
+                    String key = profile.getStringTable((int) lb.getKey());
+                    pidOk |= key.equals("pid") && (lb.getNum() == p.pid || profile.getStringTable((int) lb.getStr()).equals(Long.toString(p.pid)));
+                }
+                for (long id : s.getLocationIdList()) {
+                    var loc = profile.getLocation((int) id - 1);
+                    String mapping = loc.getMappingId() == 0 ? "" : profile.getStringTable((int) profile.getMapping((int) loc.getMappingId() - 1).getFilename());
+                    if (mapping.equals("[kernel.kallsyms]")) {
+                        continue;
+                    }
+                    for (var l : loc.getLineList()) {
+                        var fn = profile.getFunction((int) l.getFunctionId() - 1);
+                        fns.add(profile.getStringTable((int) fn.getName()));
+                        files.add(profile.getStringTable((int) fn.getFilename()));
+                        lines.add(l.getLine());
+                        if (fns.size() <= chain.size()) {
+                            jit &= mapping.equals("[jit] java");
+                        }
+                    }
+                }
+                if (!pidOk || fns.size() < chain.size() || !fns.subList(0, chain.size()).equals(chain) || !jit) {
+                    continue;
+                }
+                long n = s.getValue(0);
+                compiled += n;
+                List<Long> want = expected.stream().map(Integer::longValue).toList();
+                if (lines.subList(0, chain.size()).equals(want) && files.subList(0, chain.size()).stream().allMatch("Lines.java"::equals)) {
+                    exact += n;
+                } else {
+                    others.merge(files.subList(0, chain.size()) + " " + lines.subList(0, chain.size()), n, Long::sum);
+                }
+            }
+        }
+        double share = compiled == 0 ? 0 : 100.0 * exact / compiled;
+        System.out.printf(Locale.ROOT, "JDK %s lines: %d samples of leaf <- mid <- inner <- a <- main in compiled code, %.1f %% at "
+                + "lines %s of Lines.java; others %s%n", jdk, compiled, share, expected, others);
+        assertTrue(compiled > 400, "samples of the chain in compiled code: " + compiled + "\n" + p.log);
+        assertTrue(share >= 95, String.format(Locale.ROOT, "%.1f %% at lines %s; the others: %s%n%s", share, expected, others, p.log));
+        Path first = Profiles.files(p.out).getFirst();
+        String top = PprofTool.run("-top", "-lines", "-nodecount=3", "-focus=^Lines\\.leaf$", first.toString());
+        assertTrue(top.contains("Lines.leaf Lines.java:" + expected.getFirst()), top);
+    }
+
+    /** The 1-based line of the one line of {@code text} that holds {@code what}. */
+    static int lineOf(List<String> text, String what) {
+        List<Integer> at = new ArrayList<>();
+        for (int i = 0; i < text.size(); i++) {
+            if (text.get(i).contains(what)) {
+                at.add(i + 1);
+            }
+        }
+        assertEquals(1, at.size(), "'" + what + "' is on one line: " + at);
+        return at.getFirst();
+    }
+
+    /**
      * The agent as the packaged service runs it: not root, with only the unit's six ambient capabilities
      * (systemd/loupe.service), and the JVM another user's (nobody). Reading the JVM's memory needs ptrace-read
      * access, which CAP_SYS_PTRACE gives for any uid: no attach, no helper, no further capability.

@@ -38,6 +38,7 @@ public final class HotSpotJvm implements AutoCloseable {
     private final CodeCacheReader codeCacheReader;
     private final MethodNames methodNames;
     private final NmethodScopes scopes; // null: the JVM's table lacks its debug-information fields
+    private final MethodLines lines; // null: the JVM's table lacks a field of line number tables
     private final Map<Long, Optional<String>> methodCache = new LinkedHashMap<>(1024, 0.75f, true) {
         @Override
         protected boolean removeEldestEntry(Map.Entry<Long, Optional<String>> e) {
@@ -58,6 +59,13 @@ public final class HotSpotJvm implements AutoCloseable {
         this.codeCacheReader = new CodeCacheReader(mem, layout, vtables, this::blobName);
         this.methodNames = new MethodNames(mem, layout);
         this.scopes = layout.scopes == null ? null : new NmethodScopes(mem, layout.scopes);
+        MethodLines ml;
+        try {
+            ml = new MethodLines(mem, structs, layout, methodNames, () -> scopes == null ? -1 : scopes.excluded());
+        } catch (HotSpotException e) {
+            ml = null; // frames keep their names, without lines
+        }
+        this.lines = ml;
     }
 
     public static Optional<HotSpotJvm> open(Path procRoot, int pid) throws IOException, HotSpotException {
@@ -278,6 +286,37 @@ public final class HotSpotJvm implements AutoCloseable {
         } catch (IOException e) {
             rethrowIfGone(e); // else freed while read
             return null;
+        }
+    }
+
+    /**
+     * As {@link #scopeMethods}, with each scope's bci (see {@link NmethodScopes#scopesAt}); null where that is.
+     */
+    synchronized NmethodScopes.Chain scopes(CodeBlob nmethod, long pc) throws IOException {
+        if (scopes == null || nmethod.kind() != CodeBlob.Kind.NMETHOD || nmethod.method() == 0) {
+            return null;
+        }
+        try {
+            return scopes.scopesAt(nmethod.address(), nmethod.start(), nmethod.method(), pc);
+        } catch (IOException e) {
+            rethrowIfGone(e);
+            return null;
+        }
+    }
+
+    /**
+     * The source file (the class's SourceFile, e.g. "Wren.java") and line of {@code bci} in {@code method}; unknown
+     * parts null and 0. IOException: the process is gone.
+     */
+    synchronized MethodLines.Position position(long method, int bci) throws IOException {
+        if (lines == null) {
+            return MethodLines.Position.UNKNOWN;
+        }
+        try {
+            return lines.at(method, bci);
+        } catch (IOException e) {
+            rethrowIfGone(e); // else freed while read
+            return MethodLines.Position.UNKNOWN;
         }
     }
 

@@ -65,11 +65,15 @@ final class HotSpotProcess implements RuntimeProcess {
         this.interpretedMapping = "[interpreted] " + exe;
     }
 
-    /** An interpreter frame's {@code Method*}: "pkg.Class.method", in {@code [interpreted] EXE}. */
+    /**
+     * An interpreter frame's {@code Method*}: "pkg.Class.method", in {@code [interpreted] EXE}, with its class's source
+     * file (no line: the walk reports no bcp yet).
+     */
     @Override
     public synchronized RuntimeFrame taggedFrame(FrameType type, long method) {
         String name = type == FrameType.HOTSPOT_METHOD ? method(method) : null;
-        return new RuntimeFrame(name, null, 0, List.of(), interpretedMapping);
+        return new RuntimeFrame(name, null, 0, List.of(), interpretedMapping, name == null ? List.of()
+                : JavaSourceLines.of(jvm, List.of(name), new long[] {method}, new int[] {Integer.MIN_VALUE}));
     }
 
     /**
@@ -98,39 +102,47 @@ final class HotSpotProcess implements RuntimeProcess {
         if (cached != null && cached.blob == bs.blobs[b]) {
             return cached.frame; // the sampling thread's common case: no allocation
         }
-        List<String> names = inlining(bs, b, pc);
-        if (names == null) {
+        RuntimeFrame frame = inlining(bs, b, pc);
+        if (frame == null) {
             return null;
         }
-        RuntimeFrame frame = new RuntimeFrame(names.getLast(), null, 0, names.subList(0, names.size() - 1), jitMapping);
         scopes.put(pc, new Scopes(bs.blobs[b], frame));
         return frame;
     }
 
-    /** The compiled method at blob {@code b}, after the methods inlined at {@code pc}; null if it has no name. */
-    private List<String> inlining(Blobs bs, int b, long pc) {
+    /**
+     * The compiled method at blob {@code b}, after the methods inlined at {@code pc}, each at the line of its scope's
+     * bci where known ({@link JavaSourceLines}); null if it has no name.
+     */
+    private RuntimeFrame inlining(Blobs bs, int b, long pc) {
         String own = method(bs.methods[b]);
         if (own == null) {
             return null;
         }
+        NmethodScopes.Chain chain = null;
         try {
-            long[] chain = jvm.scopeMethods(new CodeBlob(CodeBlob.Kind.NMETHOD, bs.blobs[b], bs.starts[b], bs.ends[b], -1, -1, "",
+            chain = jvm.scopes(new CodeBlob(CodeBlob.Kind.NMETHOD, bs.blobs[b], bs.starts[b], bs.ends[b], -1, -1, "",
                     bs.methods[b]), pc);
-            if (chain != null && chain.length > 1) {
-                String[] n = new String[chain.length];
-                for (int i = 0; i < chain.length - 1; i++) {
-                    n[i] = method(chain[i]);
-                    if (n[i] == null) {
-                        return List.of(own); // an inlined method without a name: the compiled method alone, not a guess
-                    }
-                }
-                n[chain.length - 1] = own;
-                return List.of(n);
-            }
         } catch (IOException | RuntimeException e) {
             // gone, or debug information that does not hold together: the compiled method alone
         }
-        return List.of(own);
+        List<String> names = List.of(own);
+        if (chain != null && chain.methods().length > 1) {
+            String[] n = new String[chain.methods().length];
+            for (int i = 0; i < n.length - 1; i++) {
+                n[i] = method(chain.methods()[i]);
+                if (n[i] == null) {
+                    chain = null; // an inlined method without a name: the compiled method alone, not a guess
+                    break;
+                }
+            }
+            if (chain != null) {
+                n[n.length - 1] = own;
+                names = List.of(n);
+            }
+        }
+        return new RuntimeFrame(names.getLast(), null, 0, names.subList(0, names.size() - 1), jitMapping,
+                chain == null ? List.of() : JavaSourceLines.of(jvm, names, chain.methods(), chain.bcis()));
     }
 
     private String method(long method) {

@@ -241,12 +241,12 @@ final class Layout {
         return max;
     }
 
-    private static Scalar pointer(VmStructs vs, String type, String name) throws HotSpotException {
+    static Scalar pointer(VmStructs vs, String type, String name) throws HotSpotException {
         return new Scalar(type + "::" + name, vs.offset(type, name), 8, false);
     }
 
     /** An integer field, its width and signedness from the table's type string. */
-    private static Scalar scalar(VmStructs vs, String type, String name) throws HotSpotException {
+    static Scalar scalar(VmStructs vs, String type, String name) throws HotSpotException {
         long off = vs.offset(type, name);
         String t = vs.field(type, name).orElseThrow().typeString().replace("volatile ", "").replace("const ", "").trim();
         int width;

@@ -40,23 +40,9 @@ final class MethodNames {
             return Optional.empty();
         }
         ByteBuffer pool = mem.read(cp, (int) l.cpSize);
-        long length = l.cpLength.get(pool, 0);
-        long tags = l.cpTags.get(pool, 0);
         long holder = l.cpPoolHolder.get(pool, 0);
-        if (length <= 0 || length > MAX_POOL || nameIndex >= length || !aligned(tags) || !aligned(holder)) {
-            return Optional.empty();
-        }
-        ByteBuffer tagArray = mem.read(tags, (int) l.arrayU1Length.end());
-        if (l.arrayU1Length.get(tagArray, 0) != length) {
-            return Optional.empty();
-        }
-        long tag = mem.read(tags + l.arrayU1Data + nameIndex, 1).get(0) & 0xFF;
-        if (tag != l.utf8Tag) {
-            return Optional.empty();
-        }
-        long nameSymbol = mem.readLong(cp + l.cpSize + nameIndex * 8);
-        String methodName = symbol(nameSymbol);
-        if (methodName == null || !legalMethodName(methodName)) {
+        String methodName = poolUtf8(cp, pool, nameIndex);
+        if (methodName == null || !legalMethodName(methodName) || !aligned(holder)) {
             return Optional.empty();
         }
         long klassName = l.klassName.get(mem.read(holder, (int) l.klassName.end()), 0);
@@ -80,6 +66,27 @@ final class MethodNames {
         return s;
     }
 
+    /**
+     * The Utf8 entry {@code index} of the constant pool at {@code cp} (its header {@code pool}), or null where the pool's
+     * length, tags or symbol do not hold together. IOException only from unreadable memory.
+     */
+    String poolUtf8(long cp, ByteBuffer pool, long index) throws IOException {
+        long length = l.cpLength.get(pool, 0);
+        long tags = l.cpTags.get(pool, 0);
+        if (index <= 0 || length <= 0 || length > MAX_POOL || index >= length || !aligned(tags)) {
+            return null;
+        }
+        ByteBuffer tagArray = mem.read(tags, (int) l.arrayU1Length.end());
+        if (l.arrayU1Length.get(tagArray, 0) != length) {
+            return null;
+        }
+        long tag = mem.read(tags + l.arrayU1Data + index, 1).get(0) & 0xFF;
+        if (tag != l.utf8Tag) {
+            return null;
+        }
+        return symbol(mem.readLong(cp + l.cpSize + index * 8));
+    }
+
     private String symbol(long symbol) throws IOException {
         if (!aligned(symbol)) {
             return null;
@@ -92,7 +99,7 @@ final class MethodNames {
         return modifiedUtf8(body);
     }
 
-    private static boolean aligned(long p) {
+    static boolean aligned(long p) {
         return p > 4096 && (p & 7) == 0 && p < (1L << 57);
     }
 

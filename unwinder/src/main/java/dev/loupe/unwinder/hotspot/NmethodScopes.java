@@ -55,6 +55,19 @@ final class NmethodScopes {
      * @param method    its {@code _method}
      */
     long[] methodsAt(long blob, long codeBegin, long method, long pc) throws IOException {
+        Chain c = scopesAt(blob, codeBegin, method, pc);
+        return c == null ? null : c.methods;
+    }
+
+    /**
+     * The scopes at a pc: their {@code Method*}s as {@link #methodsAt} gives them, and each one's bci (the call's in a
+     * caller, the safepoint's in the leaf; -1 for the synchronization entry,
+     * {@link Integer#MIN_VALUE} where none is recorded or for HotSpot's other special bcis).
+     */
+    record Chain(long[] methods, int[] bcis) {}
+
+    /** As {@link #methodsAt}, with the bcis. */
+    Chain scopesAt(long blob, long codeBegin, long method, long pc) throws IOException {
         long pcOffset = pc - codeBegin;
         if (pcOffset < 0 || pcOffset > Integer.MAX_VALUE) {
             return null;
@@ -79,7 +92,7 @@ final class NmethodScopes {
         }
         long decode = d.decodeOffsets[at];
         if (decode == 0) {
-            return new long[] {method}; // no scope recorded here: the compiled method itself
+            return new Chain(new long[] {method}, new int[] {Integer.MIN_VALUE}); // no scope here: the method, no bci
         }
         if (decode < 0 || decode >= s.dataEnd - s.dataBegin) {
             return null;
@@ -88,7 +101,7 @@ final class NmethodScopes {
             return chain(s, decode, method, excluded);
         }
         for (int x : new int[] {1, 0}) {
-            long[] c = chain(s, decode, method, x);
+            Chain c = chain(s, decode, method, x);
             if (c != null) {
                 excluded = x;
                 return c;
@@ -172,8 +185,9 @@ final class NmethodScopes {
     }
 
     /** The chain from the scope at {@code decode}, if it ends in {@code method}; else null. */
-    private long[] chain(Sections s, long decode, long method, int x) throws IOException {
+    private Chain chain(Sections s, long decode, long method, int x) throws IOException {
         long[] out = new long[8];
+        int[] bcis = new int[8];
         int n = 0;
         long at = decode;
         while (true) {
@@ -185,7 +199,8 @@ final class NmethodScopes {
             int[] pos = {0};
             long sender = readInt(r, pos, x);
             long index = readInt(r, pos, x);
-            if (sender < 0 || index < 1 || readInt(r, pos, x) < 0 || (index - 1) * 8 + 8 > s.metaEnd - s.metaBegin) {
+            long bci = readInt(r, pos, x); // written as bci - InvocationEntryBci (-1 in every JDK)
+            if (sender < 0 || index < 1 || bci < 0 || (index - 1) * 8 + 8 > s.metaEnd - s.metaBegin) {
                 return null;
             }
             long m = mem.readLong(s.metaBegin + (index - 1) * 8);
@@ -194,7 +209,9 @@ final class NmethodScopes {
             }
             if (n == out.length) {
                 out = Arrays.copyOf(out, n * 2);
+                bcis = Arrays.copyOf(bcis, n * 2);
             }
+            bcis[n] = bci <= 65_536 ? (int) bci - 1 : Integer.MIN_VALUE; // the special bcis below -1: no line
             out[n++] = m;
             if (sender == 0) {
                 break;
@@ -204,7 +221,12 @@ final class NmethodScopes {
             }
             at = sender;
         }
-        return out[n - 1] == method ? Arrays.copyOf(out, n) : null;
+        return out[n - 1] == method ? new Chain(Arrays.copyOf(out, n), Arrays.copyOf(bcis, n)) : null;
+    }
+
+    /** Bytes excluded from CompressedStream ints as learnt from the first chain decoded (1 or 0), or -1 not yet. */
+    int excluded() {
+        return excluded;
     }
 
     /**

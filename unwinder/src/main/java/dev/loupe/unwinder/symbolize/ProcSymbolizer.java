@@ -237,7 +237,11 @@ final class ProcSymbolizer implements Symbolizer {
         return frame(frame, proc.taggedMapping(type, rf.mapping()), rf);
     }
 
-    private static Frame frame(long address, MappingRef mapping, RuntimeFrame rf) {
+    /** A runtime's frame; with the lines of each of its inlined functions where the runtime gives them and lines are on. */
+    private Frame frame(long address, MappingRef mapping, RuntimeFrame rf) {
+        if (lines && !rf.sourceLines().isEmpty()) {
+            return new Frame(address, mapping, rf.function(), false, rf.inlined(), null, 0, rf.sourceLines());
+        }
         return new Frame(address, mapping, rf.function(), false, rf.inlined(), rf.file(), rf.line());
     }
 

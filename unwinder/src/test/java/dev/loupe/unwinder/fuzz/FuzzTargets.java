@@ -94,6 +94,7 @@ public final class FuzzTargets {
             target("dev.loupe.unwinder.ehframe.CfiFuzzTarget", 65536),
             target("dev.loupe.unwinder.elf.ElfFileFuzzTarget", 65536),
             target("dev.loupe.unwinder.hotspot.HotSpotFuzzTarget", 65536),
+            target("dev.loupe.unwinder.hotspot.CompressedLineNumbersFuzzTarget", 4096),
             target("dev.loupe.unwinder.golang.GoPclntabFuzzTarget", 32768),
             target("dev.loupe.unwinder.dwarf.DebugLineFuzzTarget", 16384),
             target("dev.loupe.unwinder.golang.GoRuntimeInfoFuzzTarget", 8192),
