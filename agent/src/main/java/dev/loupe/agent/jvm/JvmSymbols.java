@@ -61,6 +61,8 @@ public final class JvmSymbols implements SampleObserver {
         volatile boolean busy = true;
         /** When the next run may start (monotonic nanos). */
         volatile long due;
+        /** Unknown code was sampled while it was being classified (poll thread sets, background thread reads). */
+        volatile boolean attachOnceClassified;
         /** Background thread only. */
         int failures;
         boolean logged;
@@ -127,14 +129,15 @@ public final class JvmSymbols implements SampleObserver {
         });
     }
 
-    /** A process seen in a sample, start unknown (a reused pid is noticed only by the background checks). */
-    /** A sampled process: asked for a new perf map if it showed unknown code ({@link #newCode}), else considered. */
+    /**
+     * A sampled process: asked for a new perf map if it showed unknown code ({@link #newCode}). A process whose samples
+     * show none is not looked at: only a JIT's unnamed code needs a perf map, and inspecting every sampled process cost
+     * a churn of short processes ~0.1 ms of this thread each.
+     */
     @Override
     public void sampled(int pid, long processStartNs, boolean unknownCode) {
         if (unknownCode) {
             newCode(pid, processStartNs);
-        } else {
-            consider(pid, processStartNs);
         }
     }
 
@@ -172,6 +175,10 @@ public final class JvmSymbols implements SampleObserver {
      */
     public void newCode(int pid, long processStartNs) {
         Entry e = entry(pid, ticks(processStartNs));
+        if (e != null && e.state == State.PENDING) {
+            e.attachOnceClassified = true; // its first unknown code: a perf map as soon as it is known to be a JVM
+            return;
+        }
         if (e == null || e.state != State.JVM || e.busy || nanos.getAsLong() - e.due < 0) {
             return;
         }
@@ -240,6 +247,9 @@ public final class JvmSymbols implements SampleObserver {
                     e.target = a.target();
                     e.due = nanos.getAsLong();
                     e.state = State.JVM;
+                    if (e.attachOnceClassified) {
+                        attach(e); // on this thread, as a queued attach would run
+                    }
                 }
             }
         } catch (RuntimeException ex) {
