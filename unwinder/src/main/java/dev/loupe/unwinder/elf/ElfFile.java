@@ -33,6 +33,7 @@ public final class ElfFile {
     public static final long DEFAULT_MAX_SYMBOL_BYTES = 512L << 20;
 
     private static final int PF_X = 1;
+    private static final int STT_NOTYPE = 0;
     private static final int STT_FUNC = 2;
     private static final int STT_GNU_IFUNC = 10;
     private static final int STB_LOCAL = 0;
@@ -235,6 +236,9 @@ public final class ElfFile {
      */
     private void readSymbolTable(SectionHeader s, SectionHeader strs, long count, SymbolTable.Builder b,
                                  long maxSymbolBytes) throws ElfException {
+        // The program's entry point is often an assembly label (NOTYPE), as ld.so's _start is: the outermost frame of
+        // every process before main, named like a function.
+        long entry = ByteBuffer.wrap(source.bytes(24, 8, "e_entry")).order(ByteOrder.LITTLE_ENDIAN).getLong();
         long[] values = new long[64];
         long[] sizes = new long[64];
         long[] keys = new long[64]; // (name offset << 32) | function index: one primitive sort orders both
@@ -252,7 +256,8 @@ public final class ElfFile {
                 int shndx = Short.toUnsignedInt(cb.getShort(o + 6));
                 long value = cb.getLong(o + 8);
                 long nameOff = Integer.toUnsignedLong(cb.getInt(o));
-                if ((stype != STT_FUNC && stype != STT_GNU_IFUNC) || shndx == 0 || value == 0 || nameOff == 0) {
+                if ((stype != STT_FUNC && stype != STT_GNU_IFUNC && !(stype == STT_NOTYPE && value == entry))
+                        || shndx == 0 || value == 0 || nameOff == 0) {
                     continue;
                 }
                 if (nameOff >= strs.size()) {

@@ -468,4 +468,24 @@ class ElfFileTest {
         assertEquals("fn_778_" + "x".repeat(28), t.lookup(0x1000L + 16L * 778), "the name after a block-sized one");
         assertNull(t.lookup(0x1000L + 16L * count));
     }
+
+    /**
+     * An entry point that is an assembly label (STT_NOTYPE, as ld.so's and many static binaries' _start are) is named,
+     * so the outermost frame of a process before main is _start; other labels stay inside their function.
+     */
+    @Test
+    void anEntryPointLabelIsNamedAndOtherLabelsAreNot() throws Exception {
+        Path bin = TestPrograms.compile(dir, "entrylabel", String.join("\n",
+                "__attribute__((noinline)) int work(int n) { int s = 0; for (int i = 0; i < n; i++) s += i; return s; }",
+                "__asm__(\".text\\n.globl _start\\n_start:\\n xor %rbp, %rbp\\n mov $3, %edi\\n call work\\n"
+                        + "inner_label:\\n mov %eax, %edi\\n mov $60, %eax\\n syscall\\n hlt\\n\");", ""),
+                "-nostdlib", "-static", "-O1");
+        ElfFile elf = ElfFile.open(bin, 1 << 20);
+        long entry = ByteBuffer.wrap(Files.readAllBytes(bin), 24, 8).order(ByteOrder.LITTLE_ENDIAN).getLong();
+        long inner = TestPrograms.nmAddress(bin, "inner_label");
+        assertEquals("_start", elf.symbols().lookup(entry));
+        assertEquals("_start", elf.symbols().lookup(inner - 1), "the return address of its call, looked up inside it");
+        assertEquals("_start", elf.symbols().lookup(inner), "a label that is not the entry names no function of its own");
+        assertEquals("work", elf.symbols().lookup(TestPrograms.nmAddress(bin, "work")));
+    }
 }
