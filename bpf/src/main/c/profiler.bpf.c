@@ -960,6 +960,15 @@ static __always_inline int sample(struct perf_event_ctx *ctx, const int tables)
 	 * Java may read, and the procs map is keyed by Java's pids. */
 	/* Nor for a process whose mm is gone (exiting: exit_mmap tears its memory down): it has no user stack any more. */
 	int no_user = (task->flags & PF_KTHREAD) || outside || !BPF_CORE_READ(task, mm);
+#if LOUPE_VMA_ITER
+	/* Nor in the kernel amid an exec, past its point of no return: the registers saved at entry are the old
+	 * program's, the memory is the new one's (the followed entry is still of the old mm until sched_process_exec). */
+	if (!no_user && !user_mode && tables) {
+		struct proc_maps *old = bpf_map_lookup_elem(&proc_maps, &host_tgid);
+		if (old && old->mm != (__u64)BPF_CORE_READ(task, mm))
+			no_user = 1;
+	}
+#endif
 	struct proc_unwind *pu = 0;
 	if (tables && !no_user) {
 		pu = bpf_map_lookup_elem(&procs, &tgid);

@@ -59,6 +59,7 @@ final class ProcessTracker implements ProcessRegistry.Listener {
     }
 
     private final IntPredicate wanted; // the --pid filter: only these processes
+    private final long agentStartTicks;
     private final LongSupplier nanoTime;
     private final ConcurrentHashMap<Integer, Registration> registered = new ConcurrentHashMap<>();
     /** Queued pids, with the start a sample named (-1: asked for without one). */
@@ -83,15 +84,26 @@ final class ProcessTracker implements ProcessRegistry.Listener {
     };
 
     ProcessTracker(IntPredicate wanted, LongSupplier nanoTime) {
-        this.wanted = wanted;
-        this.nanoTime = nanoTime;
+        this(wanted, nanoTime, Long.MAX_VALUE);
     }
 
-    // Nothing for a process another reader (the symbolizer) read: its samples say what the kernel lacks for it (files
-    // without tables, a registration), and a read says nothing of that. (Queueing every read process for its files cost
-    // a stat per mapping for each of a churn's processes the symbolizer read, and loaded nothing.)
+    /** {@code agentStartTicks}: when the agent started (/proc/self/stat's clock ticks; MAX_VALUE: unknown). */
+    ProcessTracker(IntPredicate wanted, LongSupplier nanoTime, long agentStartTicks) {
+        this.wanted = wanted;
+        this.nanoTime = nanoTime;
+        this.agentStartTicks = agentStartTicks;
+    }
+
+    // A process that started before the agent is one the kernel does not follow: whoever reads it first (the start-up
+    // scan, the symbolizer), its files' tables follow at once. A later one's samples say what the kernel lacks for it
+    // (files without tables, a registration), and a read says nothing of that: queueing each of a churn's processes the
+    // symbolizer read cost a stat per mapping and loaded nothing.
     @Override
-    public void appeared(ProcessRegistry.Snapshot p) {}
+    public void appeared(ProcessRegistry.Snapshot p) {
+        if (p.startTicks() <= agentStartTicks) {
+            request(p.pid(), p.startTicks(), false); // its files; the uploader registers it if a runtime needs that
+        }
+    }
 
     @Override
     public void mappingsChanged(ProcessRegistry.Snapshot p) {

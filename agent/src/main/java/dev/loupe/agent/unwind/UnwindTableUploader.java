@@ -128,7 +128,13 @@ public final class UnwindTableUploader implements AutoCloseable {
         this.registry = registry;
         this.scanIntervalNanos = scanIntervalNanos;
         this.nanoTime = nanoTime;
-        this.processes = new ProcessTracker(wanted, nanoTime);
+        long agentStart;
+        try {
+            agentStart = registry.startTicks((int) ProcessHandle.current().pid());
+        } catch (IOException e) {
+            agentStart = Long.MAX_VALUE; // (a /proc without us, in tests): every process read is treated as older
+        }
+        this.processes = new ProcessTracker(wanted, nanoTime, agentStart);
         registry.addListener(processes);
         this.heapTrimmer = HeapTrimmer.system(nanoTime);
         this.runtimeTables = new RuntimeTables(runtimes, nanoTime);
