@@ -62,10 +62,10 @@ final class DebugAbbrev {
                     java.util.Arrays.copyOf(forms, n), java.util.Arrays.copyOf(consts, n))) != null) {
                 throw c.error("abbreviation code " + code + " defined twice in the table at " + offset);
             }
-            maxCode = Math.max(maxCode, code);
+            maxCode = code < 0 || maxCode < 0 ? -1 : Math.max(maxCode, code); // -1: a code past 2^63, not dense
             bytes += 64 + n * 16L;
         }
-        if (maxCode > 0 && maxCode <= 4L * byCode.size() + 16) {
+        if (maxCode > 0 && maxCode <= 4L * byCode.size() + 16) { // small codes only, so int indices
             Abbrev[] dense = new Abbrev[(int) maxCode + 1];
             byCode.forEach((k, v) -> dense[k.intValue()] = v);
             return new DebugAbbrev(dense, null, bytes + dense.length * 8L);
