@@ -35,7 +35,7 @@ public final class DebugInfo {
 
     /** The sections read; any but info and abbrev may be null. */
     public record Sections(ByteBuffer info, ByteBuffer abbrev, ByteBuffer str, ByteBuffer lineStr, ByteBuffer strOffsets,
-                           ByteBuffer addr, ByteBuffer ranges, ByteBuffer rnglists) {}
+                           ByteBuffer addr, ByteBuffer ranges, ByteBuffer rnglists, ByteBuffer aranges) {}
 
     /** One function of an inline chain: {@code callFile}/{@code callLine} where it was inlined (0 for the outermost). */
     public record Scope(String name, int declLine, long callFile, int callLine) {}
@@ -54,7 +54,8 @@ public final class DebugInfo {
     private final Sections s;
     private final long budget;
     final DwarfRanges ranges;
-    private final Unit[] units; // by offset
+    private final Unit[] units; // by offset; the headers' alone until complete[i]
+    private final boolean[] complete;
     // The unit index, sorted by start: range i is [lo[i], hi[i]) of units[unitOf[i]].
     private final long[] lo;
     private final long[] hi;
@@ -66,12 +67,14 @@ public final class DebugInfo {
     private long held; // abbrevs and scopes cached now
     private final int maxNames; // at most an eighth of the budget
 
-    private DebugInfo(String name, Sections s, long budget, Unit[] units, long[] lo, long[] hi, int[] unitOf) {
+    private DebugInfo(String name, Sections s, long budget, Unit[] units, boolean[] complete, long[] lo, long[] hi,
+                      int[] unitOf) {
         this.name = name;
         this.s = s;
         this.budget = budget;
         this.ranges = new DwarfRanges(name, s.ranges(), s.rnglists(), s.addr());
         this.units = units;
+        this.complete = complete;
         this.lo = lo;
         this.hi = hi;
         this.unitOf = unitOf;
@@ -79,51 +82,42 @@ public final class DebugInfo {
         this.maxNames = (int) Math.max(16, Math.min(CACHED_NAMES, budget / 8 / NAME_BYTES));
     }
 
-    /** Indexes the units of {@code s.info()} within {@code budget} bytes of heap. */
+    /**
+     * Indexes the units of {@code s.info()} within {@code budget} bytes of heap: from {@code .debug_aranges} where the
+     * file has it (no DIE read), else from each unit's first DIE.
+     */
     public static DebugInfo open(String name, Sections s, long budget) throws DwarfException {
         if (s.info() == null || s.abbrev() == null) {
             throw new DwarfException(name + ": .debug_info or .debug_abbrev is missing");
         }
         List<Unit> units = new ArrayList<>();
-        DwarfRanges.Pairs pairs = new DwarfRanges.Pairs();
-        int[] owner = new int[8];
-        DwarfRanges ranges = new DwarfRanges(name, s.ranges(), s.rnglists(), s.addr());
-        DieReader r = new DieReader(name, s);
         long p = 0;
         long limit = s.info().limit();
         while (p < limit) { // each unit consumes its header at least
             Unit header = header(name, s.info(), p);
-            Unit u = header;
-            if (header.code()) {
-                DebugAbbrev a = DebugAbbrev.parse(name, s.abbrev(), header.abbrevOffset());
-                Cursor c = r.cursor(header.dieStart(), header.end());
-                DieReader.Die d = r.read(c, header, a);
-                if (d != null && (d.tag == DW_TAG_COMPILE_UNIT || d.tag == DW_TAG_PARTIAL_UNIT)) {
-                    Unit bases = new Unit(header.offset(), header.end(), header.version(), header.addrSize(),
-                            header.offsetSize(), header.abbrevOffset(), header.dieStart(), true, d.stmtList, 0, d.addrBase,
-                            d.rnglistsBase, d.strOffsetsBase);
-                    u = new Unit(bases.offset(), bases.end(), bases.version(), bases.addrSize(), bases.offsetSize(),
-                            bases.abbrevOffset(), bases.dieStart(), true, d.stmtList, d.low(bases, ranges), d.addrBase,
-                            d.rnglistsBase, d.strOffsetsBase);
-                    int before = pairs.n;
-                    d.ranges(u, ranges, pairs);
-                    for (int i = before; i < pairs.n; i += 2) {
-                        if (i / 2 >= owner.length) {
-                            owner = Arrays.copyOf(owner, owner.length * 2);
-                        }
-                        owner[i / 2] = units.size();
-                    }
-                } else {
-                    u = new Unit(header.offset(), header.end(), header.version(), header.addrSize(), header.offsetSize(),
-                            header.abbrevOffset(), header.dieStart(), false, -1, 0, 0, 0, 0);
-                }
-            }
-            units.add(u);
-            if (64 + units.size() * 120L + pairs.n * 10L > budget) {
+            units.add(header);
+            if (64 + units.size() * 120L > budget) {
                 throw new DwarfException(name + ": .debug_info: the unit index alone needs more than " + budget + " bytes");
             }
             p = header.end();
         }
+        Unit[] all = units.toArray(Unit[]::new);
+        boolean[] complete = new boolean[all.length];
+        Index index = new Index(name, budget, all.length);
+        if (s.aranges() == null || !aranges(name, s.aranges(), all, index)) {
+            index = new Index(name, budget, all.length);
+            DwarfRanges ranges = new DwarfRanges(name, s.ranges(), s.rnglists(), s.addr());
+            for (int i = 0; i < all.length; i++) {
+                if (all[i].code()) {
+                    all[i] = complete(name, s, ranges, all[i], DebugAbbrev.parse(name, s.abbrev(), all[i].abbrevOffset()),
+                            index.pairs);
+                    index.owned(i);
+                }
+                complete[i] = true;
+            }
+        }
+        DwarfRanges.Pairs pairs = index.pairs;
+        int[] owner = index.owner;
         int n = pairs.n / 2;
         Integer[] order = new Integer[n];
         for (int i = 0; i < n; i++) {
@@ -139,7 +133,131 @@ public final class DebugInfo {
             hi[i] = v[2 * order[i] + 1];
             unitOf[i] = owner[order[i]];
         }
-        return new DebugInfo(name, s, budget, units.toArray(Unit[]::new), lo, hi, unitOf);
+        return new DebugInfo(name, s, budget, all, complete, lo, hi, unitOf);
+    }
+
+    /** The unit index as it is built: ranges and the unit each belongs to, within the budget. */
+    private static final class Index {
+        final String name;
+        final long budget;
+        final int units;
+        final DwarfRanges.Pairs pairs = new DwarfRanges.Pairs();
+        int[] owner = new int[8];
+        private int filled; // ranges whose owner is set
+
+        Index(String name, long budget, int units) {
+            this.name = name;
+            this.budget = budget;
+            this.units = units;
+        }
+
+        /** The ranges added since the last call belong to unit {@code u}. */
+        void owned(int u) throws DwarfException {
+            for (int i = filled; i < pairs.n / 2; i++) {
+                if (i >= owner.length) {
+                    owner = Arrays.copyOf(owner, owner.length * 2);
+                }
+                owner[i] = u;
+            }
+            filled = pairs.n / 2;
+            if (64 + units * 120L + pairs.n * 10L > budget) {
+                throw new DwarfException(name + ": .debug_info: the unit index alone needs more than " + budget + " bytes");
+            }
+        }
+    }
+
+    /**
+     * Fills {@code index} from {@code .debug_aranges} (DWARF 5 §6.1.2: per unit, address and length pairs); false when
+     * it names no range (then units are read instead). Each set and tuple consumes bytes: bounded by the section.
+     */
+    private static boolean aranges(String name, ByteBuffer section, Unit[] units, Index index) throws DwarfException {
+        Cursor c = new Cursor(name + ": .debug_aranges", section, 0, section.limit());
+        long limit = section.limit();
+        while (c.pos < limit) {
+            long start = c.pos;
+            c.end = limit;
+            long length = c.u32();
+            int offsetSize = 4;
+            if (length == 0xffffffffL) {
+                length = c.u64();
+                offsetSize = 8;
+            }
+            if (length < 0 || length > limit - c.pos) {
+                throw c.error("set at " + start + " of length " + Long.toUnsignedString(length) + " runs past the section's end");
+            }
+            long end = c.pos + length;
+            c.end = end;
+            int version = c.u16();
+            long infoOffset = c.unsigned(offsetSize);
+            int addrSize = c.u8();
+            int segmentSize = c.u8();
+            int unit = unitStartingAt(units, infoOffset);
+            if (version == 2 && segmentSize == 0 && (addrSize == 4 || addrSize == 8) && unit >= 0 && units[unit].code()) {
+                long tuple = 2L * addrSize;
+                c.skip((tuple - (c.pos - start) % tuple) % tuple); // tuples are aligned to their size from the set's start
+                while (c.pos <= end - tuple) {
+                    long lo = c.unsigned(addrSize);
+                    long len = c.unsigned(addrSize);
+                    if (lo == 0 && len == 0) {
+                        break;
+                    }
+                    index.pairs.add(lo, lo + len);
+                }
+                index.owned(unit);
+            }
+            c.pos = end;
+        }
+        return index.pairs.n > 0;
+    }
+
+    private static int unitStartingAt(Unit[] units, long offset) {
+        int lo = 0;
+        int hi = units.length - 1;
+        while (lo <= hi) {
+            int mid = (lo + hi) >>> 1;
+            if (units[mid].offset() < offset) {
+                lo = mid + 1;
+            } else if (units[mid].offset() > offset) {
+                hi = mid - 1;
+            } else {
+                return mid;
+            }
+        }
+        return -1;
+    }
+
+    /**
+     * {@code header} with its first DIE's attributes (line table, base address, bases of the indexed forms), its ranges
+     * appended to {@code out} if not null; a unit whose first DIE is no compilation unit is marked as holding no code.
+     */
+    private static Unit complete(String name, Sections s, DwarfRanges ranges, Unit header, DebugAbbrev a,
+                                 DwarfRanges.Pairs out) throws DwarfException {
+        DieReader r = new DieReader(name, s);
+        DieReader.Die d = r.read(r.cursor(header.dieStart(), header.end()), header, a);
+        if (d == null || (d.tag != DW_TAG_COMPILE_UNIT && d.tag != DW_TAG_PARTIAL_UNIT)) {
+            return new Unit(header.offset(), header.end(), header.version(), header.addrSize(), header.offsetSize(),
+                    header.abbrevOffset(), header.dieStart(), false, -1, 0, 0, 0, 0);
+        }
+        Unit bases = new Unit(header.offset(), header.end(), header.version(), header.addrSize(), header.offsetSize(),
+                header.abbrevOffset(), header.dieStart(), true, d.stmtList, 0, d.addrBase, d.rnglistsBase, d.strOffsetsBase);
+        Unit u = new Unit(bases.offset(), bases.end(), bases.version(), bases.addrSize(), bases.offsetSize(),
+                bases.abbrevOffset(), bases.dieStart(), true, d.stmtList, d.low(bases, ranges), d.addrBase, d.rnglistsBase,
+                d.strOffsetsBase);
+        if (out != null) {
+            d.ranges(u, ranges, out);
+        }
+        return u;
+    }
+
+    /** Unit {@code i} with its first DIE's attributes, read on first use. */
+    private Unit unit(int i) throws DwarfException {
+        if (!complete[i]) {
+            if (units[i].code()) {
+                units[i] = complete(name, s, ranges, units[i], abbrev(units[i]), null);
+            }
+            complete[i] = true;
+        }
+        return units[i];
     }
 
     /** The unit header at {@code at}; {@code code} false for units that hold no code (type, skeleton units). */
@@ -203,7 +321,7 @@ public final class DebugInfo {
             Scope named = name(us.die(at[k]));
             out.add(new Scope(named.name(), named.declLine(), us.callFile(at[k]), us.callLine(at[k])));
         }
-        return new Chain(units[unit].stmtList(), out);
+        return new Chain(unit(unit).stmtList(), out);
     }
 
     private int find(long pc) {
@@ -232,7 +350,8 @@ public final class DebugInfo {
         UnitScopes us = scopes.get(unit);
         if (us == null) {
             long room = budget - indexBytes - maxNames * NAME_BYTES;
-            us = UnitScopes.decode(new DieReader(name, s), units[unit], abbrev(units[unit]), ranges, room);
+            Unit u = unit(unit);
+            us = UnitScopes.decode(new DieReader(name, s), u, abbrev(u), ranges, room);
             scopes.put(unit, us);
             held += us.bytes();
             var it = scopes.entrySet().iterator();
@@ -284,7 +403,8 @@ public final class DebugInfo {
         int declLine = 0;
         String found = null;
         for (int hop = 0; hop < MAX_HOPS && at >= 0 && found == null; hop++) {
-            Unit u = unitAt(at);
+            int ui = unitAt(at);
+            Unit u = ui < 0 ? null : unit(ui);
             if (u == null) {
                 throw new DwarfException(name + ": .debug_info: reference to " + at + " lies in no unit");
             }
@@ -309,7 +429,7 @@ public final class DebugInfo {
         return out;
     }
 
-    private Unit unitAt(long offset) {
+    private int unitAt(long offset) {
         int lo = 0;
         int hi = units.length - 1;
         while (lo <= hi) {
@@ -320,10 +440,10 @@ public final class DebugInfo {
             } else if (offset >= u.end()) {
                 lo = mid + 1;
             } else {
-                return u;
+                return mid;
             }
         }
-        return null;
+        return -1;
     }
 
     /** Units read (all kinds). */

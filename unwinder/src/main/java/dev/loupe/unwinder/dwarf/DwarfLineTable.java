@@ -38,7 +38,7 @@ public final class DwarfLineTable implements LineTable {
     /** The most heap one binary's inline data may hold (libc6-dbg's, inflated sections included, takes about 9 MiB). */
     static final long MAX_INLINE_BYTES = 16L << 20;
     private static final String[] SECTIONS = {".debug_line", ".debug_line_str", ".debug_str", ".debug_info", ".debug_abbrev",
-            ".debug_str_offsets", ".debug_addr", ".debug_ranges", ".debug_rnglists"};
+            ".debug_str_offsets", ".debug_addr", ".debug_ranges", ".debug_rnglists", ".debug_aranges"};
     private static final int INFO = 3;
 
     private final String name;
@@ -210,7 +210,7 @@ public final class DwarfLineTable implements LineTable {
         }
         inline = DebugInfo.open(name, new DebugInfo.Sections(section(INFO, SECTIONS[INFO]), section(4, SECTIONS[4]),
                 section(2, SECTIONS[2]), section(1, SECTIONS[1]), section(5, SECTIONS[5]), section(6, SECTIONS[6]),
-                section(7, SECTIONS[7]), section(8, SECTIONS[8])), budget);
+                section(7, SECTIONS[7]), section(8, SECTIONS[8]), section(9, SECTIONS[9])), budget);
         LOG.log(System.Logger.Level.DEBUG, () -> name + ": " + inline.unitCount() + " units, " + inline.rangeCount()
                 + " ranges indexed for inlined functions");
         return inline;

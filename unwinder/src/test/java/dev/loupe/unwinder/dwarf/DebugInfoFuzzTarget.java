@@ -14,7 +14,8 @@ import java.util.List;
 /**
  * Fuzz target for the inline reader: {@link DebugInfo#open} and {@link DebugInfo#chain} over {@code .debug_info},
  * {@code .debug_abbrev}, {@code .debug_rnglists} / {@code .debug_ranges} and {@code .debug_str}. Input: an address to
- * look up, then abbrev, ranges and str (two-byte lengths each), the rest .debug_info. A {@link DwarfException} naming
+ * look up, then abbrev, ranges and str (two-byte lengths each), a flag and .debug_aranges if it is set, the rest
+ * .debug_info. A {@link DwarfException} naming
  * the section is what bad input must give; anything else escaping, a chain past the budget or without its functions
  * is a finding.
  */
@@ -29,9 +30,10 @@ public final class DebugInfoFuzzTarget {
         ByteBuffer abbrev = ByteBuffer.wrap(in.longBytes(16384));
         ByteBuffer ranges = ByteBuffer.wrap(in.longBytes(4096));
         ByteBuffer str = ByteBuffer.wrap(in.longBytes(4096));
+        ByteBuffer aranges = in.bool() ? ByteBuffer.wrap(in.longBytes(4096)) : null;
         ByteBuffer info = ByteBuffer.wrap(in.rest());
         // Both range sections get the same bytes: a unit's version picks the one it reads.
-        DebugInfo.Sections s = new DebugInfo.Sections(info, abbrev, str, null, null, null, ranges, ranges);
+        DebugInfo.Sections s = new DebugInfo.Sections(info, abbrev, str, null, null, null, ranges, ranges, aranges);
         try {
             DebugInfo d = DebugInfo.open("fuzz", s, BUDGET);
             for (long a : new long[] {address, address + 1, address - 1}) {
@@ -69,6 +71,11 @@ public final class DebugInfoFuzzTarget {
                 out.write(b.length >> 8);
                 out.write(b);
             }
+            byte[] aranges = bytes(elf, ".debug_aranges");
+            out.write(1);
+            out.write(aranges.length);
+            out.write(aranges.length >> 8);
+            out.write(aranges);
             out.write(bytes(elf, ".debug_info"));
             Files.write(dir.resolve("seed-" + v), out.toByteArray());
         }
@@ -78,7 +85,8 @@ public final class DebugInfoFuzzTarget {
     private static long inlinedPc(Path bin, ElfFile elf) throws Exception {
         DebugInfo d = DebugInfo.open("seed", new DebugInfo.Sections(elf.section(".debug_info").orElseThrow(),
                 elf.section(".debug_abbrev").orElseThrow(), elf.section(".debug_str").orElse(null), null, null, null,
-                elf.section(".debug_ranges").orElse(null), elf.section(".debug_rnglists").orElse(null)), BUDGET);
+                elf.section(".debug_ranges").orElse(null), elf.section(".debug_rnglists").orElse(null),
+                elf.section(".debug_aranges").orElse(null)), BUDGET);
         long hot = TestPrograms.nmAddress(bin, "hot");
         for (long a = hot; a < hot + 256; a++) {
             DebugInfo.Chain c = d.chain(a);

@@ -198,10 +198,35 @@ public class InlineChainTest {
         assertTrue(roomy.inlineBytes() > 0 && roomy.inlineBytes() < (1 << 20), "" + roomy.inlineBytes());
     }
 
+    /** The unit index from .debug_aranges and from the units' own first DIEs (a file without aranges) agree. */
+    @Test
+    void withoutArangesTheUnitsOwnRangesGiveTheSameChains() throws Exception {
+        for (String v : List.of("-gdwarf-5", "-gdwarf-4")) {
+            Path bin = TestPrograms.compile(dir, "ar" + v.replace("-", "_"), SOURCE, "-O2", v);
+            ElfFile elf = ElfFile.open(bin);
+            Map<String, ByteBuffer> sections = sections(elf);
+            assertNotNull(sections.get(".debug_aranges"), "gcc writes .debug_aranges");
+            DwarfLineTable with = DwarfLineTable.of("with", sections, elf.symbols(), 1 << 20);
+            sections.remove(".debug_aranges");
+            DwarfLineTable without = DwarfLineTable.of("without", sections, elf.symbols(), 1 << 20);
+            int chains = 0;
+            for (String f : List.of("hot", "main")) {
+                long start = TestPrograms.nmAddress(bin, f);
+                for (long a = start; a < start + 48; a++) {
+                    List<SourceLine> l = with.lines(a);
+                    assertEquals(l, without.lines(a), v + " 0x" + Long.toHexString(a));
+                    chains += l.size() > 1 ? 1 : 0;
+                }
+            }
+            assertTrue(chains > 0, v);
+            assertNull(without.inlineProblem());
+        }
+    }
+
     static Map<String, ByteBuffer> sections(ElfFile elf) throws Exception {
         Map<String, ByteBuffer> out = new HashMap<>();
         for (String s : List.of(".debug_line", ".debug_line_str", ".debug_str", ".debug_info", ".debug_abbrev",
-                ".debug_str_offsets", ".debug_addr", ".debug_ranges", ".debug_rnglists")) {
+                ".debug_str_offsets", ".debug_addr", ".debug_ranges", ".debug_rnglists", ".debug_aranges")) {
             elf.section(s).ifPresent(b -> out.put(s, b));
         }
         return out;
@@ -217,7 +242,7 @@ public class InlineChainTest {
             long start = TestPrograms.nmAddress(bin, "hot");
             int problems = 0;
             int cuts = 0;
-            for (String cut : List.of(".debug_info", ".debug_abbrev", ".debug_rnglists", ".debug_ranges")) {
+            for (String cut : List.of(".debug_info", ".debug_abbrev", ".debug_rnglists", ".debug_ranges", ".debug_aranges")) {
                 ByteBuffer whole = sections.get(cut);
                 if (whole == null) {
                     continue;
