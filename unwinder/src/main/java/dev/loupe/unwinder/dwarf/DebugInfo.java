@@ -415,8 +415,8 @@ public final class DebugInfo {
             if (declLine == 0 && d.declLine > 0) {
                 declLine = (int) Math.min(Integer.MAX_VALUE, d.declLine);
             }
-            found = d.linkageForm != 0 ? r.string(u, d.linkageForm, d.linkageValue)
-                    : d.nameForm != 0 ? r.string(u, d.nameForm, d.nameValue) : null;
+            found = d.linkageForm != 0 ? nameString(r, u, d.linkageForm, d.linkageValue)
+                    : d.nameForm != 0 ? nameString(r, u, d.nameForm, d.nameValue) : null;
             at = d.origin >= 0 ? d.origin : d.spec;
         }
         Scope out = new Scope(found == null ? "?" : found, declLine, 0, 0);
@@ -427,6 +427,16 @@ public final class DebugInfo {
             it.remove();
         }
         return out;
+    }
+
+    /** A name's string; "?" for one that cannot be read (past 4 KiB, outside its section): the chain stays. */
+    private static String nameString(DieReader r, Unit u, int form, long v) {
+        try {
+            String n = r.string(u, form, v);
+            return n == null ? "?" : n;
+        } catch (DwarfException e) {
+            return "?";
+        }
     }
 
     private int unitAt(long offset) {

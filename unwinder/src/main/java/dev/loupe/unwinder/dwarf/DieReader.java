@@ -206,7 +206,7 @@ final class DieReader {
             case 0x07 -> c.u64(); // data8
             case DW_FORM_STRING -> {
                 long at = c.pos;
-                c.cstring();
+                c.skipCString(); // read only if it names a function (a long C++ name there is then cut, not an error)
                 yield at;
             }
             case 0x09, 0x18 -> skip(c, c.uleb()); // block, exprloc
