@@ -26,6 +26,7 @@ import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -42,6 +43,7 @@ class SourceLinesProfileTest {
     static final int CALL_LINE = 11;
     static final int MIX_LINE = 17;
     static final int C_HOT_LINE = 8;
+    static final int C_MIX_LINE = 6; // lines_inline.c: mix's body, inlined into step (line 10), inlined into hot (line 16)
 
     @TempDir
     static Path dir;
@@ -55,6 +57,9 @@ class SourceLinesProfileTest {
     static Path cHotDebug;
     static Process cTarget;
     static Process libcTarget;
+    static Path cInline;
+    static Path cInlineDebug;
+    static Process cInlineTarget;
 
     @BeforeAll
     static void profileTheTargets() throws Exception {
@@ -81,6 +86,15 @@ class SourceLinesProfileTest {
         Commands.run(List.of("objcopy", "--strip-all", cHot.toString()), 60).check();
         assertTrue(!Commands.run(List.of("readelf", "-SW", cHot.toString()), 60).output().contains(".debug_line"), "stripped");
         cTarget = Targets.start(cHot);
+        // C with inlined functions: -O2 -g, split and stripped the same way.
+        cInline = Targets.build("lines_inline.c", dir, "lines_inline", "-g", "-Wl,--build-id");
+        String inlineId = ElfFile.open(cInline).buildId().orElseThrow();
+        cInlineDebug = Path.of("/usr/lib/debug/.build-id").resolve(inlineId.substring(0, 2)).resolve(inlineId.substring(2) + ".debug");
+        Files.createDirectories(cInlineDebug.getParent());
+        Commands.run(List.of("objcopy", "--only-keep-debug", cInline.toString(), cInlineDebug.toString()), 60).check();
+        Commands.run(List.of("objcopy", "--strip-all", cInline.toString()), 60).check();
+        cInlineTarget = Targets.start(cInline);
+        targets.add(cInlineTarget);
         libcTarget = Targets.start(Targets.build("lines_libc.c", dir, "lines_libc", "-O1"));
         targets.add(cTarget);
         targets.add(libcTarget);
@@ -88,7 +102,7 @@ class SourceLinesProfileTest {
         ParcaStandIn standIn = new ParcaStandIn().start();
         try {
             try (AgentProcess agent = AgentProcess.start(dir, "--pid", stripped.pid() + "," + strippedPie.pid() + "," + cTarget.pid() + ","
-                    + libcTarget.pid(), "--frequency", "99",
+                    + libcTarget.pid() + "," + cInlineTarget.pid(), "--frequency", "99",
                     "--duration", "12s", "--interval", "60s", "--output", out.toString(), "--http", "off",
                     "--remote-store-address", standIn.address(), "--remote-store-insecure", "--spool-dir", dir.resolve("spool").toString())) {
                 assertEquals(0, agent.awaitExit(Duration.ofSeconds(120)), agent.log());
@@ -112,6 +126,9 @@ class SourceLinesProfileTest {
         }
         if (cHotDebug != null) {
             Files.deleteIfExists(cHotDebug);
+        }
+        if (cInlineDebug != null) {
+            Files.deleteIfExists(cInlineDebug);
         }
     }
 
@@ -186,9 +203,79 @@ class SourceLinesProfileTest {
         for (Mapping m : p.getMappingList()) {
             if (p.getStringTable((int) m.getFilename()).equals(cHot.toString())) {
                 assertEquals(List.of(true, true, true, false), List.of(m.getHasFunctions(), m.getHasFilenames(),
-                        m.getHasLineNumbers(), m.getHasInlineFrames()), "inlined subroutines are not read from DWARF: " + m);
+                        m.getHasLineNumbers(), m.getHasInlineFrames()), "nothing is inlined in lines_hot.c at -O1: " + m);
             }
         }
+    }
+
+    /**
+     * Native inlined functions from the debug file's .debug_info: each leaf sample of lines_inline's stripped binary
+     * carries addr2line -i -f's chain (mix at its line, step at its call of mix, hot at its call of step), ≥ 95 %.
+     */
+    @Test
+    void cInlinedFunctionsAreLinesOfTheirLocation() throws Exception {
+        Profile p = Profiles.read(profile);
+        ElfFile elf = ElfFile.open(cInline);
+        List<Long> vaddrs = new ArrayList<>();
+        List<List<String>> got = new ArrayList<>();
+        List<Long> counts = new ArrayList<>();
+        Mapping mapping = null;
+        for (Sample s : p.getSampleList()) {
+            if (s.getLabelList().stream().noneMatch(l -> p.getStringTable((int) l.getKey()).equals("pid")
+                    && l.getNum() == cInlineTarget.pid())) {
+                continue;
+            }
+            Location leaf = p.getLocation((int) s.getLocationId(0) - 1);
+            Mapping m = leaf.getMappingId() == 0 ? null : p.getMapping((int) leaf.getMappingId() - 1);
+            if (m == null || !p.getStringTable((int) m.getFilename()).equals(cInline.toString())) {
+                continue;
+            }
+            mapping = m;
+            vaddrs.add(elf.fileOffsetToVaddr(leaf.getAddress() - m.getMemoryStart() + m.getFileOffset()));
+            got.add(leaf.getLineList().stream().map(l -> name(p, l) + " " + file(p, l) + ":" + l.getLine()).toList());
+            counts.add(s.getValue(0));
+        }
+        Path in = dir.resolve("addrs-inline");
+        Files.writeString(in, String.join("\n", vaddrs.stream().map(v -> "0x" + Long.toHexString(v)).toList()) + "\n");
+        // -a: each chain starts with its address line.
+        String truthText = Commands.run(List.of("sh", "-c", "addr2line -a -i -f -e '" + cInlineDebug + "' < '" + in + "'"), 60)
+                .check().output();
+        List<List<String>> truth = new ArrayList<>();
+        String[] t = truthText.split("\n");
+        for (int i = 0; i < t.length; ) {
+            i++; // the address
+            List<String> chain = new ArrayList<>();
+            for (; i + 1 < t.length && !t[i].startsWith("0x"); i += 2) {
+                chain.add(t[i].trim() + " " + t[i + 1].replaceAll(" \\(discriminator \\d+\\)", "").trim());
+            }
+            truth.add(chain);
+        }
+        assertEquals(vaddrs.size(), truth.size(), truthText);
+        long total = 0;
+        long exact = 0;
+        long inMix = 0;
+        List<String> wrong = new ArrayList<>();
+        String source = Targets.SOURCES.resolve("lines_inline.c").toAbsolutePath().normalize().toString();
+        for (int i = 0; i < vaddrs.size(); i++) {
+            total += counts.get(i);
+            if (got.get(i).equals(truth.get(i))) {
+                exact += counts.get(i);
+            } else if (wrong.size() < 5) {
+                wrong.add("0x" + Long.toHexString(vaddrs.get(i)) + " " + got.get(i) + " != " + truth.get(i));
+            }
+            if (got.get(i).equals(List.of("mix " + source + ":" + C_MIX_LINE, "step " + source + ":10", "hot " + source + ":16"))) {
+                inMix += counts.get(i);
+            }
+        }
+        System.out.printf("C inlined functions: %d of %d leaf samples with addr2line -i's exact chain (%.2f %%), %d in mix <- step <- hot%n",
+                exact, total, 100.0 * exact / Math.max(1, total), inMix);
+        assertTrue(total > 100, "leaf samples " + total);
+        assertTrue(exact >= 0.95 * total, "exact " + exact + " of " + total + "; e.g. " + wrong);
+        assertTrue(inMix > 0.3 * total, "in mix <- step <- hot: " + inMix + " of " + total);
+        assertNotNull(mapping);
+        assertTrue(mapping.getHasInlineFrames(), "the mapping says it has inline frames: " + mapping);
+        String top = PprofTool.run("-top", "-lines", "-nodecount=8", "-focus=^(hot|step|mix)$", profile.toString());
+        assertTrue(top.lines().anyMatch(l -> l.contains("mix " + source + ":" + C_MIX_LINE + " (inline)")), top);
     }
 
     /** libc's random_r (C) with Debian's libc6-dbg: the debug file found by build id, compressed DWARF 5. */

@@ -113,6 +113,12 @@ final class Cursor {
         return s;
     }
 
+    /** Moves past a NUL-terminated string of any length (within the data). */
+    void skipCString() throws DwarfException {
+        while (u8() != 0) { // each step consumes a byte: past end is the truncation error
+        }
+    }
+
     /** A NUL-terminated UTF-8 string at {@code off} of this cursor's buffer (another section's, for string forms). */
     String cstringAt(long off) throws DwarfException {
         return string((int) off, terminator(off));

@@ -373,6 +373,19 @@ public final class DebugLine {
         return u;
     }
 
+    /**
+     * Entry {@code index} of the file table of the unit at {@code offset} (a {@code DW_AT_stmt_list}; DWARF 5 counts
+     * from 0, earlier versions from 1), null if the table has no such entry. Decodes the unit like a lookup.
+     */
+    public String file(long offset, long index) throws DwarfException {
+        if (offset < 0 || offset >= section.limit()) {
+            throw cursor(0, 0).error("line table offset " + offset + " lies outside the " + section.limit() + "-byte section");
+        }
+        Unit u = unit(offset);
+        long f = index - u.fileBase();
+        return f >= 0 && f < u.files().length ? u.files()[(int) f] : null;
+    }
+
     /** Estimated heap of the decoded units kept now. */
     public long cachedBytes() {
         long w = 0;

@@ -13,6 +13,7 @@ import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -22,7 +23,11 @@ import java.util.zip.DataFormatException;
  * Native code's source lines from DWARF {@code .debug_line} (in the binary or its separate debug file). Opening maps
  * the sections' bytes (nothing is read); the first lookup inflates a compressed section (SHF_COMPRESSED, zlib; at
  * most {@link #MAX_INFLATED} bytes) and indexes its sequences ({@link DebugLine}); later lookups decode one unit.
- * A frame gets its symbol's name with the DWARF file and line (inlined subroutines from .debug_info are not read).
+ * A frame gets its symbol's name with the DWARF file and line; where {@code .debug_info} says code was inlined
+ * ({@link DebugInfo}), the inlined functions come first: the innermost at the pc's line, each other at the line its
+ * callee was inlined at, the symbol's function last. The inline data of a binary lives within {@link #inlineWeight}
+ * bytes (inflated sections included); past that, or on malformed .debug_info, frames keep their plain line and the
+ * problem is said once.
  */
 public final class DwarfLineTable implements LineTable {
     private static final System.Logger LOG = System.getLogger(DwarfLineTable.class.getName());
@@ -30,13 +35,23 @@ public final class DwarfLineTable implements LineTable {
     static final long MAX_INFLATED = 64L << 20;
     private static final int ELFCOMPRESS_ZLIB = 1;
     private static final int CACHED_PCS = 1024;
+    /** The most heap one binary's inline data may hold (libc6-dbg's, inflated sections included, takes about 9 MiB). */
+    static final long MAX_INLINE_BYTES = 16L << 20;
+    private static final String[] SECTIONS = {".debug_line", ".debug_line_str", ".debug_str", ".debug_info", ".debug_abbrev",
+            ".debug_str_offsets", ".debug_addr", ".debug_ranges", ".debug_rnglists", ".debug_aranges"};
+    private static final int INFO = 3;
 
     private final String name;
-    private final ByteBuffer[] raw; // .debug_line, .debug_line_str, .debug_str as mapped (compressed or not)
+    private final ByteBuffer[] raw; // SECTIONS as mapped (compressed or not)
     private final boolean[] compressed;
+    private final ByteBuffer[] inflated = new ByteBuffer[SECTIONS.length]; // compressed sections once inflated
     private final SymbolTable symbols;
     private DebugLine lines; // built on the first lookup
     private String problem;
+    private DebugInfo inline; // opened on the first lookup
+    private String inlineProblem; // why there is no inline data, said once
+    private final long inlineWeight; // the bound of the inline data: inflated sections and DebugInfo's budget
+    private final long inflatedForInline;
     private final Map<Long, List<SourceLine>> cache = new LinkedHashMap<>(64, 0.75f, true) {
         @Override
         protected boolean removeEldestEntry(Map.Entry<Long, List<SourceLine>> eldest) {
@@ -46,19 +61,36 @@ public final class DwarfLineTable implements LineTable {
     private final long weight;
 
     private DwarfLineTable(String name, ByteBuffer[] raw, boolean[] compressed, SymbolTable symbols) {
+        this(name, raw, compressed, symbols, MAX_INLINE_BYTES);
+    }
+
+    private DwarfLineTable(String name, ByteBuffer[] raw, boolean[] compressed, SymbolTable symbols, long maxInlineBytes) {
         this.name = name;
         this.raw = raw;
         this.compressed = compressed;
         this.symbols = symbols;
         long inflated = 0;
+        long inflatedInfo = 0;
         for (int i = 0; i < raw.length; i++) {
             if (raw[i] != null && compressed[i] && raw[i].limit() >= 24) {
-                inflated += Math.min(MAX_INFLATED, raw[i].order(ByteOrder.LITTLE_ENDIAN).getLong(8));
+                long n = Math.min(MAX_INFLATED, raw[i].order(ByteOrder.LITTLE_ENDIAN).getLong(8));
+                if (n > 0) {
+                    if (i < INFO) {
+                        inflated += n;
+                    } else {
+                        inflatedInfo += n;
+                    }
+                }
             }
         }
         // What it may hold: inflated sections, the sequence index (bounded by the section's size), the units and pcs cached.
         long lineBytes = raw[0] == null ? 0 : compressed[0] ? inflated : raw[0].limit();
-        this.weight = inflated + lineBytes / 8 + (DebugLine.CACHED_UNITS + 1) * 32L * 1024 + CACHED_PCS * 200L;
+        long infoBytes = raw[INFO] == null ? 0 : compressed[INFO] ? inflatedInfo : raw[INFO].limit();
+        this.inflatedForInline = inflatedInfo;
+        // The inline data's own budget grows with .debug_info (index, scopes of the units looked up, abbreviations).
+        this.inlineWeight = raw[INFO] == null || raw[INFO + 1] == null ? 0
+                : Math.min(maxInlineBytes, inflatedInfo + infoBytes / 4 + (256L << 10));
+        this.weight = inflated + lineBytes / 8 + (DebugLine.CACHED_UNITS + 1) * 32L * 1024 + CACHED_PCS * 300L + inlineWeight;
     }
 
     /**
@@ -70,11 +102,11 @@ public final class DwarfLineTable implements LineTable {
         if (line == null || !line.hasContents() || line.size() == 0) {
             return null;
         }
-        String[] names = {".debug_line", ".debug_line_str", ".debug_str"};
-        ByteBuffer[] raw = new ByteBuffer[3];
-        boolean[] compressed = new boolean[3];
+        String[] names = SECTIONS;
+        ByteBuffer[] raw = new ByteBuffer[names.length];
+        boolean[] compressed = new boolean[names.length];
         try (FileChannel ch = FileChannel.open(dwarfFile, StandardOpenOption.READ)) {
-            for (int i = 0; i < 3; i++) {
+            for (int i = 0; i < names.length; i++) {
                 SectionHeader s = dwarfElf.sectionHeader(names[i]).orElse(null);
                 if (s == null || !s.hasContents() || s.size() == 0) {
                     continue;
@@ -91,8 +123,25 @@ public final class DwarfLineTable implements LineTable {
 
     /** A table over section bytes (uncompressed or SHF_COMPRESSED with their Elf64_Chdr): for tests and fuzzing. */
     public static DwarfLineTable of(String name, ByteBuffer debugLine, boolean compressed, SymbolTable symbols) {
-        return new DwarfLineTable(name, new ByteBuffer[] {debugLine, null, null}, new boolean[] {compressed, false, false}, symbols);
+        ByteBuffer[] raw = new ByteBuffer[SECTIONS.length];
+        boolean[] packed = new boolean[SECTIONS.length];
+        raw[0] = debugLine;
+        packed[0] = compressed;
+        return new DwarfLineTable(name, raw, packed, symbols);
     }
+
+    /**
+     * A table over uncompressed sections by name ({@code .debug_line}, {@code .debug_info}, ... as in an ELF file; absent
+     * ones missing): for tests and fuzzing.
+     */
+    public static DwarfLineTable of(String name, Map<String, ByteBuffer> sections, SymbolTable symbols, long maxInlineBytes) {
+        ByteBuffer[] raw = new ByteBuffer[SECTIONS.length];
+        for (int i = 0; i < SECTIONS.length; i++) {
+            raw[i] = sections.get(SECTIONS[i]);
+        }
+        return new DwarfLineTable(name, raw, new boolean[SECTIONS.length], symbols, maxInlineBytes);
+    }
+
 
     @Override
     public List<SourceLine> lines(long vaddr) {
@@ -106,12 +155,84 @@ public final class DwarfLineTable implements LineTable {
             String fn = p == null ? null : symbols.lookup(vaddr);
             if (fn != null && p.line() > 0) {
                 found = List.of(new SourceLine(fn, p.file(), p.line(), 0));
+                List<SourceLine> chain = inlined(vaddr, fn, p);
+                if (chain != null) {
+                    found = chain;
+                }
             }
         } catch (DwarfException | RuntimeException e) {
             fail(e);
         }
         cache.put(vaddr, found);
         return found;
+    }
+
+    /**
+     * The lines of the functions inlined at {@code vaddr} and of the one they are inlined into, innermost first (see
+     * {@link SourceLine}), {@code p} the pc's own position; null where .debug_info gives none (no inlining: the plain
+     * line, which then also lacks a start line) or cannot be read (said once in {@link #inlineProblem()}).
+     */
+    private List<SourceLine> inlined(long vaddr, String fn, DebugLine.Position p) {
+        try {
+            DebugInfo info = inline();
+            DebugInfo.Chain c = info == null ? null : info.chain(vaddr);
+            if (c == null || c.scopes().isEmpty()) {
+                return null;
+            }
+            List<DebugInfo.Scope> s = c.scopes();
+            List<SourceLine> out = new ArrayList<>(s.size());
+            String file = p.file();
+            int line = p.line();
+            for (int i = 0; i < s.size(); i++) {
+                boolean outermost = i == s.size() - 1;
+                out.add(new SourceLine(outermost ? fn : s.get(i).name(), file, line, s.get(i).declLine()));
+                if (!outermost) { // the caller's line: where this one was inlined
+                    file = c.stmtList() < 0 ? null : lines.file(c.stmtList(), s.get(i).callFile());
+                    line = s.get(i).callLine();
+                }
+            }
+            return out;
+        } catch (DwarfException | RuntimeException e) {
+            failInline(e);
+            return null;
+        }
+    }
+
+    /** The inline reader, opened on first use within the budget; null once it failed or when there is no .debug_info. */
+    private DebugInfo inline() throws DwarfException {
+        if (inline != null || inlineProblem != null || inlineWeight == 0) {
+            return inline;
+        }
+        long budget = inlineWeight - inflatedForInline;
+        if (budget < (16L << 10)) {
+            throw new DwarfException(name + ": .debug_info: the " + inlineWeight + "-byte budget for this binary's inline data"
+                    + " leaves " + budget + " bytes once its sections are inflated (" + inflatedForInline + " bytes)");
+        }
+        inline = DebugInfo.open(name, new DebugInfo.Sections(section(INFO, SECTIONS[INFO]), section(4, SECTIONS[4]),
+                section(2, SECTIONS[2]), section(1, SECTIONS[1]), section(5, SECTIONS[5]), section(6, SECTIONS[6]),
+                section(7, SECTIONS[7]), section(8, SECTIONS[8]), section(9, SECTIONS[9])), budget);
+        LOG.log(System.Logger.Level.DEBUG, () -> name + ": " + inline.unitCount() + " units, " + inline.rangeCount()
+                + " ranges indexed for inlined functions");
+        return inline;
+    }
+
+    private void failInline(Exception e) {
+        if (inlineProblem == null) {
+            inlineProblem = e.getMessage() == null ? e.toString() : e.getMessage();
+            inline = null;
+            LOG.log(System.Logger.Level.INFO, () -> "no inlined functions from " + name + " (plain source lines kept): "
+                    + inlineProblem);
+        }
+    }
+
+    /** Why frames lack inlined functions, if reading .debug_info failed or passed its budget; null when none did. */
+    public String inlineProblem() {
+        return inlineProblem;
+    }
+
+    /** Heap the inline data holds now (index, decoded units, names; inflated sections not counted), 0 before use. */
+    public long inlineBytes() {
+        return inline == null ? 0 : inline.bytes();
     }
 
     /** The index, built on first use; null once it failed (the failure is kept: never retried, said once). */
@@ -140,6 +261,14 @@ public final class DwarfLineTable implements LineTable {
         if (b == null || !compressed[i]) {
             return b;
         }
+        if (inflated[i] == null) {
+            inflated[i] = inflatedSection(i, what); // .debug_str serves both readers: inflated once
+        }
+        return inflated[i].duplicate();
+    }
+
+    private ByteBuffer inflatedSection(int i, String what) throws DwarfException {
+        ByteBuffer b = raw[i];
         if (b.limit() < 24) {
             throw new DwarfException(name + ": " + what + ": compression header truncated");
         }

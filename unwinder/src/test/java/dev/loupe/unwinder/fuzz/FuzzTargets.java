@@ -97,6 +97,7 @@ public final class FuzzTargets {
             target("dev.loupe.unwinder.hotspot.CompressedLineNumbersFuzzTarget", 4096),
             target("dev.loupe.unwinder.golang.GoPclntabFuzzTarget", 32768),
             target("dev.loupe.unwinder.dwarf.DebugLineFuzzTarget", 16384),
+            target("dev.loupe.unwinder.dwarf.DebugInfoFuzzTarget", 32768),
             target("dev.loupe.unwinder.golang.GoRuntimeInfoFuzzTarget", 8192),
             target("dev.loupe.unwinder.golang.GoBinaryFuzzTarget", 65536),
             target("dev.loupe.unwinder.golang.X86DecoderFuzzTarget", 4096),

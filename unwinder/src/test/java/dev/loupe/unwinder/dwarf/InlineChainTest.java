@@ -1,0 +1,268 @@
+package dev.loupe.unwinder.dwarf;
+
+import dev.loupe.unwinder.TestPrograms;
+import dev.loupe.unwinder.elf.ElfFile;
+import dev.loupe.unwinder.elf.SymbolTable;
+import dev.loupe.unwinder.lines.SourceLine;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Inlined subroutines from .debug_info against binutils' {@code addr2line -i -f}, on every byte of real functions: a C
+ * program built with gcc -O2 where {@code mix} is inlined into {@code step}, inlined into {@code hot} (DWARF 5, DWARF 4,
+ * DWARF 5 zlib-compressed), and Debian's libc through libc6-dbg's debug file. Also: the budget, and hostile input.
+ */
+public class InlineChainTest {
+    static final String SOURCE = """
+            static volatile unsigned long sink;
+            static inline __attribute__((always_inline)) unsigned long mix(unsigned long x) {
+                return (x * 2654435761u) ^ (x >> 7);
+            }
+            static inline __attribute__((always_inline)) unsigned long step(unsigned long s, unsigned long i) {
+                return s + mix(i);
+            }
+            __attribute__((noinline)) unsigned long hot(unsigned long n) {
+                unsigned long s = 0;
+                for (unsigned long i = 0; i < n; i++) {
+                    s = step(s, i);
+                }
+                return s;
+            }
+            int main(int argc, char **argv) {
+                sink = hot((unsigned long) argc * 1000);
+                return 0;
+            }
+            """;
+    static final int MIX_LINE = 3;
+    static final int STEP_CALLS_MIX = 6;
+    static final int HOT_CALLS_STEP = 11;
+
+    @TempDir
+    Path dir;
+
+    /** addr2line -i -f's chain at each address: "function file:line" a level, innermost first (discriminators dropped). */
+    static List<List<String>> addr2lineChains(Path file, List<Long> addrs, boolean baseNames) throws Exception {
+        Path in = Files.createTempFile("addrs", ".txt");
+        StringBuilder sb = new StringBuilder();
+        for (long a : addrs) {
+            sb.append("0x").append(Long.toHexString(a)).append('\n');
+        }
+        Files.writeString(in, sb);
+        // -a prints each address first: the separator between chains.
+        String out = TestPrograms.run(List.of("sh", "-c", "addr2line -a -i -f -e '" + file + "' < '" + in + "'"));
+        Files.delete(in);
+        List<List<String>> chains = new ArrayList<>();
+        String[] l = out.split("\n");
+        for (int i = 0; i < l.length; ) {
+            assertTrue(l[i].startsWith("0x"), "address line expected: " + l[i]);
+            i++;
+            List<String> chain = new ArrayList<>();
+            while (i + 1 < l.length && !l[i].startsWith("0x")) {
+                String where = l[i + 1].replaceAll(" \\(discriminator \\d+\\)", "").trim();
+                chain.add(l[i].trim() + " " + (baseNames ? where.substring(where.lastIndexOf('/') + 1) : where));
+                i += 2;
+            }
+            chains.add(chain);
+        }
+        assertEquals(addrs.size(), chains.size(), out);
+        return chains;
+    }
+
+    static String render(SourceLine s, boolean baseNames) {
+        String file = s.file() == null ? "??" : baseNames ? s.file().substring(s.file().lastIndexOf('/') + 1) : s.file();
+        return s.function() + " " + file + ":" + s.line();
+    }
+
+    /**
+     * Every byte of {@code function}: where we give a line, our chain equals addr2line's (the outermost function is the
+     * symbol's name, which addr2line also prints here); returns how many bytes had more than one level.
+     */
+    static int compare(Path dwarfFile, SymbolTable symbols, String function, boolean baseNames) throws Exception {
+        DwarfLineTable t = DwarfLineTable.open(dwarfFile, ElfFile.openWithoutSymbols(dwarfFile), symbols);
+        long start = TestPrograms.nmAddress(dwarfFile, function);
+        int i = -1;
+        for (int k = 0; k < symbols.size(); k++) {
+            if (symbols.start(k) == start) {
+                i = k;
+            }
+        }
+        assertTrue(i >= 0, function);
+        List<Long> addrs = new ArrayList<>();
+        for (long a = symbols.start(i); a < symbols.start(i) + symbols.symbolSize(i); a++) {
+            addrs.add(a);
+        }
+        List<List<String>> truth = addr2lineChains(dwarfFile, addrs, baseNames);
+        int inlined = 0;
+        for (int k = 0; k < addrs.size(); k++) {
+            List<SourceLine> got = t.lines(addrs.get(k));
+            if (got.isEmpty()) {
+                continue; // no line at this pc: addr2line then still names functions; the plain-line tests cover it
+            }
+            List<String> ours = new ArrayList<>();
+            for (SourceLine s : got) {
+                ours.add(render(s, baseNames));
+            }
+            List<String> expected = new ArrayList<>(truth.get(k));
+            // addr2line names the outermost function by DWARF; we name it by the symbol, as frames without inlining are
+            // named (the same in C; libc's symbol table keeps one of a function's aliases, e.g. __qsort_r for qsort_r).
+            String last = expected.get(expected.size() - 1);
+            expected.set(expected.size() - 1, symbols.lookup(addrs.get(k)) + last.substring(last.indexOf(' ')));
+            assertEquals(expected, ours, dwarfFile + " 0x" + Long.toHexString(addrs.get(k)));
+            if (got.size() > 1) {
+                inlined++;
+            }
+        }
+        assertNull(t.problem());
+        assertNull(t.inlineProblem());
+        System.out.println(dwarfFile.getFileName() + " " + function + ": " + addrs.size() + " bytes, " + inlined
+                + " with inlined functions, equal to addr2line -i; inline data " + t.inlineBytes() + " bytes");
+        return inlined;
+    }
+
+    @Test
+    void mixInlinedIntoStepInlinedIntoHotMatchesAddr2lineOnEveryByte() throws Exception {
+        for (String variant : List.of("-gdwarf-5", "-gdwarf-4", "compressed")) {
+            Path bin = TestPrograms.compile(dir, "inl" + variant.replace("-", "_"), SOURCE, "-O2",
+                    variant.equals("compressed") ? "-gdwarf-5" : variant);
+            if (variant.equals("compressed")) {
+                TestPrograms.run(List.of("objcopy", "--compress-debug-sections=zlib", bin.toString()));
+            }
+            SymbolTable symbols = ElfFile.open(bin).symbols();
+            int inlined = compare(bin, symbols, "hot", false);
+            assertTrue(inlined >= 4, variant + ": bytes of hot with inlined functions: " + inlined);
+            // The known chain, exactly: mix at its line <- step where it calls mix <- hot where it calls step.
+            DwarfLineTable t = DwarfLineTable.open(bin, ElfFile.openWithoutSymbols(bin), symbols);
+            String c = dir.resolve(bin.getFileName() + ".c").toString();
+            long start = TestPrograms.nmAddress(bin, "hot");
+            boolean seen = false;
+            for (long a = start; a < start + 256 && !seen; a++) {
+                List<SourceLine> l = t.lines(a);
+                seen = l.equals(List.of(new SourceLine("mix", c, MIX_LINE, 2), new SourceLine("step", c, STEP_CALLS_MIX, 5),
+                        new SourceLine("hot", c, HOT_CALLS_STEP, 8)));
+            }
+            assertTrue(seen, variant + ": no pc of hot shows mix:3 <- step:6 <- hot:11");
+        }
+    }
+
+    @Test
+    void debianLibcThroughLibc6DbgMatchesAddr2line() throws Exception {
+        Path libc = TestPrograms.LIBC;
+        String id = ElfFile.open(libc).buildId().orElseThrow();
+        Path debug = TestPrograms.buildIdPath(Path.of("/usr/lib/debug"), id);
+        assertTrue(Files.exists(debug), "no " + debug + " (package libc6-dbg; ./loupe test installs it)");
+        SymbolTable symbols = ElfFile.open(debug).symbols();
+        int inlined = 0;
+        for (String f : List.of("qsort_r", "____strtol_l_internal", "getenv", "__libc_malloc", "_IO_fwrite")) {
+            inlined += compare(debug, symbols, f, true);
+        }
+        assertTrue(inlined > 50, "libc bytes with inlined functions: " + inlined);
+    }
+
+    @Test
+    void pastItsBudgetABinaryKeepsItsPlainLinesAndSaysSoOnce() throws Exception {
+        Path bin = TestPrograms.compile(dir, "inl", SOURCE, "-O2", "-gdwarf-5");
+        ElfFile elf = ElfFile.open(bin);
+        Map<String, ByteBuffer> sections = sections(elf);
+        long start = TestPrograms.nmAddress(bin, "hot");
+        DwarfLineTable roomy = DwarfLineTable.of("roomy", sections, elf.symbols(), 1 << 20);
+        DwarfLineTable tight = DwarfLineTable.of("tight", sections, elf.symbols(), 4096);
+        int chains = 0;
+        for (long a = start; a < start + 128; a++) {
+            List<SourceLine> full = roomy.lines(a);
+            List<SourceLine> plain = tight.lines(a);
+            if (!full.isEmpty()) {
+                assertEquals(1, plain.size(), "plain line");
+                assertEquals(full.get(0).file(), plain.get(0).file());
+                assertEquals(full.get(0).line(), plain.get(0).line());
+                assertEquals("hot", plain.get(0).function());
+                chains += full.size() > 1 ? 1 : 0;
+            }
+        }
+        assertTrue(chains > 0);
+        assertNull(tight.problem());
+        assertNotNull(tight.inlineProblem());
+        assertTrue(tight.inlineProblem().contains("budget"), tight.inlineProblem());
+        assertTrue(roomy.inlineBytes() > 0 && roomy.inlineBytes() < (1 << 20), "" + roomy.inlineBytes());
+    }
+
+    /** The unit index from .debug_aranges and from the units' own first DIEs (a file without aranges) agree. */
+    @Test
+    void withoutArangesTheUnitsOwnRangesGiveTheSameChains() throws Exception {
+        for (String v : List.of("-gdwarf-5", "-gdwarf-4")) {
+            Path bin = TestPrograms.compile(dir, "ar" + v.replace("-", "_"), SOURCE, "-O2", v);
+            ElfFile elf = ElfFile.open(bin);
+            Map<String, ByteBuffer> sections = sections(elf);
+            assertNotNull(sections.get(".debug_aranges"), "gcc writes .debug_aranges");
+            DwarfLineTable with = DwarfLineTable.of("with", sections, elf.symbols(), 1 << 20);
+            sections.remove(".debug_aranges");
+            DwarfLineTable without = DwarfLineTable.of("without", sections, elf.symbols(), 1 << 20);
+            int chains = 0;
+            for (String f : List.of("hot", "main")) {
+                long start = TestPrograms.nmAddress(bin, f);
+                for (long a = start; a < start + 48; a++) {
+                    List<SourceLine> l = with.lines(a);
+                    assertEquals(l, without.lines(a), v + " 0x" + Long.toHexString(a));
+                    chains += l.size() > 1 ? 1 : 0;
+                }
+            }
+            assertTrue(chains > 0, v);
+            assertNull(without.inlineProblem());
+        }
+    }
+
+    static Map<String, ByteBuffer> sections(ElfFile elf) throws Exception {
+        Map<String, ByteBuffer> out = new HashMap<>();
+        for (String s : List.of(".debug_line", ".debug_line_str", ".debug_str", ".debug_info", ".debug_abbrev",
+                ".debug_str_offsets", ".debug_addr", ".debug_ranges", ".debug_rnglists", ".debug_aranges")) {
+            elf.section(s).ifPresent(b -> out.put(s, b));
+        }
+        return out;
+    }
+
+    /** Every truncation of a real .debug_info (and .debug_abbrev): plain lines at least, a clear problem at most. */
+    @Test
+    void everyTruncationOfRealInfoAndAbbrevKeepsPlainLinesOrSaysWhy() throws Exception {
+        for (String v : List.of("-gdwarf-5", "-gdwarf-4")) {
+            Path bin = TestPrograms.compile(dir, "cut" + v.replace("-", "_"), SOURCE, "-O2", v);
+            ElfFile elf = ElfFile.open(bin);
+            Map<String, ByteBuffer> sections = sections(elf);
+            long start = TestPrograms.nmAddress(bin, "hot");
+            int problems = 0;
+            int cuts = 0;
+            for (String cut : List.of(".debug_info", ".debug_abbrev", ".debug_rnglists", ".debug_ranges", ".debug_aranges")) {
+                ByteBuffer whole = sections.get(cut);
+                if (whole == null) {
+                    continue;
+                }
+                for (int n = 0; n < whole.limit(); n++) {
+                    Map<String, ByteBuffer> s = new HashMap<>(sections);
+                    s.put(cut, whole.slice(0, n));
+                    DwarfLineTable t = DwarfLineTable.of("cut", s, elf.symbols(), 1 << 20);
+                    for (long a = start; a < start + 64; a += 3) {
+                        List<SourceLine> l = t.lines(a);
+                        assertTrue(l.isEmpty() || l.get(l.size() - 1).function().equals("hot"), l.toString());
+                    }
+                    cuts++;
+                    if (t.inlineProblem() != null) {
+                        problems++;
+                        assertTrue(t.inlineProblem().startsWith("cut: .debug_"), t.inlineProblem());
+                    }
+                }
+            }
+            assertTrue(problems > cuts / 4, v + ": " + problems + " problems of " + cuts + " cuts");
+        }
+    }
+}
