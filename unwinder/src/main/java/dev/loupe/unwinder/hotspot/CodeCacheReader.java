@@ -56,12 +56,14 @@ final class CodeCacheReader {
         }
         checkTogether(hs);
         List<CodeCache.Range> heaps = new ArrayList<>();
+        List<SegmentMapStep.Heap> segmaps = new ArrayList<>();
         List<CodeBlob> blobs = new ArrayList<>();
         for (Heap h : hs) {
             heaps.add(new CodeCache.Range(h.low, h.high));
+            segmaps.add(new SegmentMapStep.Heap(h.low, (int) h.log2, h.segLow));
             walk(h, blobs);
         }
-        return new CodeCache(heaps, blobs);
+        return new CodeCache(heaps, blobs, SegmentMapStep.rules(l, segmaps));
     }
 
     /** A CodeHeap's committed range, segment size and segment map, each checked on its own. */
