@@ -1,0 +1,147 @@
+package dev.loupe.it;
+
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Issue 27: Java code compiled a moment ago is walked at once, not after the agent's next read of the code cache. The
+ * target's thread {@code fresh-spin} loads the class {@code Spin} anew every 40 ms (a class loader of its own each
+ * round, so each round's {@code Spin.applyAsLong} is a new method the JIT compiles anew: its loop is OSR-compiled
+ * within a millisecond) and spends the round in it, called from {@code Fresh.rounds}. So about 25 blobs a second are
+ * new, and most samples land in code no read has seen yet (reads come at best 250 ms after a sample shows new code):
+ * the kernel finds each through the code heap's segment map. The test wants, of that thread's samples whose leaf is
+ * compiled code (mapping {@code [jit] java}) other than {@code Fresh.rounds}, at least 90 % whose next frame is
+ * {@code Fresh.rounds}, with no {@code [unwind: ...]} frame and reaching the thread's root: compiled code keeps no frame
+ * pointer, so a walk by frame pointers skips {@code Fresh.rounds} or stops.
+ */
+class FreshJitCodeTest {
+    static final String SPIN = """
+            public class Spin implements java.util.function.LongUnaryOperator {
+                public long applyAsLong(long n) {
+                    long x = n;
+                    long end = System.nanoTime() + 40_000_000L;
+                    for (long i = 0; ; i++) {
+                        x = x * 6364136223846793005L + 1442695040888963407L;
+                        if ((i & 0xfff) == 0 && System.nanoTime() > end) {
+                            return x;
+                        }
+                    }
+                }
+            }
+            """;
+    static final String FRESH = """
+            import java.nio.file.*;
+            import java.util.function.LongUnaryOperator;
+
+            public class Fresh {
+                static volatile long sink;
+
+                public static void main(String[] args) throws Exception {
+                    byte[] spin = Files.readAllBytes(Path.of(args[0]));
+                    Thread t = new Thread(() -> rounds(spin), "fresh-spin");
+                    t.start();
+                    System.out.println("started");
+                    t.join();
+                }
+
+                static void rounds(byte[] spin) {
+                    try {
+                        for (long r = 0; ; r++) {
+                            ClassLoader own = new ClassLoader(Fresh.class.getClassLoader()) {
+                                @Override
+                                protected Class<?> findClass(String name) throws ClassNotFoundException {
+                                    if (!name.equals("Spin")) {
+                                        throw new ClassNotFoundException(name);
+                                    }
+                                    return defineClass(name, spin, 0, spin.length);
+                                }
+                            };
+                            LongUnaryOperator op = (LongUnaryOperator) own.loadClass("Spin").getDeclaredConstructor().newInstance();
+                            sink += op.applyAsLong(r);
+                        }
+                    } catch (ReflectiveOperationException e) {
+                        throw new IllegalStateException(e);
+                    }
+                }
+            }
+            """;
+
+    @TempDir
+    Path dir;
+
+    @ParameterizedTest(name = "JDK {0}")
+    @CsvSource({"25", "17"})
+    void codeCompiledSinceTheLastReadIsWalkedAtOnce(String jdk) throws Exception {
+        Path bin = JavaStacksProfileTest.JDKS.get(jdk);
+        Path spinSrc = Files.createDirectories(dir.resolve("spin"));
+        Files.writeString(spinSrc.resolve("Spin.java"), SPIN);
+        Files.writeString(dir.resolve("Fresh.java"), FRESH);
+        Process javac = new ProcessBuilder(bin.resolve("javac").toString(), "-d", spinSrc.toString(),
+                spinSrc.resolve("Spin.java").toString()).redirectErrorStream(true).start();
+        assertEquals(0, javac.waitFor(), new String(javac.getInputStream().readAllBytes()));
+        javac = new ProcessBuilder(bin.resolve("javac").toString(), "-d", dir.toString(), dir.resolve("Fresh.java").toString())
+                .redirectErrorStream(true).start();
+        assertEquals(0, javac.waitFor(), new String(javac.getInputStream().readAllBytes()));
+        // Spin.class only where Fresh reads it: not on the class path, so every round's loader defines it anew.
+        Process jvm = new ProcessBuilder(bin.resolve("java").toString(), "-cp", dir.toString(), "Fresh",
+                spinSrc.resolve("Spin.class").toString()).redirectErrorStream(true).start();
+        Path out = dir.resolve("profiles");
+        String log;
+        try {
+            String first = new String(jvm.getInputStream().readNBytes(8));
+            assertEquals("started\n", first);
+            Thread.sleep(2_000); // the JVM's start-up behind it: its code cache holds the JDK's code
+            try (AgentProcess agent = AgentProcess.start(dir, "--pid", Long.toString(jvm.pid()), "--frequency", "99",
+                    "--duration", "20s", "--output", out.toString(), "--http", "off", "--jvm-symbols", "off",
+                    "--jvm-code-cache", "on")) {
+                assertEquals(0, agent.awaitExit(Duration.ofSeconds(60)), agent.log());
+                log = agent.log();
+            }
+            assertTrue(jvm.isAlive(), "the agent never harms its target");
+        } finally {
+            Targets.kill(jvm);
+        }
+        long fresh = 0;
+        long walked = 0;
+        Map<String, Long> others = new TreeMap<>();
+        for (Profiles.Stack s : Profiles.stacksOfDir(out)) {
+            if (s.pid() != jvm.pid() || !"fresh-spin".equals(s.labels().get("thread_comm"))) {
+                continue;
+            }
+            List<String> user = s.user();
+            List<String> files = JavaStacksProfileTest.userFiles(s);
+            if (user.isEmpty() || !files.getFirst().equals("[jit] java") || user.getFirst().equals("Fresh.rounds")) {
+                continue; // the interpreter before the loop's OSR compilation, the round's own code, a loader
+            }
+            fresh += s.count();
+            boolean ok = user.size() > 2 && user.get(1).equals("Fresh.rounds")
+                    && user.stream().noneMatch(f -> f.startsWith("[unwind:")) && JavaStacksProfileTest.reachesRoot(user);
+            if (ok) {
+                walked += s.count();
+            } else {
+                others.merge(String.join(" <- ", user.subList(0, Math.min(user.size(), 8))) + "  (files "
+                        + String.join(", ", files.subList(0, Math.min(files.size(), 4))) + ")", s.count(), Long::sum);
+            }
+        }
+        double share = fresh == 0 ? 0 : 100.0 * walked / fresh;
+        StringBuilder worst = new StringBuilder();
+        others.entrySet().stream().sorted(Map.Entry.<String, Long>comparingByValue().reversed()).limit(8)
+                .forEach(e -> worst.append("  ").append(e.getValue()).append("  ").append(e.getKey()).append('\n'));
+        System.out.printf(Locale.ROOT, "JDK %s: %d samples in Spin's compiled code, %.1f %% walked to Fresh.rounds and the"
+                + " thread's root%n%s", jdk, fresh, share, worst);
+        assertTrue(fresh > 500, "samples in Spin's compiled code: " + fresh + "\n" + worst + log);
+        assertTrue(share >= 90, String.format(Locale.ROOT, "%.1f %% walked; the others:%n%s%s", share, worst, log));
+    }
+}
