@@ -24,7 +24,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * the kernel finds each through the code heap's segment map. The test wants, of that thread's samples whose leaf is
  * compiled code (mapping {@code [jit] java}) other than {@code Fresh.rounds}, at least 90 % whose next frame is
  * {@code Fresh.rounds}, with no {@code [unwind: ...]} frame and reaching the thread's root: compiled code keeps no frame
- * pointer, so a walk by frame pointers skips {@code Fresh.rounds} or stops.
+ * pointer, so a walk by frame pointers skips {@code Fresh.rounds} or stops. Of those, at least 95 % enter Java from
+ * {@code JavaCalls::call_helper} through a frame named {@code [call_stub]} (HotSpot's call stub, one stub of a
+ * {@code StubRoutines} blob, known by {@code StubRoutines::_call_stub_return_address}).
  */
 class FreshJitCodeTest {
     static final String SPIN = """
@@ -115,6 +117,7 @@ class FreshJitCodeTest {
         }
         long fresh = 0;
         long walked = 0;
+        long callStub = 0;
         Map<String, Long> others = new TreeMap<>();
         for (Profiles.Stack s : Profiles.stacksOfDir(out)) {
             if (s.pid() != jvm.pid() || !"fresh-spin".equals(s.labels().get("thread_comm"))) {
@@ -130,6 +133,8 @@ class FreshJitCodeTest {
                     && user.stream().noneMatch(f -> f.startsWith("[unwind:")) && JavaStacksProfileTest.reachesRoot(user);
             if (ok) {
                 walked += s.count();
+                int helper = user.indexOf("_ZN9JavaCalls11call_helperEP9JavaValueRK12methodHandleP17JavaCallArgumentsP10JavaThread");
+                callStub += helper > 0 && user.get(helper - 1).equals("[call_stub]") ? s.count() : 0;
             } else {
                 others.merge(String.join(" <- ", user.subList(0, Math.min(user.size(), 8))) + "  (files "
                         + String.join(", ", files.subList(0, Math.min(files.size(), 4))) + ")", s.count(), Long::sum);
@@ -139,9 +144,13 @@ class FreshJitCodeTest {
         StringBuilder worst = new StringBuilder();
         others.entrySet().stream().sorted(Map.Entry.<String, Long>comparingByValue().reversed()).limit(8)
                 .forEach(e -> worst.append("  ").append(e.getValue()).append("  ").append(e.getKey()).append('\n'));
+        double callStubShare = walked == 0 ? 0 : 100.0 * callStub / walked;
         System.out.printf(Locale.ROOT, "JDK %s: %d samples in Spin's compiled code, %.1f %% walked to Fresh.rounds and the"
-                + " thread's root%n%s", jdk, fresh, share, worst);
+                + " thread's root, %.1f %% of those through [call_stub] into JavaCalls::call_helper%n%s", jdk, fresh, share,
+                callStubShare, worst);
         assertTrue(fresh > 500, "samples in Spin's compiled code: " + fresh + "\n" + worst + log);
         assertTrue(share >= 90, String.format(Locale.ROOT, "%.1f %% walked; the others:%n%s%s", share, worst, log));
+        // The thread's first Java frame is called from C++ through the call stub, named as async-profiler names it.
+        assertTrue(callStubShare >= 95, String.format(Locale.ROOT, "%.1f %% through [call_stub]", callStubShare));
     }
 }

@@ -14,6 +14,7 @@ import java.util.OptionalLong;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * The kernel's walk of code no scan has seen, as its spec steps it over a synthetic JVM's memory (JDK 17's and 25's
@@ -69,6 +70,27 @@ class SegmentMapStepTest {
         // The stack unreadable: frame pointers.
         assertEquals(StopReason.NO_UNWIND_INFO, step.step(new ReferenceUnwinder.Frame(spinA.end() - 1, sp, 0, false, true),
                 mem(mem)).stop());
+    }
+
+    /** User space finds the same blob the same way, to name code made since its last read at once. */
+    @ParameterizedTest
+    @EnumSource(SyntheticJvm.Flavour.class)
+    void userSpaceLooksUpOneBlobThroughTheSegmentMap(SyntheticJvm.Flavour f) throws Exception {
+        FakeProcessMemory mem = SyntheticJvm.decode(SyntheticJvm.image(f));
+        HotSpotJvm jvm = HotSpotJvm.read(1, mem, "/fake/libjvm.so", SyntheticJvm::symbol);
+        CodeCache cache = jvm.codeCache();
+        for (CodeBlob b : cache.blobs()) {
+            for (long pc : new long[] {b.start(), (b.start() + b.end()) / 2, b.end() - 1}) {
+                assertEquals(b, jvm.blobAt(pc).orElse(null), b.name() + " at 0x" + Long.toHexString(pc));
+            }
+        }
+        CodeCache.Range heap1 = cache.heaps().get(1);
+        assertEquals(java.util.Optional.empty(), jvm.blobAt(heap1.high() - 1)); // unused segments
+        assertEquals(java.util.Optional.empty(), jvm.blobAt(heap1.high())); // in no heap
+        CodeBlob outer = cache.blobs().get(2);
+        long freeBefore = cache.blobs().get(1).end(); // the stub's block, then two free segments, then outer's
+        assertEquals(java.util.Optional.empty(), jvm.blobAt(outer.address() - 64 - 1), "a free block");
+        assertTrue(freeBefore < outer.start());
     }
 
     @ParameterizedTest
