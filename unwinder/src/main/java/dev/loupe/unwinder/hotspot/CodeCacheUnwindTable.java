@@ -20,6 +20,8 @@ import java.util.List;
  *       size, the caller's RBP saved at CFA-16 (every compiled prologue pushes RBP first); before it (the entry
  *       points and the stack bang, before {@code push rbp}) CFA = RSP + 8 with RBP unchanged;</li>
  *   <li>the interpreter: {@link UnwindRule#KIND_JAVA_INTERP};</li>
+ *   <li>the vtable and itable stubs ("vtable chunks"): CFA = RSP + 8 throughout (each stub loads the method and jumps to
+ *       it, pushing nothing);</li>
  *   <li>anything else (adapters, buffer blobs, gaps): no unwind info, so the walker's checked frame-pointer step
  *       applies (the call stub keeps RBP).</li>
  * </ul>
@@ -32,6 +34,8 @@ public final class CodeCacheUnwindTable {
     private static final long INTERPRETER = UnwindRule.KIND_JAVA_INTERP;
     private static final long NO_INFO = UnwindRule.stop(StopReason.NO_UNWIND_INFO);
     private static final long FRESH_CODE = UnwindRule.KIND_HOTSPOT_CODE;
+    /** HotSpot's blob of vtable and itable stubs (VtableBlob, or a BufferBlob on JDK 8): none pushes anything. */
+    static final String VTABLE_STUBS = "vtable chunks";
     /** Frames larger than this are not believed (HotSpot's own limit on compiled frames is far below). */
     static final int MAX_FRAME_BYTES = 1 << 20;
 
@@ -75,6 +79,10 @@ public final class CodeCacheUnwindTable {
                     pcs[n] = complete;
                     rules[n++] = framed(b.frameSizeBytes());
                 }
+                compiled++;
+            } else if (b.name().equals(VTABLE_STUBS)) {
+                pcs[n] = b.start();
+                rules[n++] = FRAME_RSP_AT_ENTRY; // each stub jumps on to its method without a frame: the return address at RSP
                 compiled++;
             } else {
                 pcs[n] = b.start();
@@ -157,6 +165,10 @@ public final class CodeCacheUnwindTable {
                         pcs[n] = complete;
                         rules[n++] = framed(b.frameSizeBytes());
                     }
+                    compiled++;
+                } else if (b.name().equals(VTABLE_STUBS)) {
+                    pcs[n] = b.start();
+                    rules[n++] = FRAME_RSP_AT_ENTRY;
                     compiled++;
                 } else {
                     pcs[n] = b.start();
