@@ -22,7 +22,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * within a millisecond) and spends the round in it, called from {@code Fresh.rounds}. So about 25 blobs a second are
  * new, and most samples land in code no read has seen yet (reads come at best 250 ms after a sample shows new code):
  * the kernel finds each through the code heap's segment map. The test wants, of that thread's samples whose leaf is
- * compiled code (mapping {@code [jit] java}) other than {@code Fresh.rounds}, at least 90 % whose next frame is
+ * Spin's compiled code (mapping {@code [jit] java}, named {@code Spin.applyAsLong} or not yet named), taken once the
+ * process's tables were loaded (no {@code unwind=frame_pointers} label), at least 97 % whose next frame is
  * {@code Fresh.rounds}, with no {@code [unwind: ...]} frame and reaching the thread's root: compiled code keeps no frame
  * pointer, so a walk by frame pointers skips {@code Fresh.rounds} or stops. Of those, at least 95 % enter Java from
  * {@code JavaCalls::call_helper} through a frame named {@code [call_stub]} (HotSpot's call stub, one stub of a
@@ -118,6 +119,7 @@ class FreshJitCodeTest {
         long fresh = 0;
         long walked = 0;
         long callStub = 0;
+        long beforeTables = 0;
         Map<String, Long> others = new TreeMap<>();
         for (Profiles.Stack s : Profiles.stacksOfDir(out)) {
             if (s.pid() != jvm.pid() || !"fresh-spin".equals(s.labels().get("thread_comm"))) {
@@ -125,8 +127,13 @@ class FreshJitCodeTest {
             }
             List<String> user = s.user();
             List<String> files = JavaStacksProfileTest.userFiles(s);
-            if (user.isEmpty() || !files.getFirst().equals("[jit] java") || user.getFirst().equals("Fresh.rounds")) {
-                continue; // the interpreter before the loop's OSR compilation, the round's own code, a loader
+            if (user.isEmpty() || !files.getFirst().equals("[jit] java")
+                    || !(user.getFirst().equals("Spin.applyAsLong") || user.getFirst().equals("?"))) {
+                continue; // the interpreter before the loop's OSR compilation, a stub, the round's own code, a loader
+            }
+            if ("frame_pointers".equals(s.labels().get("unwind"))) {
+                beforeTables += s.count(); // before the agent loaded the process's tables: frame pointers only
+                continue;
             }
             fresh += s.count();
             boolean ok = user.size() > 2 && user.get(1).equals("Fresh.rounds")
@@ -145,11 +152,11 @@ class FreshJitCodeTest {
         others.entrySet().stream().sorted(Map.Entry.<String, Long>comparingByValue().reversed()).limit(8)
                 .forEach(e -> worst.append("  ").append(e.getValue()).append("  ").append(e.getKey()).append('\n'));
         double callStubShare = walked == 0 ? 0 : 100.0 * callStub / walked;
-        System.out.printf(Locale.ROOT, "JDK %s: %d samples in Spin's compiled code, %.1f %% walked to Fresh.rounds and the"
-                + " thread's root, %.1f %% of those through [call_stub] into JavaCalls::call_helper%n%s", jdk, fresh, share,
-                callStubShare, worst);
+        System.out.printf(Locale.ROOT, "JDK %s: %d samples in Spin's compiled code (and %d before the process's tables were"
+                + " loaded), %.1f %% walked to Fresh.rounds and the thread's root, %.1f %% of those through [call_stub] into"
+                + " JavaCalls::call_helper%n%s", jdk, fresh, beforeTables, share, callStubShare, worst);
         assertTrue(fresh > 500, "samples in Spin's compiled code: " + fresh + "\n" + worst + log);
-        assertTrue(share >= 90, String.format(Locale.ROOT, "%.1f %% walked; the others:%n%s%s", share, worst, log));
+        assertTrue(share >= 97, String.format(Locale.ROOT, "%.1f %% walked; the others:%n%s%s", share, worst, log));
         // The thread's first Java frame is called from C++ through the call stub, named as async-profiler names it.
         assertTrue(callStubShare >= 95, String.format(Locale.ROOT, "%.1f %% through [call_stub]", callStubShare));
     }
