@@ -163,6 +163,8 @@ enum rule_kind {
 	RULE_JAVA_INTERP = RULE_RUNTIME_FIRST, /* hotspot.bpf.h: HotSpot's template interpreter */
 	RULE_PYTHON_EVAL = 6, /* python.bpf.h: CPython's _PyEval_EvalFrameDefault; aux's high nibble the native kind */
 	RULE_PYTHON_DATA = 7, /* python.bpf.h: not a pc's rule, a word of the process's CPython layout (rules 0..) */
+	RULE_HOTSPOT_CODE = 8, /* hotspot.bpf.h: a code heap's memory no blob of the last scan held: its segment map */
+	RULE_HOTSPOT_DATA = 9, /* hotspot.bpf.h: not a pc's rule, a word of the JVM's code heap layout (rules 0..) */
 };
 
 /*
@@ -184,6 +186,22 @@ enum frame_type {
  * HotSpot interpreter frames (dev.loupe.unwinder.hotspot.InterpreterFrameStep): where one keeps the sender's SP and
  * its Method*, from RBP (x86-64, JDK 8 to 25).
  */
+/*
+ * HotSpot's code heaps walked by their segment maps (RULE_HOTSPOT_CODE; spec dev.loupe.unwinder.hotspot.SegmentMapStep):
+ * the code table's first HOTSPOT_DATA_WORDS rules are RULE_HOTSPOT_DATA words (payload above the kind byte):
+ * word 0, fields of HeapBlock and CodeBlob, 10 bits each (offset 8 bits, log2 of the width 2 bits), from bit 0:
+ * block length, block used, frame size, frame-complete offset, code begin; word 1: code end (10 bits), bit 10:
+ * code begin/end are absolute pointers (else offsets from the blob), bits 11..18: sizeof(HeapBlock); words 2 + 2h
+ * and 3 + 2h for heap h < HOTSPOT_MAX_HEAPS: its low address | log2 segment size << 47, its segment map's address
+ * (0: no heap). Bits 52..55 of every word's payload hold its index (a table's rules are de-duplicated).
+ */
+enum hotspot_code_heap {
+	HOTSPOT_DATA_WORDS = 10,
+	HOTSPOT_MAX_HEAPS = 4,
+	HOTSPOT_SEGMAP_HOPS = 48,      /* segment map hops back to a block's start, at most (254 segments each) */
+	HOTSPOT_MAX_FRAME_BYTES = 1 << 20,
+};
+
 enum hotspot_interp_frame {
 	HOTSPOT_INTERP_SENDER_SP_OFFSET = -8,
 	HOTSPOT_INTERP_METHOD_OFFSET    = -24,
@@ -339,6 +357,7 @@ struct abi_constants {
 	enum frame_tag frame_tag;
 	enum frame_type frame_type;
 	enum hotspot_interp_frame hotspot_interp_frame;
+	enum hotspot_code_heap hotspot_code_heap;
 	enum python_abi python_abi;
 	enum python_variant python_variant;
 	enum python_error python_error;

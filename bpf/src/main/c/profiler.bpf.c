@@ -765,6 +765,8 @@ static __always_inline long runtime_step(__u32 kind, struct unwind_state *st, st
 	switch (kind) {
 	case RULE_JAVA_INTERP:
 		return hotspot_interp_step(st, s);
+	case RULE_HOTSPOT_CODE:
+		return hotspot_code_step(st, s);
 	case RULE_PYTHON_EVAL:
 		return python_eval_step(st, s);
 	default:

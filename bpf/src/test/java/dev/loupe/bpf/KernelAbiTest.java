@@ -57,8 +57,8 @@ class KernelAbiTest {
             // Every shared enum reached the BTF (clang keeps only used types) with all its enumerators.
             assertEquals(Map.of("MAPPING_FP", 0L, "MAPPING_TABLE", 1L, "MAPPING_STOP", 2L), btf.enumeration("mapping_kind").orElseThrow());
             assertEquals(Map.of("NSEC_PER_TICK", 10_000_000L), btf.enumeration("proc_clock").orElseThrow());
-            assertEquals(9, btf.enumeration("rule_kind").orElseThrow().size(),
-                    "5 native kinds, the first runtime kind, HotSpot's, CPython's two");
+            assertEquals(11, btf.enumeration("rule_kind").orElseThrow().size(),
+                    "5 native kinds, the first runtime kind, HotSpot's three, CPython's two");
             assertEquals(Map.of("RULE_RUNTIME_FIRST", 5L, "RULE_JAVA_INTERP", 5L),
                     Map.of("RULE_RUNTIME_FIRST", btf.enumeration("rule_kind").orElseThrow().get("RULE_RUNTIME_FIRST"),
                             "RULE_JAVA_INTERP", btf.enumeration("rule_kind").orElseThrow().get("RULE_JAVA_INTERP")));
@@ -89,9 +89,10 @@ class KernelAbiTest {
             for (String e : KernelAbi.UNWINDER_ENUMS) {
                 theObjects.putAll(btf.enumeration(e).orElseThrow());
             }
-            assertEquals(48, theObjects.size(), "8 rule kinds and the first runtime kind, 3 RBP rules, 3 signal offsets, "
+            assertEquals(54, theObjects.size(), "10 rule kinds and the first runtime kind, 3 RBP rules, 3 signal offsets, "
                     + "8 stop reasons, the tick, the no-FDE frame limit, the frame type shift, 2 frame types, 2 HotSpot "
-                    + "interpreter frame offsets, the row search's steps, 8 CPython constants, 4 variants and 5 errors");
+                    + "interpreter frame offsets, 4 HotSpot code heap constants, the row search's steps, 8 CPython constants,"
+                    + " 4 variants and 5 errors");
             KernelAbi.checkProfiler(btf, Optional.of(theObjects));
 
             Map<String, Long> drifted = new HashMap<>(theObjects);
@@ -105,7 +106,7 @@ class KernelAbiTest {
                     + "enum stop_reason: STOP_ZERO_RA is missing in Java; "
                     + "enum proc_clock: NSEC_PER_TICK is 10000000 in C, 1000000 in Java; "
                     + "STOP_SOMETHING_NEW is missing in C (in none of enum rule_kind, rbp_rule, signal_frame_offset, "
-                    + "stop_reason, proc_clock, no_fde_limit, frame_tag, frame_type, hotspot_interp_frame, row_search, python_abi, "
+                    + "stop_reason, proc_clock, no_fde_limit, frame_tag, frame_type, hotspot_interp_frame, hotspot_code_heap, row_search, python_abi, "
                     + "python_variant, python_error)", e.getMessage());
         }
     }

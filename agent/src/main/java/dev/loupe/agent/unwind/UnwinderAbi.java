@@ -23,6 +23,7 @@ public final class UnwinderAbi {
     public static Map<String, Long> constants() {
         Map<String, Long> all = new java.util.HashMap<>(fixed());
         all.putAll(dev.loupe.unwinder.python.PythonFrameStep.kernelConstants()); // python.bpf.h's enums
+        all.putAll(dev.loupe.unwinder.hotspot.SegmentMapStep.kernelConstants()); // hotspot.bpf.h's code heap layout
         for (FrameType t : FrameType.values()) { // the registry of tagged frames, one enumerator per type
             all.put(t.cName(), (long) t.code());
         }
@@ -40,6 +41,8 @@ public final class UnwinderAbi {
                 Map.entry("RULE_JAVA_INTERP", (long) UnwindRule.KIND_JAVA_INTERP),
                 Map.entry("RULE_PYTHON_EVAL", (long) UnwindRule.KIND_PYTHON_EVAL),
                 Map.entry("RULE_PYTHON_DATA", (long) UnwindRule.KIND_PYTHON_DATA),
+                Map.entry("RULE_HOTSPOT_CODE", (long) UnwindRule.KIND_HOTSPOT_CODE),
+                Map.entry("RULE_HOTSPOT_DATA", (long) UnwindRule.KIND_HOTSPOT_DATA),
                 Map.entry("FRAME_TYPE_SHIFT", (long) FrameType.SHIFT),
                 Map.entry("HOTSPOT_INTERP_SENDER_SP_OFFSET", (long) InterpreterFrameStep.SENDER_SP_OFFSET),
                 Map.entry("HOTSPOT_INTERP_METHOD_OFFSET", (long) InterpreterFrameStep.METHOD_OFFSET),

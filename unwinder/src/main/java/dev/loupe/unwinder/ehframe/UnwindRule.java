@@ -54,6 +54,13 @@ public final class UnwindRule {
     public static final int KIND_PYTHON_EVAL = FIRST_RUNTIME_KIND + 1;
     /** Not a pc's rule: a word of a process's CPython layout, the first rules of the table its runtime gives. */
     public static final int KIND_PYTHON_DATA = FIRST_RUNTIME_KIND + 2;
+    /**
+     * HotSpot code heap memory no blob of the last scan held ({@code hotspot.bpf.h}, spec {@code hotspot.SegmentMapStep}):
+     * the walker finds the blob through the heap's segment map and steps it by its frame size; no operands.
+     */
+    public static final int KIND_HOTSPOT_CODE = FIRST_RUNTIME_KIND + 3;
+    /** Not a pc's rule: a word of a JVM's code heap layout, the first rules of its code table. */
+    public static final int KIND_HOTSPOT_DATA = FIRST_RUNTIME_KIND + 4;
 
     /** RBP is unchanged in the caller. */
     public static final int RBP_UNCHANGED = 0;
@@ -132,6 +139,8 @@ public final class UnwindRule {
             case KIND_JAVA_INTERP -> "java-interpreter";
             case KIND_PYTHON_EVAL -> "python-eval(" + toString(pythonNative(rule)) + ")";
             case KIND_PYTHON_DATA -> "python-data(0x" + Long.toHexString(rule >>> 8) + ")";
+            case KIND_HOTSPOT_CODE -> "hotspot-segment-map";
+            case KIND_HOTSPOT_DATA -> "hotspot-data(0x" + Long.toHexString(rule >>> 8) + ")";
             case KIND_STOP -> "stop(" + (stopReason(rule) == null ? "code " + rbpRule(rule) : stopReason(rule).text()) + ")";
             default -> "bad(0x" + Long.toHexString(rule) + ")";
         };

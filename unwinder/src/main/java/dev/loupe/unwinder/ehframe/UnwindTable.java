@@ -200,7 +200,8 @@ public final class UnwindTable {
                 case UnwindRule.KIND_JAVA_INTERP -> r == UnwindRule.KIND_JAVA_INTERP; // a runtime's kind: no operands
                 case UnwindRule.KIND_PYTHON_EVAL -> (UnwindRule.rbpRule(r) >> 4) <= UnwindRule.KIND_CFA_RBP
                         && (UnwindRule.rbpRule(r) & 0xf) <= UnwindRule.RBP_UNKNOWN;
-                case UnwindRule.KIND_PYTHON_DATA -> true;
+                case UnwindRule.KIND_PYTHON_DATA, UnwindRule.KIND_HOTSPOT_DATA -> true;
+                case UnwindRule.KIND_HOTSPOT_CODE -> r == UnwindRule.KIND_HOTSPOT_CODE;
                 default -> false;
             };
             if (!ok) {

@@ -56,12 +56,14 @@ final class CodeCacheReader {
         }
         checkTogether(hs);
         List<CodeCache.Range> heaps = new ArrayList<>();
+        List<SegmentMapStep.Heap> segmaps = new ArrayList<>();
         List<CodeBlob> blobs = new ArrayList<>();
         for (Heap h : hs) {
             heaps.add(new CodeCache.Range(h.low, h.high));
+            segmaps.add(new SegmentMapStep.Heap(h.low, (int) h.log2, h.segLow));
             walk(h, blobs);
         }
-        return new CodeCache(heaps, blobs);
+        return new CodeCache(heaps, blobs, SegmentMapStep.rules(l, segmaps));
     }
 
     /** A CodeHeap's committed range, segment size and segment map, each checked on its own. */
@@ -140,6 +142,60 @@ final class CodeCacheReader {
             heaps[i] = ptrs.getLong(i * 8);
         }
         return heaps;
+    }
+
+    /** Segment map hops a lookup of one blob takes at most (254 segments each: a 1 MiB blob of 64-byte segments is 65). */
+    static final int MAX_LOOKUP_HOPS = 256;
+    /** Segment map bytes read at a time by a lookup. */
+    private static final int LOOKUP_SEGMAP_BYTES = 4096;
+
+    /**
+     * The blob holding {@code pc}, found as HotSpot finds it ({@code CodeHeap::find_blob}): the heap holding the pc,
+     * back through its segment map to the block's first segment, the block in use, its blob's code holding the pc; a
+     * few small reads, for code made after the last {@link #read}. Null where any of it does not hold together
+     * (a free block, a block being built or freed, a pc in no heap).
+     */
+    CodeBlob blobAt(long pc) throws IOException, HotSpotException {
+        long[] heapPointers = heaps();
+        for (int h = 0; h < heapPointers.length; h++) {
+            Heap heap = heap(heapPointers[h], h);
+            if (pc < heap.low || pc >= heap.high) {
+                continue;
+            }
+            long idx = (pc - heap.low) >>> heap.log2;
+            byte[] segmap = new byte[LOOKUP_SEGMAP_BYTES];
+            long from = -1;
+            boolean found = false;
+            for (int k = 0; k < MAX_LOOKUP_HOPS; k++) {
+                if (from < 0 || idx < from) {
+                    from = Math.max(0, idx - (LOOKUP_SEGMAP_BYTES - 1));
+                    mem.read(heap.segLow + from, ByteBuffer.wrap(segmap, 0, (int) (idx - from + 1)));
+                }
+                int hop = segmap[(int) (idx - from)] & 0xFF;
+                if (hop == 0) {
+                    found = true;
+                    break;
+                }
+                if (hop == FREE_SENTINEL || hop > idx) {
+                    return null;
+                }
+                idx -= hop;
+            }
+            if (!found) {
+                return null;
+            }
+            long block = heap.low + (idx << heap.log2);
+            Window w = new Window(mem, heap.high, (int) Math.min(Window.SIZE, Math.max(l.heapBlockSize + l.blobReadBytes, 1024)));
+            int at = w.at(block, (int) l.heapBlockSize);
+            long length = l.blockLength.get(w.buffer(), at + (int) l.blockHeader);
+            boolean used = l.blockUsed.get(w.buffer(), at + (int) l.blockHeader) != 0;
+            if (!used || length <= 0 || length > heap.segments() - idx) {
+                return null;
+            }
+            CodeBlob cb = blob(w, block + l.heapBlockSize, block + (length << heap.log2));
+            return cb != null && pc >= cb.start() && pc < cb.end() ? cb : null;
+        }
+        return null;
     }
 
     /**

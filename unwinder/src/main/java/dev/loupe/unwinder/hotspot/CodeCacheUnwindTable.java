@@ -20,6 +20,8 @@ import java.util.List;
  *       size, the caller's RBP saved at CFA-16 (every compiled prologue pushes RBP first); before it (the entry
  *       points and the stack bang, before {@code push rbp}) CFA = RSP + 8 with RBP unchanged;</li>
  *   <li>the interpreter: {@link UnwindRule#KIND_JAVA_INTERP};</li>
+ *   <li>the vtable and itable stubs ("vtable chunks"): CFA = RSP + 8 throughout (each stub loads the method and jumps to
+ *       it, pushing nothing);</li>
  *   <li>anything else (adapters, buffer blobs, gaps): no unwind info, so the walker's checked frame-pointer step
  *       applies (the call stub keeps RBP).</li>
  * </ul>
@@ -31,6 +33,9 @@ public final class CodeCacheUnwindTable {
     private static final long FRAME_RSP_AT_ENTRY = UnwindRule.cfa(UnwindRule.KIND_CFA_RSP, 8, UnwindRule.RBP_UNCHANGED, 0);
     private static final long INTERPRETER = UnwindRule.KIND_JAVA_INTERP;
     private static final long NO_INFO = UnwindRule.stop(StopReason.NO_UNWIND_INFO);
+    private static final long FRESH_CODE = UnwindRule.KIND_HOTSPOT_CODE;
+    /** HotSpot's blob of vtable and itable stubs (VtableBlob, or a BufferBlob on JDK 8): none pushes anything. */
+    static final String VTABLE_STUBS = "vtable chunks";
     /** Frames larger than this are not believed (HotSpot's own limit on compiled frames is far below). */
     static final int MAX_FRAME_BYTES = 1 << 20;
 
@@ -40,6 +45,9 @@ public final class CodeCacheUnwindTable {
     public record Built(UnwindTable table, int compiledBlobs, int interpreterBlobs, int undescribedBlobs) {}
 
     public static Built build(String name, CodeCache cache) throws EhFrameException {
+        if (cache.segmentMapRules() != null && !cache.heaps().isEmpty()) {
+            return withSegmentMaps(name, cache);
+        }
         List<CodeBlob> blobs = new ArrayList<>(cache.blobs());
         blobs.sort(Comparator.comparingLong(CodeBlob::start));
         long[] pcs = new long[blobs.size() * 3 + 2 * cache.heaps().size() + 2];
@@ -72,6 +80,10 @@ public final class CodeCacheUnwindTable {
                     rules[n++] = framed(b.frameSizeBytes());
                 }
                 compiled++;
+            } else if (b.name().equals(VTABLE_STUBS)) {
+                pcs[n] = b.start();
+                rules[n++] = FRAME_RSP_AT_ENTRY; // each stub jumps on to its method without a frame: the return address at RSP
+                compiled++;
             } else {
                 pcs[n] = b.start();
                 rules[n++] = NO_INFO;
@@ -83,6 +95,98 @@ public final class CodeCacheUnwindTable {
             pcs[n] = covered;
             rules[n++] = NO_INFO;
         }
+        UnwindTable table = UnwindTableBuilder.fromRows(name, Arrays.copyOf(pcs, n), Arrays.copyOf(rules, n), n);
+        return new Built(table, compiled, interpreter, undescribed);
+    }
+
+    /**
+     * The table when the kernel can read the heaps' segment maps ({@link SegmentMapStep}): its layout words first, as
+     * the rules of rows in the 64 KiB page below the lowest heap (no pc of the code cache lies there), then per heap
+     * the blobs' rows as above, and everything else of the heap's committed memory (free blocks, code made after this
+     * read) {@link UnwindRule#KIND_HOTSPOT_CODE}; no info between heaps and after the last.
+     */
+    private static Built withSegmentMaps(String name, CodeCache cache) throws EhFrameException {
+        List<CodeCache.Range> heaps = new ArrayList<>(cache.heaps());
+        heaps.sort(Comparator.comparingLong(CodeCache.Range::low));
+        List<CodeBlob> blobs = new ArrayList<>(cache.blobs());
+        blobs.sort(Comparator.comparingLong(CodeBlob::start));
+        long[] words = cache.segmentMapRules();
+        long dataPage = (heaps.getFirst().low() & ~0xffffL) - 0x10000;
+        if (dataPage <= 0) {
+            throw new EhFrameException(EhFrameException.Problem.BAD_CFA_PROGRAM, name + ": no page below the code heap at 0x"
+                    + Long.toHexString(heaps.getFirst().low()));
+        }
+        int cap = words.length + 1 + blobs.size() * 3 + heaps.size() * 2 + 2;
+        long[] pcs = new long[cap];
+        long[] rules = new long[cap];
+        int n = 0;
+        for (int k = 0; k < words.length; k++) {
+            pcs[n] = dataPage + 8L * k;
+            rules[n++] = words[k];
+        }
+        pcs[n] = dataPage + 8L * words.length;
+        rules[n++] = NO_INFO;
+        int compiled = 0;
+        int interpreter = 0;
+        int undescribed = 0;
+        int next = 0; // the first blob not yet placed
+        for (int h = 0; h < heaps.size(); h++) {
+            CodeCache.Range heap = heaps.get(h);
+            if (heap.low() < pcs[n - 1] || heap.high() <= heap.low()) {
+                continue; // overlapping the one before, or empty: a read that does not hold together is not walked by it
+            }
+            while (next < blobs.size() && blobs.get(next).start() < heap.low()) {
+                next++;
+                undescribed++; // outside every heap
+            }
+            long covered = heap.low();
+            pcs[n] = covered;
+            rules[n++] = FRESH_CODE;
+            for (; next < blobs.size() && blobs.get(next).start() < heap.high(); next++) {
+                CodeBlob b = blobs.get(next);
+                if (b.end() <= b.start() || b.start() < covered || b.end() > heap.high()) {
+                    undescribed++;
+                    continue; // empty, overlapping the one before (a stale read) or past the heap: the segment map decides
+                }
+                if (b.start() != covered) {
+                    pcs[n] = covered;
+                    rules[n++] = FRESH_CODE;
+                }
+                if (b.kind() == CodeBlob.Kind.INTERPRETER) {
+                    pcs[n] = b.start();
+                    rules[n++] = INTERPRETER;
+                    interpreter++;
+                } else if (b.frameSizeBytes() > 0 && b.frameSizeBytes() <= MAX_FRAME_BYTES && b.frameSizeBytes() % 8 == 0) {
+                    long complete = b.frameCompleteAddress();
+                    boolean split = complete > b.start() && complete < b.end();
+                    pcs[n] = b.start();
+                    rules[n++] = split ? FRAME_RSP_AT_ENTRY : framed(b.frameSizeBytes());
+                    if (split) {
+                        pcs[n] = complete;
+                        rules[n++] = framed(b.frameSizeBytes());
+                    }
+                    compiled++;
+                } else if (b.name().equals(VTABLE_STUBS)) {
+                    pcs[n] = b.start();
+                    rules[n++] = FRAME_RSP_AT_ENTRY;
+                    compiled++;
+                } else {
+                    pcs[n] = b.start();
+                    rules[n++] = NO_INFO;
+                    undescribed++;
+                }
+                covered = b.end();
+            }
+            if (covered < heap.high()) {
+                pcs[n] = covered;
+                rules[n++] = FRESH_CODE;
+            }
+            if (h + 1 == heaps.size() || heaps.get(h + 1).low() != heap.high()) {
+                pcs[n] = heap.high();
+                rules[n++] = NO_INFO;
+            }
+        }
+        undescribed += blobs.size() - next;
         UnwindTable table = UnwindTableBuilder.fromRows(name, Arrays.copyOf(pcs, n), Arrays.copyOf(rules, n), n);
         return new Built(table, compiled, interpreter, undescribed);
     }

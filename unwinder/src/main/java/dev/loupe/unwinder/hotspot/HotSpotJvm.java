@@ -205,6 +205,23 @@ public final class HotSpotJvm implements AutoCloseable {
         }
     }
 
+    /**
+     * The code blob holding {@code pc}, read now through its heap's segment map (code made since the last
+     * {@link #codeCache()}), or empty where the memory does not hold one together.
+     */
+    public synchronized Optional<CodeBlob> blobAt(long pc) throws IOException, HotSpotException {
+        return Optional.ofNullable(codeCacheReader.blobAt(pc));
+    }
+
+    /**
+     * Where Java code called from C++ ({@code JavaCalls::call_helper}) returns into the call stub
+     * ({@code StubRoutines::_call_stub_return_address}, set once at start-up), or 0 if the table has no such field or it
+     * is not set yet.
+     */
+    public synchronized long callStubReturnAddress() throws IOException {
+        return layout.callStubReturn == 0 ? 0 : mem.readLong(layout.callStubReturn);
+    }
+
     /** The JVM's release string (Abstract_VM_Version::_s_vm_release, e.g. "25+36-LTS"), or "unknown". */
     public String vmVersion() {
         return vmVersion;

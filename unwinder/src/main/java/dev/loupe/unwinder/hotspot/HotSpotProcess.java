@@ -39,6 +39,8 @@ final class HotSpotProcess implements RuntimeProcess {
 
     private final RescanSchedule schedule = new RescanSchedule();
     private Blobs blobs = Blobs.EMPTY;
+    private long callStubReturn; // StubRoutines::_call_stub_return_address, once read (0 until then)
+    private final RuntimeFrame callStub;
     private boolean read; // a read of the blobs succeeded once
     private long fingerprint;
     private long lastFullRead;
@@ -49,6 +51,14 @@ final class HotSpotProcess implements RuntimeProcess {
     private CodeTable table;
     private int generation;
     private int handedOut = -1;
+    /**
+     * Blobs made since the last read, each found by one lookup through its heap's segment map when a sample showed its
+     * code (the kernel walked it the same way), by start; emptied by a read that finds the code cache changed.
+     */
+    private final java.util.TreeMap<Long, CodeBlob> fresh = new java.util.TreeMap<>();
+    /** PCs whose lookup found no blob since that read (a free block, a torn read): not looked up again until the next. */
+    private final java.util.Set<Long> freshMisses = new java.util.HashSet<>();
+    static final int MAX_FRESH = 4096;
     private final Map<Long, Scopes> scopes = new LinkedHashMap<>(256, 0.75f, true) {
         @Override
         protected boolean removeEldestEntry(Map.Entry<Long, Scopes> e) {
@@ -63,6 +73,7 @@ final class HotSpotProcess implements RuntimeProcess {
         this.nanoTime = nanoTime;
         this.jitMapping = "[jit] " + exe;
         this.interpretedMapping = "[interpreted] " + exe;
+        this.callStub = RuntimeFrame.of("[call_stub]", jitMapping);
     }
 
     /**
@@ -91,11 +102,12 @@ final class HotSpotProcess implements RuntimeProcess {
             }
         }
         if (b < 0) {
-            return null;
+            return freshFrame(addr, callSite);
         }
         Blobs bs = blobs;
         if (bs.methods[b] == 0) {
-            return bs.stubFrames[b];
+            // The call stub is one of several stubs in a StubRoutines blob: named by its return point, as async-profiler does.
+            return callSite && callStubReturn != 0 && addr + 1 == callStubReturn ? callStub : bs.stubFrames[b];
         }
         long pc = callSite ? addr + 1 : addr; // a call site's own debug record is at its return address
         Scopes cached = scopes.get(pc);
@@ -111,18 +123,51 @@ final class HotSpotProcess implements RuntimeProcess {
     }
 
     /**
+     * Code no read has seen: the blob holding it, looked up at once through its heap's segment map (the same blob the
+     * kernel's walk found), named as a read's blobs are; null if none holds it.
+     */
+    private RuntimeFrame freshFrame(long addr, boolean callSite) {
+        Map.Entry<Long, CodeBlob> e = fresh.floorEntry(addr);
+        CodeBlob cb = e != null && addr < e.getValue().end() ? e.getValue() : null;
+        if (cb == null) {
+            if (freshMisses.contains(addr) || fresh.size() + freshMisses.size() >= MAX_FRESH) {
+                return null;
+            }
+            try {
+                cb = jvm.blobAt(addr).orElse(null);
+            } catch (IOException | HotSpotException | RuntimeException ex) {
+                cb = null; // gone, or memory that does not hold a blob together: no name rather than a wrong one
+            }
+            if (cb == null) {
+                freshMisses.add(addr);
+                return null;
+            }
+            runtime.freshBlobs.incrementAndGet();
+            fresh.put(cb.start(), cb);
+        }
+        if (cb.method() == 0) {
+            return cb.name().isEmpty() ? null : RuntimeFrame.of("[" + cb.name() + "]", jitMapping);
+        }
+        long pc = callSite ? addr + 1 : addr;
+        return inlining(cb.address(), cb.start(), cb.end(), cb.method(), pc);
+    }
+
+    /**
      * The compiled method at blob {@code b}, after the methods inlined at {@code pc}, each at the line of its scope's
      * bci where known ({@link JavaSourceLines}); null if it has no name.
      */
     private RuntimeFrame inlining(Blobs bs, int b, long pc) {
-        String own = method(bs.methods[b]);
+        return inlining(bs.blobs[b], bs.starts[b], bs.ends[b], bs.methods[b], pc);
+    }
+
+    private RuntimeFrame inlining(long blob, long start, long end, long method, long pc) {
+        String own = method(method);
         if (own == null) {
             return null;
         }
         NmethodScopes.Chain chain = null;
         try {
-            chain = jvm.scopes(new CodeBlob(CodeBlob.Kind.NMETHOD, bs.blobs[b], bs.starts[b], bs.ends[b], -1, -1, "",
-                    bs.methods[b]), pc);
+            chain = jvm.scopes(new CodeBlob(CodeBlob.Kind.NMETHOD, blob, start, end, -1, -1, "", method), pc);
         } catch (IOException | RuntimeException e) {
             // gone, or debug information that does not hold together: the compiled method alone
         }
@@ -195,12 +240,17 @@ final class HotSpotProcess implements RuntimeProcess {
                 lastFullRead = start;
                 runtime.scans.incrementAndGet();
                 CodeCache cache = jvm.codeCache();
+                if (callStubReturn == 0) {
+                    callStubReturn = jvm.callStubReturnAddress();
+                }
                 long sig = signature(cache);
                 changed = !read || sig != signature;
                 if (changed) {
                     signature = sig;
                     blobs = Blobs.of(cache, jitMapping);
                     scopes.clear();
+                    fresh.clear();
+                    freshMisses.clear();
                     read = true;
                 }
                 if (tablesWanted && (changed || table == null)) {

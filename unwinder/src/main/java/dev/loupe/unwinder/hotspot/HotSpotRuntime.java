@@ -33,6 +33,7 @@ public final class HotSpotRuntime implements ManagedRuntime {
     final AtomicLong scans = new AtomicLong();
     final AtomicLong tablesBuilt = new AtomicLong();
     final AtomicLong scanFailures = new AtomicLong();
+    final AtomicLong freshBlobs = new AtomicLong();
 
     public HotSpotRuntime(Opener opener, LongSupplier nanoTime) {
         this.opener = opener;
@@ -72,6 +73,7 @@ public final class HotSpotRuntime implements ManagedRuntime {
 
     @Override
     public Map<String, Long> counters() {
-        return Map.of("scans", scans.get(), "tables_built", tablesBuilt.get(), "scan_failures", scanFailures.get());
+        return Map.of("scans", scans.get(), "tables_built", tablesBuilt.get(), "scan_failures", scanFailures.get(),
+                "fresh_blobs", freshBlobs.get());
     }
 }

@@ -70,6 +70,7 @@ final class Layout {
     final long symbolBody;
     final long utf8Tag;
     final long vmRelease;                  // &Abstract_VM_Version::_s_vm_release, or 0
+    final long callStubReturn;             // &StubRoutines::_call_stub_return_address, or 0
     // Debug information, for inlined frames: null (with the reason) when the table lacks a field of it
     final Scopes scopes;
     final String scopesUnavailable;
@@ -175,6 +176,8 @@ final class Layout {
         Long utf8 = vs.intConstants().get("JVM_CONSTANT_Utf8");
         utf8Tag = utf8 == null ? 1 : utf8; // JVMS 4.4: CONSTANT_Utf8 is 1
         vmRelease = vs.field("Abstract_VM_Version", "_s_vm_release").map(VmStructs.Field::address).orElse(0L);
+        callStubReturn = vs.field("StubRoutines", "_call_stub_return_address").filter(VmStructs.Field::isStatic)
+                .map(VmStructs.Field::address).orElse(0L);
         Scopes sc = null;
         String why = null;
         try {

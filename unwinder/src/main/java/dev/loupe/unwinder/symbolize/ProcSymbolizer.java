@@ -111,7 +111,7 @@ final class ProcSymbolizer implements Symbolizer {
                     proc = processes.rereadOnMiss(pid, proc, startTicks);
                     m = proc.find(addr);
                 }
-                Frame f = m < 0 ? new Frame(addr, null, null, false) : resolve(pid, proc, m, addr, i > 0);
+                Frame f = m < 0 ? newCode(pid, proc, sampledMappings, addr, i > 0) : resolve(pid, proc, m, addr, i > 0);
                 if (i == n - 1 && m >= 0 && proc.mapping(m).anonymousCode()
                         && (f.function() != null || !proc.mapping(m).path().equals(f.mapping().path()))) {
                     hints |= ENDS_IN_RUNTIME_CODE; // named by a runtime, or in a mapping one named (code newer than its read)
@@ -176,6 +176,24 @@ final class ProcSymbolizer implements Symbolizer {
         MappingRef ref = new MappingRef(start, mappings[w + SampledMappings.END], offset, known.path(), l.buildId(),
                 known.binary().hasFunctions());
         return withLines(new Frame(addr, ref, fn, false), l, vaddr);
+    }
+
+    /**
+     * An address in none of the process's mappings as last read (re-read at most every 2 s): if the walk found it in
+     * anonymous code (a JIT's code heap that grew since), the process's runtimes may name it; else no mapping.
+     */
+    private Frame newCode(int pid, ProcessState proc, long[] mappings, long addr, boolean callSite) {
+        int w = proc == null ? -1 : SampledMappings.find(mappings, addr);
+        if (w < 0 || mappings[w + SampledMappings.KIND] != SampledMappings.ANONYMOUS) {
+            return new Frame(addr, null, null, false);
+        }
+        RuntimeFrame rf = proc.runtimes(runtimes, pid).code(addr, callSite, nanoTime.getAsLong());
+        if (rf == null) {
+            return new Frame(addr, null, null, false);
+        }
+        fromSampledMappings.incrementAndGet(); // named from the mapping the walk found, not /proc
+        return frame(addr, new MappingRef(mappings[w + SampledMappings.START], mappings[w + SampledMappings.END], 0, rf.mapping(),
+                null, true), rf);
     }
 
     /** No file and no kernel pseudo-file ([vdso], [stack]) behind it: plain or named ([anon:...]) anonymous memory. */

@@ -52,6 +52,19 @@ class CodeCacheUnwindTableTest {
         assertEquals("rsp+48 rbp=c-16", UnwindRule.toString(CodeCacheUnwindTable.framed(48)));
     }
 
+    /** vtable and itable stubs push nothing before they jump on: the return address is at RSP throughout. */
+    @Test
+    void vtableStubsAreSteppedByTheReturnAddressAtRsp() throws Exception {
+        CodeBlob vtables = new CodeBlob(CodeBlob.Kind.OTHER, 0x11000 - 0x100, 0x11000, 0x11800, -1, 0, "vtable chunks", 0);
+        CodeBlob other = new CodeBlob(CodeBlob.Kind.BUFFER_BLOB, 0x12000 - 0x100, 0x12000, 0x12100, -1, 0, "StubRoutines (1)", 0);
+        CodeCache cache = new CodeCache(List.of(new CodeCache.Range(0x10000, 0x20000)), List.of(vtables, other));
+        UnwindTable t = CodeCacheUnwindTable.build("t", cache).table();
+        long atEntry = UnwindRule.cfa(UnwindRule.KIND_CFA_RSP, 8, UnwindRule.RBP_UNCHANGED, 0);
+        assertEquals(atEntry, t.lookup(0x11000));
+        assertEquals(atEntry, t.lookup(0x117ff));
+        assertEquals(NO_INFO, t.lookup(0x12010), "other stubs: the checked frame-pointer step");
+    }
+
     @Test
     void overlappingAndEmptyBlobsAreLeftUndescribed() throws Exception {
         CodeCache cache = new CodeCache(List.of(new CodeCache.Range(0x10000, 0x20000)), List.of(

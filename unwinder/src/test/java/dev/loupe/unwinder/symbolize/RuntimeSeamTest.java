@@ -155,6 +155,44 @@ class RuntimeSeamTest {
         }
     }
 
+    /**
+     * JIT code in memory the process's maps as last read do not have (a code heap that grew since: maps are re-read at
+     * most every 2 s) is named by the runtime when the sample carries the anonymous mapping the walk found it in.
+     */
+    @Test
+    void codeInAMappingNewerThanTheMapsIsNamedByTheRuntimeFromTheSamplesMapping() throws Exception {
+        Path proc = dir.resolve("proc");
+        ProcSymbolizerTest.fakeProcess(proc, 501, 1000, VM_LINE); // no JIT mapping in its maps
+        Files.createSymbolicLink(proc.resolve("501/exe"), dir.resolve("usr/bin/vm"));
+        ProcSymbolizerTest.Clock clock = new ProcSymbolizerTest.Clock();
+        ProcessRegistry registry = new ProcessRegistry(proc, 1 << 10);
+        RuntimeRegistry runtimes = new RuntimeRegistry(List.of(new FakeVm(Set.of())), registry, clock);
+        Symbolizer.Options o = new Symbolizer.Options(proc, dir.resolve("none"), 1 << 20, clock);
+        try (Symbolizer s = Symbolizer.create(o, registry, runtimes)) {
+            long[] anon = {JIT, JIT + 0x1000, 0, 0, 0, SampledMappings.ANONYMOUS};
+            long[] addrs = {JIT + 0x10, JIT + 0x21};
+            List<Frame> out = new ArrayList<>();
+            s.symbolizeUser(501, 1000 * ProcessRegistry.NANOS_PER_TICK, addrs, 2, anon, out);
+            assertEquals("jit.outer", out.get(0).function());
+            assertEquals("[jit] vm", out.get(0).mapping().path());
+            assertEquals(JIT, out.get(0).mapping().start());
+            assertEquals(11, out.get(1).line(), "a caller's return address is a call site");
+            assertEquals(2, s.stats().framesFromSampledMappings());
+
+            // The same addresses without the walk's mapping: in no mapping, unnamed.
+            out.clear();
+            clock.advance(Duration.ofSeconds(3));
+            s.symbolizeUser(501, 1000 * ProcessRegistry.NANOS_PER_TICK, addrs, 2, new long[0], out);
+            assertNull(out.get(0).function());
+            assertNull(out.get(0).mapping());
+            // A file's mapping the walk found is not anonymous code: the runtime is not asked.
+            out.clear();
+            long[] file = {JIT, JIT + 0x1000, 0, 0x801, 4243, SampledMappings.FILE};
+            s.symbolizeUser(501, 1000 * ProcessRegistry.NANOS_PER_TICK, addrs, 2, file, out);
+            assertNull(out.get(0).function());
+        }
+    }
+
     @Test
     void aProcessWithoutTheRuntimeNeverOpensIt() throws Exception {
         Path proc = dir.resolve("proc");
