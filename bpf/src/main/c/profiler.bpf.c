@@ -1239,8 +1239,15 @@ int process_fork(struct bpf_raw_tracepoint_args *ctx)
 	if (cpid != (__u32)BPF_CORE_READ(child, tgid))
 		return 0; /* a thread: same process, same entry */
 	struct proc_maps *pm = bpf_map_lookup_elem(&proc_maps, &ppid);
-	if (!pm)
-		return 0;
+	if (!pm) {
+		/* A parent the kernel does not follow yet (it started before the agent: a shell loop, a CI runner): it is
+		 * followed from its first fork (this runs in its context), so its children are from their first sample,
+		 * not asking for a registration each until they exec. */
+		follow_mappings();
+		pm = bpf_map_lookup_elem(&proc_maps, &ppid);
+		if (!pm)
+			return 0;
+	}
 	__u32 zero = 0;
 	struct proc_maps *copy = bpf_map_lookup_elem(&proc_maps_scratch, &zero);
 	if (!copy || bpf_probe_read_kernel(copy, sizeof(*copy), pm))
