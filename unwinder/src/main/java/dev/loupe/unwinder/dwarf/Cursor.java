@@ -53,6 +53,28 @@ final class Cursor {
         return b.getLong(at(8));
     }
 
+    /**
+     * A unit's initial length at the cursor (DWARF's 32-bit form, or 0xffffffff and the 64-bit one), checked against
+     * the data's end ({@code limit}) and at least {@code minLength}; the unit's end becomes this cursor's end. Returns the
+     * unit's offset size: 4 or 8. {@code at}: where the unit starts, for errors.
+     */
+    int unitLength(long at, long minLength, long limit) throws DwarfException {
+        long length = u32();
+        int offsetSize = 4;
+        if (length == 0xffffffffL) {
+            length = u64();
+            offsetSize = 8;
+        } else if (length >= 0xfffffff0L) {
+            throw error("unit at " + at + " has reserved length 0x" + Long.toHexString(length));
+        }
+        if (length < minLength || length > limit - pos) {
+            throw error("unit at " + at + " of length " + Long.toUnsignedString(length) + " runs past the section's end ("
+                    + limit + ")");
+        }
+        end = pos + length;
+        return offsetSize;
+    }
+
     /** An unsigned value of {@code size} bytes (1, 2, 4 or 8). */
     long unsigned(int size) throws DwarfException {
         return switch (size) {

@@ -263,20 +263,8 @@ public final class DebugInfo {
     /** The unit header at {@code at}; {@code code} false for units that hold no code (type, skeleton units). */
     private static Unit header(String name, ByteBuffer info, long at) throws DwarfException {
         Cursor c = new Cursor(name + ": .debug_info", info, at, info.limit());
-        long length = c.u32();
-        int offsetSize = 4;
-        if (length == 0xffffffffL) {
-            length = c.u64();
-            offsetSize = 8;
-        } else if (length >= 0xfffffff0L) {
-            throw c.error("unit at " + at + " has reserved length 0x" + Long.toHexString(length));
-        }
-        if (length < 2 || length > info.limit() - c.pos) {
-            throw c.error("unit at " + at + " of length " + Long.toUnsignedString(length) + " runs past the section's end ("
-                    + info.limit() + ")");
-        }
-        long end = c.pos + length;
-        c.end = end;
+        int offsetSize = c.unitLength(at, 2, info.limit());
+        long end = c.end;
         int version = c.u16();
         if (version < 2 || version > 5) {
             return new Unit(at, end, version, 8, offsetSize, 0, end, false, -1, 0, 0, 0, 0); // skipped, not refused

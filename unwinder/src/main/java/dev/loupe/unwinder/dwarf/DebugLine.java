@@ -140,20 +140,8 @@ public final class DebugLine {
 
     private Header header(long at) throws DwarfException {
         Cursor c = cursor(at, section.limit());
-        long length = c.u32();
-        int offsetSize = 4;
-        if (length == 0xffffffffL) {
-            length = c.u64();
-            offsetSize = 8;
-        } else if (length >= 0xfffffff0L) {
-            throw c.error("unit at " + at + " has reserved length 0x" + Long.toHexString(length));
-        }
-        if (length < 0 || length > section.limit() - c.pos) {
-            throw c.error("unit at " + at + " of length " + Long.toUnsignedString(length) + " runs past the section's end ("
-                    + section.limit() + ")");
-        }
-        long end = c.pos + length;
-        c.end = end;
+        int offsetSize = c.unitLength(at, 0, section.limit());
+        long end = c.end;
         int version = c.u16();
         if (version < 2 || version > 5) {
             throw c.error("unit at " + at + " has version " + version + " (2 to 5 are read)");

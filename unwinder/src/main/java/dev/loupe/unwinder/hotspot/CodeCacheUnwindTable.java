@@ -50,53 +50,23 @@ public final class CodeCacheUnwindTable {
         }
         List<CodeBlob> blobs = new ArrayList<>(cache.blobs());
         blobs.sort(Comparator.comparingLong(CodeBlob::start));
-        long[] pcs = new long[blobs.size() * 3 + 2 * cache.heaps().size() + 2];
-        long[] rules = new long[pcs.length];
-        int n = 0;
-        int compiled = 0;
-        int interpreter = 0;
-        int undescribed = 0;
+        Rows r = new Rows(blobs.size() * 3 + 2 * cache.heaps().size() + 2);
         long covered = Long.MIN_VALUE; // end of the last blob's rows
         for (CodeBlob b : blobs) {
             if (b.end() <= b.start() || b.start() < covered) {
-                undescribed++;
+                r.undescribed++;
                 continue; // empty, or overlapping the one before (a stale read): left to the frame-pointer step
             }
-            if (covered != b.start() && n > 0) {
-                pcs[n] = covered;
-                rules[n++] = NO_INFO;
+            if (covered != b.start() && r.n > 0) {
+                r.add(covered, NO_INFO);
             }
-            if (b.kind() == CodeBlob.Kind.INTERPRETER) {
-                pcs[n] = b.start();
-                rules[n++] = INTERPRETER;
-                interpreter++;
-            } else if (b.frameSizeBytes() > 0 && b.frameSizeBytes() <= MAX_FRAME_BYTES && b.frameSizeBytes() % 8 == 0) {
-                long complete = b.frameCompleteAddress();
-                boolean split = complete > b.start() && complete < b.end();
-                pcs[n] = b.start();
-                rules[n++] = split ? FRAME_RSP_AT_ENTRY : framed(b.frameSizeBytes());
-                if (split) {
-                    pcs[n] = complete;
-                    rules[n++] = framed(b.frameSizeBytes());
-                }
-                compiled++;
-            } else if (b.name().equals(VTABLE_STUBS)) {
-                pcs[n] = b.start();
-                rules[n++] = FRAME_RSP_AT_ENTRY; // each stub jumps on to its method without a frame: the return address at RSP
-                compiled++;
-            } else {
-                pcs[n] = b.start();
-                rules[n++] = NO_INFO;
-                undescribed++;
-            }
+            r.blob(b);
             covered = b.end();
         }
-        if (n > 0) {
-            pcs[n] = covered;
-            rules[n++] = NO_INFO;
+        if (r.n > 0) {
+            r.add(covered, NO_INFO);
         }
-        UnwindTable table = UnwindTableBuilder.fromRows(name, Arrays.copyOf(pcs, n), Arrays.copyOf(rules, n), n);
-        return new Built(table, compiled, interpreter, undescribed);
+        return r.built(name);
     }
 
     /**
@@ -116,79 +86,91 @@ public final class CodeCacheUnwindTable {
             throw new EhFrameException(EhFrameException.Problem.BAD_CFA_PROGRAM, name + ": no page below the code heap at 0x"
                     + Long.toHexString(heaps.getFirst().low()));
         }
-        int cap = words.length + 1 + blobs.size() * 3 + heaps.size() * 2 + 2;
-        long[] pcs = new long[cap];
-        long[] rules = new long[cap];
-        int n = 0;
+        Rows r = new Rows(words.length + 1 + blobs.size() * 3 + heaps.size() * 2 + 2);
         for (int k = 0; k < words.length; k++) {
-            pcs[n] = dataPage + 8L * k;
-            rules[n++] = words[k];
+            r.add(dataPage + 8L * k, words[k]);
         }
-        pcs[n] = dataPage + 8L * words.length;
-        rules[n++] = NO_INFO;
-        int compiled = 0;
-        int interpreter = 0;
-        int undescribed = 0;
+        r.add(dataPage + 8L * words.length, NO_INFO);
         int next = 0; // the first blob not yet placed
         for (int h = 0; h < heaps.size(); h++) {
             CodeCache.Range heap = heaps.get(h);
-            if (heap.low() < pcs[n - 1] || heap.high() <= heap.low()) {
+            if (heap.low() < r.pcs[r.n - 1] || heap.high() <= heap.low()) {
                 continue; // overlapping the one before, or empty: a read that does not hold together is not walked by it
             }
             while (next < blobs.size() && blobs.get(next).start() < heap.low()) {
                 next++;
-                undescribed++; // outside every heap
+                r.undescribed++; // outside every heap
             }
             long covered = heap.low();
-            pcs[n] = covered;
-            rules[n++] = FRESH_CODE;
+            r.add(covered, FRESH_CODE);
             for (; next < blobs.size() && blobs.get(next).start() < heap.high(); next++) {
                 CodeBlob b = blobs.get(next);
                 if (b.end() <= b.start() || b.start() < covered || b.end() > heap.high()) {
-                    undescribed++;
+                    r.undescribed++;
                     continue; // empty, overlapping the one before (a stale read) or past the heap: the segment map decides
                 }
                 if (b.start() != covered) {
-                    pcs[n] = covered;
-                    rules[n++] = FRESH_CODE;
+                    r.add(covered, FRESH_CODE);
                 }
-                if (b.kind() == CodeBlob.Kind.INTERPRETER) {
-                    pcs[n] = b.start();
-                    rules[n++] = INTERPRETER;
-                    interpreter++;
-                } else if (b.frameSizeBytes() > 0 && b.frameSizeBytes() <= MAX_FRAME_BYTES && b.frameSizeBytes() % 8 == 0) {
-                    long complete = b.frameCompleteAddress();
-                    boolean split = complete > b.start() && complete < b.end();
-                    pcs[n] = b.start();
-                    rules[n++] = split ? FRAME_RSP_AT_ENTRY : framed(b.frameSizeBytes());
-                    if (split) {
-                        pcs[n] = complete;
-                        rules[n++] = framed(b.frameSizeBytes());
-                    }
-                    compiled++;
-                } else if (b.name().equals(VTABLE_STUBS)) {
-                    pcs[n] = b.start();
-                    rules[n++] = FRAME_RSP_AT_ENTRY;
-                    compiled++;
-                } else {
-                    pcs[n] = b.start();
-                    rules[n++] = NO_INFO;
-                    undescribed++;
-                }
+                r.blob(b);
                 covered = b.end();
             }
             if (covered < heap.high()) {
-                pcs[n] = covered;
-                rules[n++] = FRESH_CODE;
+                r.add(covered, FRESH_CODE);
             }
             if (h + 1 == heaps.size() || heaps.get(h + 1).low() != heap.high()) {
-                pcs[n] = heap.high();
-                rules[n++] = NO_INFO;
+                r.add(heap.high(), NO_INFO);
             }
         }
-        undescribed += blobs.size() - next;
-        UnwindTable table = UnwindTableBuilder.fromRows(name, Arrays.copyOf(pcs, n), Arrays.copyOf(rules, n), n);
-        return new Built(table, compiled, interpreter, undescribed);
+        r.undescribed += blobs.size() - next;
+        return r.built(name);
+    }
+
+    /** The table's rows as they are placed, and counts of the blobs they describe. */
+    private static final class Rows {
+        final long[] pcs;
+        final long[] rules;
+        int n;
+        int compiled;
+        int interpreter;
+        int undescribed;
+
+        Rows(int capacity) {
+            pcs = new long[capacity];
+            rules = new long[capacity];
+        }
+
+        void add(long pc, long rule) {
+            pcs[n] = pc;
+            rules[n++] = rule;
+        }
+
+        /** A blob's rows: the interpreter's, a frame of its size (from its frame-complete point), or none. */
+        void blob(CodeBlob b) {
+            if (b.kind() == CodeBlob.Kind.INTERPRETER) {
+                add(b.start(), INTERPRETER);
+                interpreter++;
+            } else if (b.frameSizeBytes() > 0 && b.frameSizeBytes() <= MAX_FRAME_BYTES && b.frameSizeBytes() % 8 == 0) {
+                long complete = b.frameCompleteAddress();
+                boolean split = complete > b.start() && complete < b.end();
+                add(b.start(), split ? FRAME_RSP_AT_ENTRY : framed(b.frameSizeBytes()));
+                if (split) {
+                    add(complete, framed(b.frameSizeBytes()));
+                }
+                compiled++;
+            } else if (b.name().equals(VTABLE_STUBS)) {
+                add(b.start(), FRAME_RSP_AT_ENTRY); // each stub jumps on to its method without a frame: the return address at RSP
+                compiled++;
+            } else {
+                add(b.start(), NO_INFO);
+                undescribed++;
+            }
+        }
+
+        Built built(String name) throws EhFrameException {
+            UnwindTable table = UnwindTableBuilder.fromRows(name, Arrays.copyOf(pcs, n), Arrays.copyOf(rules, n), n);
+            return new Built(table, compiled, interpreter, undescribed);
+        }
     }
 
     /** CFA = RSP + frame size, the caller's RBP at CFA-16 and the return address at CFA-8. */
