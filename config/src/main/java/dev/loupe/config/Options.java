@@ -102,8 +102,9 @@ public final class Options {
                     + "scanned again as code is compiled; off: JIT frames are walked by frame pointers and named by perf maps only");
 
     public static final Option<Boolean> LINES = Option.value("lines", "--lines", "on|off", Values::onOff)
-            .byDefault("on").reloadable().help("source file and line of each frame (Go pclntab; file, line and inlined calls in "
-                    + "the profile's locations); off: function names only, smaller profiles");
+            .byDefault("on").reloadable().help("source file and line of each frame (Go pclntab, DWARF line tables and inlined "
+                    + "subroutines, HotSpot's line number tables; file, line and inlined calls in the profile's locations); "
+                    + "off: function names only, smaller profiles");
 
     public static final Option<Optional<String>> REMOTE_STORE_ADDRESS = Option.value("remote-store.address",
                     "--remote-store-address", "HOST:PORT", t -> t.isBlank() ? Optional.<String>empty() : Optional.of(Values.hostPort(t)))
