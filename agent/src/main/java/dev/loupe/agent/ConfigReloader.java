@@ -55,10 +55,17 @@ final class ConfigReloader {
         this.supervisor = supervisor;
     }
 
-    /** SIGHUP reloads (instead of the JVM's default of exiting). */
+    /**
+     * SIGHUP reloads (instead of the JVM's default of exiting). An agent started with SIGHUP ignored (under nohup) cannot
+     * have it: HotSpot installs no handler for a shutdown signal ignored at start, silently; said once here.
+     */
     @SuppressWarnings("removal")
     void onSighup() {
-        sun.misc.Signal.handle(new sun.misc.Signal("HUP"), sig -> worker.execute(this::reload));
+        sun.misc.SignalHandler before = sun.misc.Signal.handle(new sun.misc.Signal("HUP"), sig -> worker.execute(this::reload));
+        if (before == sun.misc.SignalHandler.SIG_IGN) {
+            LOG.log(System.Logger.Level.WARNING, "SIGHUP was ignored when the agent started (under nohup?): a reload by"
+                    + " SIGHUP (systemctl reload) does nothing; restart the agent to apply a changed configuration");
+        }
     }
 
     LoupeConfig running() {
