@@ -73,6 +73,9 @@ class FreshJitCodeTest {
                             };
                             LongUnaryOperator op = (LongUnaryOperator) own.loadClass("Spin").getDeclaredConstructor().newInstance();
                             sink += op.applyAsLong(r);
+                            if (r == 25) {
+                                System.out.println("warm"); // start-up behind it: the code cache holds the JDK's code
+                            }
                         }
                     } catch (ReflectiveOperationException e) {
                         throw new IllegalStateException(e);
@@ -110,9 +113,16 @@ class FreshJitCodeTest {
         Path out = dir.resolve("profiles");
         String log;
         try {
-            String first = new String(jvm.getInputStream().readNBytes(8));
-            assertEquals("started\n", first);
-            Thread.sleep(2_000); // the JVM's start-up behind it: its code cache holds the JDK's code
+            java.io.BufferedReader lines = new java.io.BufferedReader(new java.io.InputStreamReader(jvm.getInputStream()));
+            assertEquals("started", lines.readLine());
+            // The JVM's start-up behind it (25 rounds): its code cache holds the JDK's code. A deadline, not a sleep.
+            assertEquals("warm", java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+                try {
+                    return lines.readLine();
+                } catch (java.io.IOException e) {
+                    return e.toString();
+                }
+            }).get(120, java.util.concurrent.TimeUnit.SECONDS));
             try (AgentProcess agent = AgentProcess.start(dir, "--pid", Long.toString(jvm.pid()), "--frequency", "99",
                     "--duration", "20s", "--output", out.toString(), "--http", "off", "--jvm-symbols", "off",
                     "--jvm-code-cache", "on")) {
