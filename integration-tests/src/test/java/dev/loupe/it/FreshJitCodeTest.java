@@ -123,13 +123,7 @@ class FreshJitCodeTest {
                     return e.toString();
                 }
             }).get(120, java.util.concurrent.TimeUnit.SECONDS));
-            try (AgentProcess agent = AgentProcess.start(dir, "--pid", Long.toString(jvm.pid()), "--frequency", "99",
-                    "--duration", "20s", "--output", out.toString(), "--http", "off", "--jvm-symbols", "off",
-                    "--jvm-code-cache", "on")) {
-                assertEquals(0, agent.awaitExit(Duration.ofSeconds(60)), agent.log());
-                log = agent.log();
-            }
-            assertTrue(jvm.isAlive(), "the agent never harms its target");
+            log = JavaStacksProfileTest.profileByCodeCache(dir, jvm, out, "20s");
         } finally {
             Targets.kill(jvm);
         }

@@ -132,13 +132,7 @@ class JavaStacksProfileTest {
             // A perf map of an earlier process that had this pid (other tests make JVMs write theirs) is not this
             // JVM's, which writes none: it goes, so that no name can come from it.
             Files.deleteIfExists(Path.of("/tmp/perf-" + jvm.pid() + ".map"));
-            try (AgentProcess agent = AgentProcess.start(dir, "--pid", Long.toString(jvm.pid()), "--frequency", "99",
-                    "--duration", "30s", "--output", out.toString(), "--http", "off", "--jvm-symbols", "off",
-                    "--jvm-code-cache", "on")) {
-                assertEquals(0, agent.awaitExit(Duration.ofSeconds(60)), agent.log());
-                log = agent.log();
-            }
-            assertTrue(jvm.isAlive(), "the agent never harms its target");
+            log = profileByCodeCache(dir, jvm, out, "30s");
         } finally {
             Targets.kill(jvm);
         }
@@ -432,5 +426,21 @@ class JavaStacksProfileTest {
     static boolean reachesRoot(List<String> user) {
         String last = user.get(user.size() - 1);
         return last.equals("clone3") || last.equals("__clone3") || last.equals("start_thread") || last.equals("clone");
+    }
+
+    /**
+     * Profiles {@code jvm} alone at 99 Hz for {@code duration}, its Java names from its memory only (no attach); the
+     * agent's log. The agent never harms its target.
+     */
+    static String profileByCodeCache(Path dir, Process jvm, Path out, String duration) throws Exception {
+        String log;
+        try (AgentProcess agent = AgentProcess.start(dir, "--pid", Long.toString(jvm.pid()), "--frequency", "99",
+                "--duration", duration, "--output", out.toString(), "--http", "off", "--jvm-symbols", "off",
+                "--jvm-code-cache", "on")) {
+            assertEquals(0, agent.awaitExit(Duration.ofSeconds(60)), agent.log());
+            log = agent.log();
+        }
+        assertTrue(jvm.isAlive(), "the agent never harms its target");
+        return log;
     }
 }
