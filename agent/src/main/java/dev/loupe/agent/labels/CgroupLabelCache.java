@@ -31,6 +31,15 @@ public final class CgroupLabelCache {
     private final long maxAge;
     private final LongSupplier monotonicNanos;
     private final Map<Key, Cached> entries;
+    // Labels by file content: most processes of a host share a few cgroups (a churn's thousands of processes one), so
+    // each new process costs the read but not the parse.
+    private final Map<String, CgroupLabels> parsed = new LinkedHashMap<>(16, 0.75f, true) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<String, CgroupLabels> eldest) {
+            return size() > PARSED_CAPACITY;
+        }
+    };
+    private static final int PARSED_CAPACITY = 64;
 
     public CgroupLabelCache(Reader reader, int capacity, Duration maxAge, LongSupplier monotonicNanos) {
         if (capacity < 1 || maxAge.isNegative() || maxAge.isZero()) {
@@ -62,7 +71,7 @@ public final class CgroupLabelCache {
         }
         CgroupLabels labels;
         try {
-            labels = CgroupLabels.parse(reader.read(pid));
+            labels = parsed.computeIfAbsent(reader.read(pid), CgroupLabels::parse);
         } catch (IOException gone) {
             entries.remove(key);
             return CgroupLabels.NONE;

@@ -15,6 +15,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
 class CgroupLabelCacheTest {
@@ -49,6 +50,18 @@ class CgroupLabelCacheTest {
         now.addAndGet(S);
         assertEquals("b.service", c.labels(7, 1000).systemdUnit(), "60 s old: read again");
         assertEquals(List.of(7, 7), reads);
+    }
+
+    @Test
+    void processesOfOneCgroupShareItsParsedLabelsButEachIsRead() {
+        CgroupLabelCache c = cache(10);
+        files.put(7, "0::/system.slice/a.service\n");
+        files.put(8, "0::/system.slice/a.service\n");
+        files.put(9, "0::/system.slice/b.service\n");
+        CgroupLabels seven = c.labels(7, 1000);
+        assertSame(seven, c.labels(8, 1000), "the same content: parsed once");
+        assertEquals("b.service", c.labels(9, 1000).systemdUnit());
+        assertEquals(List.of(7, 8, 9), reads);
     }
 
     @Test

@@ -198,8 +198,8 @@ public final class ChurnBench {
             }
             for (Profiles.Stack s : Profiles.stacks(p)) {
                 String comm = s.labels().getOrDefault("comm", "");
-                if (!CHURN_COMMS.contains(comm)) {
-                    continue;
+                if (!CHURN_COMMS.contains(comm) || "outside".equals(s.labels().get("pid_namespace"))) {
+                    continue; // outside: with --pid-namespace, the machine's other processes of these names (not ours)
                 }
                 if (inExecOrExit(s)) {
                     for (String key : List.of(comm, "all")) {

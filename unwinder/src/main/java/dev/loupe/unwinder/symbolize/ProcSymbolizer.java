@@ -84,11 +84,13 @@ final class ProcSymbolizer implements Symbolizer {
             boolean looked = !fromSample;
             ProcessState runtimesOf = null; // the state `runtimes` was looked up for (a re-read makes a new one)
             ProcessRuntimes processRuntimes = ProcessRuntimes.NONE;
+            // Per sampled mapping, its binary and pprof mapping as first found: most frames share a few mappings.
+            SampledBinary[] sampledBinaries = fromSample ? new SampledBinary[sampledMappings.length / SampledMappings.WORDS] : null;
             for (int i = 0; i < n; i++) {
                 FrameType tagged = FrameType.of(addrs[i]);
                 long addr = i == 0 ? addrs[i] : addrs[i] - 1; // return address -> inside the call
                 if (tagged == null && fromSample) {
-                    Frame f = sampledFrame(pid, sampledMappings, addr);
+                    Frame f = sampledFrame(pid, sampledMappings, sampledBinaries, addr);
                     if (f != null) {
                         fromSampledMappings.incrementAndGet();
                         if (f.function() == null) {
@@ -146,11 +148,32 @@ final class ProcSymbolizer implements Symbolizer {
      * The frame at {@code addr} named from the sample's mappings, if it lies in a file whose binary is cached (found by
      * device and inode, no I/O) and the binary names it; null otherwise ({@code /proc} is read for it then).
      */
-    private Frame sampledFrame(int pid, long[] mappings, long addr) {
+    private Frame sampledFrame(int pid, long[] mappings, SampledBinary[] memo, long addr) {
         int w = SampledMappings.find(mappings, addr);
         if (w < 0) {
             return null;
         }
+        SampledBinary sb = memo[w / SampledMappings.WORDS];
+        if (sb == null) {
+            sb = sampledBinary(pid, mappings, w);
+            memo[w / SampledMappings.WORDS] = sb;
+        }
+        if (sb == SampledBinary.NONE) {
+            return null;
+        }
+        long vaddr = sb.binary().elf().fileOffsetToVaddr(addr - mappings[w + SampledMappings.START] + mappings[w + SampledMappings.OFFSET]);
+        if (vaddr == -1) {
+            return null; // not where the cached binary has code: /proc may know better
+        }
+        return withLines(new Frame(addr, sb.ref(), sb.binary().symbols().lookup(vaddr), false), sb.binary(), vaddr);
+    }
+
+    /** A sampled mapping's cached binary and its pprof mapping; {@link #NONE} when there is none to name it by. */
+    private record SampledBinary(Binary.Loaded binary, MappingRef ref) {
+        static final SampledBinary NONE = new SampledBinary(null, null);
+    }
+
+    private SampledBinary sampledBinary(int pid, long[] mappings, int w) {
         long start = mappings[w + SampledMappings.START];
         long offset = mappings[w + SampledMappings.OFFSET];
         BinaryCache.Known known;
@@ -163,19 +186,13 @@ final class ProcSymbolizer implements Symbolizer {
             known = binaries.known(dev.loupe.unwinder.proc.FileKey.device(SampledMappings.major(device),
                     SampledMappings.minor(device)), mappings[w + SampledMappings.INODE]);
         } else {
-            return null; // anonymous code: its runtime names it, through /proc
+            return SampledBinary.NONE; // anonymous code: its runtime names it, through /proc
         }
         if (known == null || !(known.binary() instanceof Binary.Loaded l)) {
-            return null;
+            return SampledBinary.NONE;
         }
-        long vaddr = l.elf().fileOffsetToVaddr(addr - start + offset);
-        if (vaddr == -1) {
-            return null; // not where the cached binary has code: /proc may know better
-        }
-        String fn = l.symbols().lookup(vaddr);
-        MappingRef ref = new MappingRef(start, mappings[w + SampledMappings.END], offset, known.path(), l.buildId(),
-                known.binary().hasFunctions());
-        return withLines(new Frame(addr, ref, fn, false), l, vaddr);
+        return new SampledBinary(l, new MappingRef(start, mappings[w + SampledMappings.END], offset, known.path(), l.buildId(),
+                known.binary().hasFunctions()));
     }
 
     /**
