@@ -48,7 +48,8 @@ public final class DebugInfo {
 
     /** A unit's header and its first DIE's attributes that later reads need. */
     record Unit(long offset, long end, int version, int addrSize, int offsetSize, long abbrevOffset, long dieStart,
-                boolean code, long stmtList, long lowPc, long addrBase, long rnglistsBase, long strOffsetsBase) {}
+                boolean code, long stmtList, long lowPc, long addrBase, long rnglistsBase, long strOffsetsBase,
+                int compDirForm, long compDirValue) {}
 
     private final String name;
     private final Sections s;
@@ -64,7 +65,8 @@ public final class DebugInfo {
     private final Map<Long, DebugAbbrev> abbrevs = new LinkedHashMap<>(16, 0.75f, true);
     private final Map<Integer, UnitScopes> scopes = new LinkedHashMap<>(16, 0.75f, true);
     private final Map<Long, Scope> names = new LinkedHashMap<>(64, 0.75f, true);
-    private long held; // abbrevs and scopes cached now
+    private long held; // abbrevs and scopes cached now, the line-table key
+    private long[] stmtLists; // each code unit's DW_AT_stmt_list << 20 | its index, sorted; built by compDir
     private final int maxNames; // at most an eighth of the budget
 
     private DebugInfo(String name, Sections s, long budget, Unit[] units, boolean[] complete, long[] lo, long[] hi,
@@ -236,13 +238,14 @@ public final class DebugInfo {
         DieReader.Die d = r.read(r.cursor(header.dieStart(), header.end()), header, a);
         if (d == null || (d.tag != DW_TAG_COMPILE_UNIT && d.tag != DW_TAG_PARTIAL_UNIT)) {
             return new Unit(header.offset(), header.end(), header.version(), header.addrSize(), header.offsetSize(),
-                    header.abbrevOffset(), header.dieStart(), false, -1, 0, 0, 0, 0);
+                    header.abbrevOffset(), header.dieStart(), false, -1, 0, 0, 0, 0, 0, 0);
         }
         Unit bases = new Unit(header.offset(), header.end(), header.version(), header.addrSize(), header.offsetSize(),
-                header.abbrevOffset(), header.dieStart(), true, d.stmtList, 0, d.addrBase, d.rnglistsBase, d.strOffsetsBase);
+                header.abbrevOffset(), header.dieStart(), true, d.stmtList, 0, d.addrBase, d.rnglistsBase, d.strOffsetsBase,
+                d.compDirForm, d.compDirValue);
         Unit u = new Unit(bases.offset(), bases.end(), bases.version(), bases.addrSize(), bases.offsetSize(),
                 bases.abbrevOffset(), bases.dieStart(), true, d.stmtList, d.low(bases, ranges), d.addrBase, d.rnglistsBase,
-                d.strOffsetsBase);
+                d.strOffsetsBase, d.compDirForm, d.compDirValue);
         if (out != null) {
             d.ranges(u, ranges, out);
         }
@@ -267,7 +270,7 @@ public final class DebugInfo {
         long end = c.end;
         int version = c.u16();
         if (version < 2 || version > 5) {
-            return new Unit(at, end, version, 8, offsetSize, 0, end, false, -1, 0, 0, 0, 0); // skipped, not refused
+            return new Unit(at, end, version, 8, offsetSize, 0, end, false, -1, 0, 0, 0, 0, 0, 0); // skipped, not refused
         }
         int unitType = DW_UT_COMPILE;
         int addressSize;
@@ -289,7 +292,7 @@ public final class DebugInfo {
             throw c.error("unit at " + at + " has address size " + addressSize);
         }
         boolean code = unitType == DW_UT_COMPILE || unitType == DW_UT_PARTIAL;
-        return new Unit(at, end, version, addressSize, offsetSize, abbrevOffset, c.pos, code, -1, 0, 0, 0, 0);
+        return new Unit(at, end, version, addressSize, offsetSize, abbrevOffset, c.pos, code, -1, 0, 0, 0, 0, 0, 0);
     }
 
     /** The inline chain at {@code pc}; null when no unit's subprogram covers it. */
@@ -442,6 +445,44 @@ public final class DebugInfo {
             }
         }
         return -1;
+    }
+
+    /**
+     * {@code DW_AT_comp_dir} of the unit whose line table is at {@code stmtList} (what a DWARF 2-4 line table's relative
+     * names are relative to); null if no unit names it. The first call reads every unit's first DIE.
+     */
+    public String compDir(long stmtList) throws DwarfException {
+        if (stmtLists == null) {
+            if (units.length >= (1 << 20)) {
+                throw new DwarfException(name + ": .debug_info: " + units.length + " units, too many to key by line table");
+            }
+            long[] keys = new long[units.length];
+            int n = 0;
+            for (int i = 0; i < units.length; i++) {
+                Unit u = unit(i);
+                if (u.code() && u.stmtList() >= 0) {
+                    keys[n++] = (u.stmtList() << 20) | i; // stmtList and unit together: sorted by stmtList
+                }
+            }
+            stmtLists = Arrays.copyOf(keys, n);
+            Arrays.sort(stmtLists);
+            held += stmtLists.length * 8L;
+        }
+        int lo = 0;
+        int hi = stmtLists.length - 1;
+        while (lo <= hi) {
+            int mid = (lo + hi) >>> 1;
+            long key = stmtLists[mid] >>> 20;
+            if (key < stmtList) {
+                lo = mid + 1;
+            } else if (key > stmtList) {
+                hi = mid - 1;
+            } else {
+                Unit u = units[(int) (stmtLists[mid] & ((1 << 20) - 1))];
+                return u.compDirForm() == 0 ? null : new DieReader(name, s).string(u, u.compDirForm(), u.compDirValue());
+            }
+        }
+        return null;
     }
 
     /** Units read (all kinds). */

@@ -10,6 +10,7 @@ import java.nio.ByteBuffer;
 final class DieReader {
     private static final int DW_AT_STMT_LIST = 0x10;
     private static final int DW_AT_NAME = 0x03;
+    private static final int DW_AT_COMP_DIR = 0x1b;
     private static final int DW_AT_LOW_PC = 0x11;
     private static final int DW_AT_HIGH_PC = 0x12;
     private static final int DW_AT_ABSTRACT_ORIGIN = 0x31;
@@ -62,6 +63,8 @@ final class DieReader {
         long addrBase;
         long rnglistsBase;
         long strOffsetsBase;
+        int compDirForm; // 0: none
+        long compDirValue;
 
         void reset(long at) {
             offset = at;
@@ -79,6 +82,7 @@ final class DieReader {
             addrBase = 0;
             rnglistsBase = 0;
             strOffsetsBase = 0;
+            compDirForm = 0;
         }
 
         boolean hasCode() {
@@ -171,6 +175,10 @@ final class DieReader {
                 case DW_AT_ADDR_BASE -> d.addrBase = v;
                 case DW_AT_RNGLISTS_BASE -> d.rnglistsBase = v;
                 case DW_AT_STR_OFFSETS_BASE -> d.strOffsetsBase = v;
+                case DW_AT_COMP_DIR -> {
+                    d.compDirForm = form;
+                    d.compDirValue = v;
+                }
                 default -> { }
             }
         }

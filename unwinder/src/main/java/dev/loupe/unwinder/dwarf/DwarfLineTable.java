@@ -216,6 +216,17 @@ public final class DwarfLineTable implements LineTable {
         return inline;
     }
 
+    /** A DWARF 2-4 unit's compilation directory from .debug_info; null without one (its names then stay relative). */
+    private String compDir(long lineTable) {
+        try {
+            DebugInfo info = inline();
+            return info == null ? null : info.compDir(lineTable);
+        } catch (DwarfException | RuntimeException e) {
+            failInline(e);
+            return null;
+        }
+    }
+
     private void failInline(Exception e) {
         if (inlineProblem == null) {
             inlineProblem = e.getMessage() == null ? e.toString() : e.getMessage();
@@ -239,7 +250,8 @@ public final class DwarfLineTable implements LineTable {
     public DebugLine table() throws DwarfException {
         if (lines == null && problem == null) {
             try {
-                lines = DebugLine.parse(name, section(0, ".debug_line"), section(1, ".debug_line_str"), section(2, ".debug_str"));
+                lines = DebugLine.parse(name, section(0, ".debug_line"), section(1, ".debug_line_str"), section(2, ".debug_str"),
+                        this::compDir);
                 LOG.log(System.Logger.Level.DEBUG, () -> name + ": " + lines.sequenceCount() + " line sequences");
             } catch (DwarfException | RuntimeException e) {
                 fail(e);

@@ -8,7 +8,6 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.ByteBuffer;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -53,34 +52,6 @@ public class InlineChainTest {
     @TempDir
     Path dir;
 
-    /** addr2line -i -f's chain at each address: "function file:line" a level, innermost first (discriminators dropped). */
-    static List<List<String>> addr2lineChains(Path file, List<Long> addrs, boolean baseNames) throws Exception {
-        Path in = Files.createTempFile("addrs", ".txt");
-        StringBuilder sb = new StringBuilder();
-        for (long a : addrs) {
-            sb.append("0x").append(Long.toHexString(a)).append('\n');
-        }
-        Files.writeString(in, sb);
-        // -a prints each address first: the separator between chains.
-        String out = TestPrograms.run(List.of("sh", "-c", "addr2line -a -i -f -e '" + file + "' < '" + in + "'"));
-        Files.delete(in);
-        List<List<String>> chains = new ArrayList<>();
-        String[] l = out.split("\n");
-        for (int i = 0; i < l.length; ) {
-            assertTrue(l[i].startsWith("0x"), "address line expected: " + l[i]);
-            i++;
-            List<String> chain = new ArrayList<>();
-            while (i + 1 < l.length && !l[i].startsWith("0x")) {
-                String where = l[i + 1].replaceAll(" \\(discriminator \\d+\\)", "").trim();
-                chain.add(l[i].trim() + " " + (baseNames ? where.substring(where.lastIndexOf('/') + 1) : where));
-                i += 2;
-            }
-            chains.add(chain);
-        }
-        assertEquals(addrs.size(), chains.size(), out);
-        return chains;
-    }
-
     static String render(SourceLine s, boolean baseNames) {
         String file = s.file() == null ? "??" : baseNames ? s.file().substring(s.file().lastIndexOf('/') + 1) : s.file();
         return s.function() + " " + file + ":" + s.line();
@@ -92,19 +63,8 @@ public class InlineChainTest {
      */
     static int compare(Path dwarfFile, SymbolTable symbols, String function, boolean baseNames) throws Exception {
         DwarfLineTable t = DwarfLineTable.open(dwarfFile, ElfFile.openWithoutSymbols(dwarfFile), symbols);
-        long start = TestPrograms.nmAddress(dwarfFile, function);
-        int i = -1;
-        for (int k = 0; k < symbols.size(); k++) {
-            if (symbols.start(k) == start) {
-                i = k;
-            }
-        }
-        assertTrue(i >= 0, function);
-        List<Long> addrs = new ArrayList<>();
-        for (long a = symbols.start(i); a < symbols.start(i) + symbols.symbolSize(i); a++) {
-            addrs.add(a);
-        }
-        List<List<String>> truth = addr2lineChains(dwarfFile, addrs, baseNames);
+        List<Long> addrs = DwarfFixture.bytesOf(symbols, DwarfFixture.indexOf(symbols, function, dwarfFile));
+        List<List<String>> truth = DwarfFixture.addr2lineChains(dwarfFile, addrs, baseNames);
         int inlined = 0;
         for (int k = 0; k < addrs.size(); k++) {
             List<SourceLine> got = t.lines(addrs.get(k));
@@ -134,12 +94,9 @@ public class InlineChainTest {
 
     @Test
     void mixInlinedIntoStepInlinedIntoHotMatchesAddr2lineOnEveryByte() throws Exception {
-        for (String variant : List.of("-gdwarf-5", "-gdwarf-4", "compressed")) {
-            Path bin = TestPrograms.compile(dir, "inl" + variant.replace("-", "_"), SOURCE, "-O2",
-                    variant.equals("compressed") ? "-gdwarf-5" : variant);
-            if (variant.equals("compressed")) {
-                TestPrograms.run(List.of("objcopy", "--compress-debug-sections=zlib", bin.toString()));
-            }
+        for (Map.Entry<String, Path> v : DwarfFixture.variants(dir, "inl", SOURCE, "-O2").entrySet()) {
+            String variant = v.getKey();
+            Path bin = v.getValue();
             SymbolTable symbols = ElfFile.open(bin).symbols();
             int inlined = compare(bin, symbols, "hot", false);
             assertTrue(inlined >= 4, variant + ": bytes of hot with inlined functions: " + inlined);
@@ -159,10 +116,7 @@ public class InlineChainTest {
 
     @Test
     void debianLibcThroughLibc6DbgMatchesAddr2line() throws Exception {
-        Path libc = TestPrograms.LIBC;
-        String id = ElfFile.open(libc).buildId().orElseThrow();
-        Path debug = TestPrograms.buildIdPath(Path.of("/usr/lib/debug"), id);
-        assertTrue(Files.exists(debug), "no " + debug + " (package libc6-dbg; ./loupe test installs it)");
+        Path debug = DwarfFixture.libcDebugFile();
         SymbolTable symbols = ElfFile.open(debug).symbols();
         int inlined = 0;
         for (String f : List.of("qsort_r", "____strtol_l_internal", "getenv", "__libc_malloc", "_IO_fwrite")) {
@@ -175,7 +129,7 @@ public class InlineChainTest {
     void pastItsBudgetABinaryKeepsItsPlainLinesAndSaysSoOnce() throws Exception {
         Path bin = TestPrograms.compile(dir, "inl", SOURCE, "-O2", "-gdwarf-5");
         ElfFile elf = ElfFile.open(bin);
-        Map<String, ByteBuffer> sections = sections(elf);
+        Map<String, ByteBuffer> sections = DwarfFixture.sections(elf);
         long start = TestPrograms.nmAddress(bin, "hot");
         DwarfLineTable roomy = DwarfLineTable.of("roomy", sections, elf.symbols(), 1 << 20);
         DwarfLineTable tight = DwarfLineTable.of("tight", sections, elf.symbols(), 4096);
@@ -204,7 +158,7 @@ public class InlineChainTest {
         for (String v : List.of("-gdwarf-5", "-gdwarf-4")) {
             Path bin = TestPrograms.compile(dir, "ar" + v.replace("-", "_"), SOURCE, "-O2", v);
             ElfFile elf = ElfFile.open(bin);
-            Map<String, ByteBuffer> sections = sections(elf);
+            Map<String, ByteBuffer> sections = DwarfFixture.sections(elf);
             assertNotNull(sections.get(".debug_aranges"), "gcc writes .debug_aranges");
             DwarfLineTable with = DwarfLineTable.of("with", sections, elf.symbols(), 1 << 20);
             sections.remove(".debug_aranges");
@@ -223,22 +177,13 @@ public class InlineChainTest {
         }
     }
 
-    static Map<String, ByteBuffer> sections(ElfFile elf) throws Exception {
-        Map<String, ByteBuffer> out = new HashMap<>();
-        for (String s : List.of(".debug_line", ".debug_line_str", ".debug_str", ".debug_info", ".debug_abbrev",
-                ".debug_str_offsets", ".debug_addr", ".debug_ranges", ".debug_rnglists", ".debug_aranges")) {
-            elf.section(s).ifPresent(b -> out.put(s, b));
-        }
-        return out;
-    }
-
     /** Every truncation of a real .debug_info (and .debug_abbrev): plain lines at least, a clear problem at most. */
     @Test
     void everyTruncationOfRealInfoAndAbbrevKeepsPlainLinesOrSaysWhy() throws Exception {
         for (String v : List.of("-gdwarf-5", "-gdwarf-4")) {
             Path bin = TestPrograms.compile(dir, "cut" + v.replace("-", "_"), SOURCE, "-O2", v);
             ElfFile elf = ElfFile.open(bin);
-            Map<String, ByteBuffer> sections = sections(elf);
+            Map<String, ByteBuffer> sections = DwarfFixture.sections(elf);
             long start = TestPrograms.nmAddress(bin, "hot");
             int problems = 0;
             int cuts = 0;
