@@ -66,6 +66,7 @@ public final class DebugInfo {
     private final Map<Integer, UnitScopes> scopes = new LinkedHashMap<>(16, 0.75f, true);
     private final Map<Long, Scope> names = new LinkedHashMap<>(64, 0.75f, true);
     private long held; // abbrevs and scopes cached now, the line-table key
+    private DebugInfo sup; // the supplementary file (dwz's alternate file), null if none
     private long[] stmtLists; // each code unit's DW_AT_stmt_list << 20 | its index, sorted; built by compDir
     private final int maxNames; // at most an eighth of the budget
 
@@ -136,6 +137,36 @@ public final class DebugInfo {
             unitOf[i] = owner[order[i]];
         }
         return new DebugInfo(name, s, budget, all, complete, lo, hi, unitOf);
+    }
+
+    /**
+     * A supplementary file's units (DWARF 5 .debug_sup, dwz's .gnu_debugaltlink), whose DIEs another file's references
+     * name: headers only, no address index (it holds no code); a file of only strings has none.
+     */
+    public static DebugInfo openSupplementary(String name, Sections s, long budget) throws DwarfException {
+        if ((s.info() == null) != (s.abbrev() == null)) {
+            throw new DwarfException(name + ": .debug_info or .debug_abbrev is missing");
+        }
+        List<Unit> units = new ArrayList<>();
+        for (long p = 0; s.info() != null && p < s.info().limit(); ) { // none: the file holds only strings // each unit consumes its header at least
+            Unit header = header(name, s.info(), p);
+            units.add(header);
+            if (64 + units.size() * 120L > budget) {
+                throw new DwarfException(name + ": .debug_info: the unit index alone needs more than " + budget + " bytes");
+            }
+            p = header.end();
+        }
+        Unit[] all = units.toArray(Unit[]::new);
+        return new DebugInfo(name, s, budget, all, new boolean[all.length], new long[0], new long[0], new int[0]);
+    }
+
+    /** Names references into {@code sup} (DW_FORM_ref_sup4/8, DW_FORM_GNU_ref_alt) and its strings by its DIEs. */
+    public void supplementary(DebugInfo sup) {
+        this.sup = sup;
+    }
+
+    private DieReader reader() {
+        return new DieReader(name, s, sup == null ? null : sup.s.str());
     }
 
     /** The unit index as it is built: ranges and the unit each belongs to, within the budget. */
@@ -342,7 +373,7 @@ public final class DebugInfo {
         if (us == null) {
             long room = budget - indexBytes - maxNames * NAME_BYTES;
             Unit u = unit(unit);
-            us = UnitScopes.decode(new DieReader(name, s), u, abbrev(u), ranges, room);
+            us = UnitScopes.decode(reader(), u, abbrev(u), ranges, room);
             scopes.put(unit, us);
             held += us.bytes();
             var it = scopes.entrySet().iterator();
@@ -389,17 +420,25 @@ public final class DebugInfo {
         if (hit != null) {
             return hit;
         }
-        DieReader r = new DieReader(name, s);
+        DebugInfo in = this; // the file the DIE at "at" is in
         long at = die;
         int declLine = 0;
         String found = null;
         for (int hop = 0; hop < MAX_HOPS && at >= 0 && found == null; hop++) {
-            int ui = unitAt(at);
-            Unit u = ui < 0 ? null : unit(ui);
-            if (u == null) {
-                throw new DwarfException(name + ": .debug_info: reference to " + at + " lies in no unit");
+            if ((at & DieReader.IN_SUPPLEMENTARY) != 0) {
+                if (sup == null) {
+                    break; // the supplementary file was not found: unnamed
+                }
+                in = sup;
+                at &= ~DieReader.IN_SUPPLEMENTARY;
             }
-            DieReader.Die d = r.read(r.cursor(at, u.end()), u, abbrev(u));
+            int ui = in.unitAt(at);
+            Unit u = ui < 0 ? null : in.unit(ui);
+            if (u == null) {
+                throw new DwarfException(in.name + ": .debug_info: reference to " + at + " lies in no unit");
+            }
+            DieReader r = in.reader();
+            DieReader.Die d = r.read(r.cursor(at, u.end()), u, in.abbrev(u));
             if (d == null) {
                 break;
             }
@@ -479,7 +518,7 @@ public final class DebugInfo {
                 hi = mid - 1;
             } else {
                 Unit u = units[(int) (stmtLists[mid] & ((1 << 20) - 1))];
-                return u.compDirForm() == 0 ? null : new DieReader(name, s).string(u, u.compDirForm(), u.compDirValue());
+                return u.compDirForm() == 0 ? null : reader().string(u, u.compDirForm(), u.compDirValue());
             }
         }
         return null;
@@ -497,6 +536,6 @@ public final class DebugInfo {
 
     /** Estimated heap held now: the index, cached abbreviation tables, decoded units and names. */
     public long bytes() {
-        return indexBytes + held + names.size() * NAME_BYTES;
+        return indexBytes + held + names.size() * NAME_BYTES + (sup == null ? 0 : sup.bytes());
     }
 }

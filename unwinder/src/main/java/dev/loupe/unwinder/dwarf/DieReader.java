@@ -37,6 +37,13 @@ final class DieReader {
     static final int DW_FORM_ADDRX4 = 0x2c;
     static final int DW_FORM_GNU_ADDR_INDEX = 0x1f01;
     static final int DW_FORM_GNU_STR_INDEX = 0x1f02;
+    static final int DW_FORM_REF_SUP4 = 0x1c;
+    static final int DW_FORM_STRP_SUP = 0x1d;
+    static final int DW_FORM_REF_SUP8 = 0x24;
+    static final int DW_FORM_GNU_REF_ALT = 0x1f20;
+    static final int DW_FORM_GNU_STRP_ALT = 0x1f21;
+    /** Marks a reference into the supplementary file (dwz's alternate file): its .debug_info offset, or-ed with this. */
+    static final long IN_SUPPLEMENTARY = 1L << 62;
     private static final int MAX_INDIRECT = 4;
 
     /** The kept attributes of one DIE (reused: {@link #read} resets it). */
@@ -108,11 +115,17 @@ final class DieReader {
 
     private final String name;
     private final DebugInfo.Sections s;
+    private final ByteBuffer supStr; // the supplementary file's .debug_str (strp_sup, GNU_strp_alt), may be null
     private final Die die = new Die();
 
     DieReader(String name, DebugInfo.Sections s) {
+        this(name, s, null);
+    }
+
+    DieReader(String name, DebugInfo.Sections s, ByteBuffer supStr) {
         this.name = name;
         this.s = s;
+        this.supStr = supStr;
     }
 
     Cursor cursor(long pos, long end) {
@@ -190,11 +203,18 @@ final class DieReader {
                 || (form >= DW_FORM_ADDRX1 && form <= DW_FORM_ADDRX4);
     }
 
-    /** A reference's .debug_info offset; -1 for references into other files (supplementary, alternate, type units). */
+    /**
+     * A reference's .debug_info offset, or-ed with {@link #IN_SUPPLEMENTARY} for one into the supplementary file
+     * (DWARF 5 ref_sup, dwz's GNU_ref_alt); -1 for type units' signatures.
+     */
     private static long reference(DebugInfo.Unit u, int form, long v) {
+        if (v < 0 || v >= IN_SUPPLEMENTARY) {
+            return -1; // no section is this large
+        }
         return switch (form) {
             case 0x11, 0x12, 0x13, 0x14, 0x15 -> u.offset() + v; // ref1..ref8, ref_udata: from the unit's start
             case 0x10 -> v; // ref_addr
+            case DW_FORM_REF_SUP4, DW_FORM_REF_SUP8, DW_FORM_GNU_REF_ALT -> v | IN_SUPPLEMENTARY;
             default -> -1;
         };
     }
@@ -250,6 +270,7 @@ final class DieReader {
             case DW_FORM_STRING -> cursor(0, s.info().limit()).cstringAt(v);
             case DW_FORM_STRP -> in(s.str(), ".debug_str", v);
             case DW_FORM_LINE_STRP -> in(s.lineStr(), ".debug_line_str", v);
+            case DW_FORM_STRP_SUP, DW_FORM_GNU_STRP_ALT -> in(supStr, "supplementary .debug_str", v);
             case DW_FORM_STRX, DW_FORM_GNU_STR_INDEX, 0x25, 0x26, 0x27, 0x28 -> {
                 if (s.strOffsets() == null) {
                     yield null;

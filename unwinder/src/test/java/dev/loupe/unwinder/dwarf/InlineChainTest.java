@@ -8,6 +8,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.ByteBuffer;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -62,9 +63,14 @@ public class InlineChainTest {
      * symbol's name, which addr2line also prints here); returns how many bytes had more than one level.
      */
     static int compare(Path dwarfFile, SymbolTable symbols, String function, boolean baseNames) throws Exception {
+        return compare(dwarfFile, dwarfFile, symbols, function, baseNames);
+    }
+
+    /** As above, addr2line run on {@code truthFile}: the same code with the DWARF as the compiler wrote it. */
+    static int compare(Path dwarfFile, Path truthFile, SymbolTable symbols, String function, boolean baseNames) throws Exception {
         DwarfLineTable t = DwarfLineTable.open(dwarfFile, ElfFile.openWithoutSymbols(dwarfFile), symbols);
         List<Long> addrs = DwarfFixture.bytesOf(symbols, DwarfFixture.indexOf(symbols, function, dwarfFile));
-        List<List<String>> truth = DwarfFixture.addr2lineChains(dwarfFile, addrs, baseNames);
+        List<List<String>> truth = DwarfFixture.addr2lineChains(truthFile, addrs, baseNames);
         int inlined = 0;
         for (int k = 0; k < addrs.size(); k++) {
             List<SourceLine> got = t.lines(addrs.get(k));
@@ -111,6 +117,67 @@ public class InlineChainTest {
                         new SourceLine("hot", c, HOT_CALLS_STEP, 8)));
             }
             assertTrue(seen, variant + ": no pc of hot shows mix:3 <- step:6 <- hot:11");
+        }
+    }
+
+    /**
+     * dwz's multifile (-m), as Debian's -dbgsym packages are built, in DWARF 4 and 5 units with GNU forms
+     * (.gnu_debugaltlink, an absolute name as Debian's /usr/lib/debug/.dwz/...) and with DWARF 5's own (dwz --dwarf-5:
+     * .debug_sup, DW_FORM_ref_sup4 / DW_FORM_strp_sup, a name relative to the binary). Two pairs of binaries: the same
+     * program twice (step and mix move to the common file: DW_FORM_GNU_ref_alt / ref_sup4 into it), and two that differ
+     * in main (their DIEs stay, their names move: DW_FORM_GNU_strp_alt / strp_sup). dwz leaves code alone, so every
+     * byte's chain must equal addr2line's on the binary before dwz (binutils 2.40 cannot read the DWARF 5 forms).
+     */
+    @Test
+    void dwzMultifileChainsMatchAddr2lineOnTheBinaryBeforeDwz() throws Exception {
+        for (String v : List.of("-gdwarf-4", "-gdwarf-5", "--dwarf-5")) {
+            for (boolean same : List.of(true, false)) {
+                Path d = Files.createDirectories(dir.resolve("dwz" + v + (same ? "-same" : "-differ")));
+                String gflag = v.equals("--dwarf-5") ? "-gdwarf-5" : v;
+                Path a = TestPrograms.compile(d, "a", SOURCE, "-O2", gflag);
+                Path b = same ? Files.copy(a, d.resolve("b"))
+                        : TestPrograms.compile(d, "b", SOURCE.replace("argc * 1000", "argc * 2000"), "-O2", gflag);
+                Path before = Files.copy(a, d.resolve("a.before"));
+                Path common = d.resolve("common.debug");
+                List<String> cmd = new ArrayList<>(List.of("dwz"));
+                if (v.equals("--dwarf-5")) {
+                    cmd.add("--dwarf-5");
+                }
+                cmd.addAll(List.of("-m", common.toString(), "-M", v.equals("--dwarf-5") ? "common.debug" : common.toString(),
+                        a.toString(), b.toString()));
+                TestPrograms.run(cmd);
+                String what = v + (same ? " same" : " differing");
+                String sections = TestPrograms.run(List.of("readelf", "-SW", a.toString()));
+                assertTrue(sections.contains(v.equals("--dwarf-5") ? ".debug_sup" : ".gnu_debugaltlink"), what + "\n" + sections);
+                String abbrevs = TestPrograms.run(List.of("readelf", "--debug-dump=abbrev", a.toString()));
+                String sup = v.equals("--dwarf-5") ? "DW_FORM_" : "DW_FORM_GNU_";
+                String form = same ? sup + (v.equals("--dwarf-5") ? "ref_sup4" : "ref_alt")
+                        : sup + (v.equals("--dwarf-5") ? "strp_sup" : "strp_alt");
+                assertTrue(abbrevs.contains(form), what + ": dwz used " + form);
+                SymbolTable symbols = ElfFile.open(a).symbols();
+                int inlined = compare(a, before, symbols, "hot", false);
+                assertTrue(inlined >= 4, what + ": bytes of hot with inlined functions: " + inlined);
+                // Without the common file: the same lines, the functions named there "?".
+                DwarfLineTable with = DwarfLineTable.open(a, ElfFile.openWithoutSymbols(a), symbols);
+                Files.move(common, d.resolve("moved.debug"));
+                DwarfLineTable without = DwarfLineTable.open(a, ElfFile.openWithoutSymbols(a), symbols);
+                long hot = TestPrograms.nmAddress(a, "hot");
+                int unnamed = 0;
+                for (long pc = hot; pc < hot + 64; pc++) {
+                    List<SourceLine> full = with.lines(pc);
+                    List<SourceLine> lost = without.lines(pc);
+                    assertEquals(full.size(), lost.size(), what);
+                    for (int i = 0; i < full.size(); i++) {
+                        assertEquals(full.get(i).line(), lost.get(i).line(), what);
+                        if (!lost.get(i).function().equals(full.get(i).function())) {
+                            assertEquals("?", lost.get(i).function(), what);
+                            unnamed++;
+                        }
+                    }
+                }
+                assertTrue(unnamed > 0, what + ": without common.debug no function was unnamed");
+                assertNull(without.inlineProblem());
+            }
         }
     }
 
