@@ -30,8 +30,26 @@ public final class DebugInfo {
     static final int DW_TAG_PARTIAL_UNIT = 0x3c;
     static final int DW_TAG_SUBPROGRAM = 0x2e;
     static final int DW_TAG_INLINED_SUBROUTINE = 0x1d;
+    static final int DW_TAG_SKELETON_UNIT = 0x4a;
     private static final int DW_UT_COMPILE = 1;
     private static final int DW_UT_PARTIAL = 3;
+    private static final int DW_UT_SKELETON = 4;
+    private static final int DW_UT_SPLIT_COMPILE = 5;
+    /** Split units' readers kept at once, each reserving a quarter of the budget. */
+    private static final int CACHED_SPLITS = 2;
+    private static final System.Logger LOG = System.getLogger(DebugInfo.class.getName());
+
+    /** A split unit's file (gcc -gsplit-dwarf's .dwo): where it is and its sections (info, abbrev, str, strOffsets, rnglists). */
+    public record SplitFile(String path, Sections sections) {}
+
+    /** Opens the file of a skeleton unit's split unit ({@code DW_AT_dwo_name}, relative to {@code compDir}). */
+    public interface SplitFiles {
+        /** The file, null if there is none where it should be. */
+        SplitFile open(String dwoName, String compDir) throws DwarfException;
+    }
+
+    /** What a split unit takes from its skeleton: its .debug_addr base, range and string bases, base address, line table. */
+    private record Bases(long addrBase, long rangesBase, long strOffsetsBase, long lowPc, long stmtList) {}
 
     /** The sections read; any but info and abbrev may be null. */
     public record Sections(ByteBuffer info, ByteBuffer abbrev, ByteBuffer str, ByteBuffer lineStr, ByteBuffer strOffsets,
@@ -67,6 +85,11 @@ public final class DebugInfo {
     private final Map<Long, Scope> names = new LinkedHashMap<>(64, 0.75f, true);
     private long held; // abbrevs and scopes cached now, the line-table key
     private DebugInfo sup; // the supplementary file (dwz's alternate file), null if none
+    private SplitFiles splitFiles; // where skeleton units' split units are read, null: not read
+    private final Map<Integer, DebugInfo> splits = new LinkedHashMap<>(4, 0.75f, true); // by skeleton unit
+    private final java.util.Set<String> missingSplits = new java.util.HashSet<>(); // said once each, at most 64
+    private Bases bases; // in a split file's reader: its unit's bases, from the skeleton
+    private int splitUnit = -1; // in a split file's reader: the split unit's index
     private long[] stmtLists; // each code unit's DW_AT_stmt_list << 20 | its index, sorted; built by compDir
     private final int maxNames; // at most an eighth of the budget
 
@@ -163,6 +186,11 @@ public final class DebugInfo {
     /** Names references into {@code sup} (DW_FORM_ref_sup4/8, DW_FORM_GNU_ref_alt) and its strings by its DIEs. */
     public void supplementary(DebugInfo sup) {
         this.sup = sup;
+    }
+
+    /** Reads skeleton units' split units (gcc -gsplit-dwarf) from the files {@code files} opens. */
+    public void splitFiles(SplitFiles files) {
+        this.splitFiles = files;
     }
 
     private DieReader reader() {
@@ -267,7 +295,7 @@ public final class DebugInfo {
                                  DwarfRanges.Pairs out) throws DwarfException {
         DieReader r = new DieReader(name, s);
         DieReader.Die d = r.read(r.cursor(header.dieStart(), header.end()), header, a);
-        if (d == null || (d.tag != DW_TAG_COMPILE_UNIT && d.tag != DW_TAG_PARTIAL_UNIT)) {
+        if (d == null || (d.tag != DW_TAG_COMPILE_UNIT && d.tag != DW_TAG_PARTIAL_UNIT && d.tag != DW_TAG_SKELETON_UNIT)) {
             return new Unit(header.offset(), header.end(), header.version(), header.addrSize(), header.offsetSize(),
                     header.abbrevOffset(), header.dieStart(), false, -1, 0, 0, 0, 0, 0, 0);
         }
@@ -288,6 +316,12 @@ public final class DebugInfo {
         if (!complete[i]) {
             if (units[i].code()) {
                 units[i] = complete(name, s, ranges, units[i], abbrev(units[i]), null);
+                Unit u = units[i];
+                if (bases != null && u.code()) { // a split unit: its addresses and line table are its skeleton's
+                    units[i] = new Unit(u.offset(), u.end(), u.version(), u.addrSize(), u.offsetSize(), u.abbrevOffset(),
+                            u.dieStart(), true, bases.stmtList(), bases.lowPc(), bases.addrBase(), bases.rangesBase(),
+                            bases.strOffsetsBase(), u.compDirForm(), u.compDirValue());
+                }
             }
             complete[i] = true;
         }
@@ -322,7 +356,8 @@ public final class DebugInfo {
         if (addressSize != 4 && addressSize != 8) {
             throw c.error("unit at " + at + " has address size " + addressSize);
         }
-        boolean code = unitType == DW_UT_COMPILE || unitType == DW_UT_PARTIAL;
+        boolean code = unitType == DW_UT_COMPILE || unitType == DW_UT_PARTIAL || unitType == DW_UT_SKELETON
+                || unitType == DW_UT_SPLIT_COMPILE;
         return new Unit(at, end, version, addressSize, offsetSize, abbrevOffset, c.pos, code, -1, 0, 0, 0, 0, 0, 0);
     }
 
@@ -333,6 +368,11 @@ public final class DebugInfo {
             return null;
         }
         int unit = unitOf[i];
+        DebugInfo split = split(unit);
+        return split != null ? split.chainIn(split.splitUnit, pc, unit(unit).stmtList()) : chainIn(unit, pc, unit(unit).stmtList());
+    }
+
+    private Chain chainIn(int unit, long pc, long stmtList) throws DwarfException {
         UnitScopes us = scopes(unit);
         int[] at = us.at(pc);
         if (at.length == 0) {
@@ -343,7 +383,91 @@ public final class DebugInfo {
             Scope named = name(us.die(at[k]));
             out.add(new Scope(named.name(), named.declLine(), us.callFile(at[k]), us.callLine(at[k])));
         }
-        return new Chain(unit(unit).stmtList(), out);
+        return new Chain(stmtList, out);
+    }
+
+    /**
+     * The reader of skeleton unit {@code ui}'s split unit (DWARF 5 DW_UT_skeleton, or DWARF 4 with DW_AT_GNU_dwo_name),
+     * opened on first use within a quarter of the budget and checked by its dwo id; null for a unit that is no skeleton
+     * or whose split file is missing (said once: its pcs keep their plain lines).
+     */
+    private DebugInfo split(int ui) throws DwarfException {
+        DebugInfo hit = splits.get(ui);
+        if (hit != null || splitFiles == null) {
+            return hit;
+        }
+        Unit u = unit(ui);
+        if (!u.code()) {
+            return null;
+        }
+        DieReader r = reader();
+        DieReader.Die d = r.read(r.cursor(u.dieStart(), u.end()), u, abbrev(u));
+        if (d == null || d.dwoNameForm == 0) {
+            return null;
+        }
+        String dwoName = r.string(u, d.dwoNameForm, d.dwoNameValue);
+        String compDir = d.compDirForm == 0 ? null : r.string(u, d.compDirForm, d.compDirValue);
+        long id = u.version() >= 5 ? dwoId(name, s.info(), u) : d.gnuDwoId;
+        long gnuRangesBase = d.gnuRangesBase;
+        if (dwoName == null || missingSplits.contains(dwoName)) {
+            return null;
+        }
+        SplitFile f = splitFiles.open(dwoName, compDir);
+        if (f == null) {
+            if (missingSplits.size() < 64 && missingSplits.add(dwoName)) {
+                LOG.log(System.Logger.Level.INFO, () -> name + ": split unit file " + dwoName + " (in " + compDir
+                        + ") not found: its code keeps plain source lines");
+            }
+            return null;
+        }
+        long reserve = budget / 4;
+        Sections fs = f.sections();
+        Sections ds = new Sections(fs.info(), fs.abbrev(), fs.str(), null, fs.strOffsets(), s.addr(), s.ranges(), fs.rnglists(), null);
+        DebugInfo split = openSupplementary(f.path(), ds, reserve);
+        for (int k = 0; k < split.units.length && split.splitUnit < 0; k++) {
+            Unit su = split.units[k];
+            if (!su.code()) {
+                continue;
+            }
+            boolean same;
+            if (su.version() >= 5) {
+                same = dwoId(f.path(), ds.info(), su) == id;
+            } else {
+                DieReader sr = split.reader();
+                DieReader.Die sd = sr.read(sr.cursor(su.dieStart(), su.end()), su, split.abbrev(su));
+                same = sd != null && sd.gnuDwoId == id;
+            }
+            if (same) {
+                split.splitUnit = k;
+            }
+        }
+        if (split.splitUnit < 0) {
+            throw new DwarfException(f.path() + ": .debug_info.dwo: no split unit with dwo id 0x" + Long.toHexString(id)
+                    + " (its skeleton's in " + name + ")");
+        }
+        int offsetSize = split.units[split.splitUnit].offsetSize();
+        split.bases = u.version() >= 5
+                ? new Bases(u.addrBase(), offsetSize == 4 ? 12 : 20, offsetSize == 4 ? 8 : 16, u.lowPc(), u.stmtList())
+                : new Bases(u.addrBase(), gnuRangesBase, 0, u.lowPc(), u.stmtList());
+        splits.put(ui, split);
+        held += reserve;
+        var it = splits.entrySet().iterator();
+        while (splits.size() > CACHED_SPLITS && it.hasNext()) {
+            var e = it.next();
+            if (e.getValue() != split) {
+                held -= reserve;
+                it.remove();
+            }
+        }
+        return split;
+    }
+
+    /** A DWARF 5 skeleton or split unit's dwo id: the header's last 8 bytes. */
+    private static long dwoId(String file, ByteBuffer info, Unit u) throws DwarfException {
+        if (u.dieStart() < 8 || u.dieStart() > info.limit()) {
+            throw new DwarfException(file + ": .debug_info: unit at " + u.offset() + " has no dwo id");
+        }
+        return info.duplicate().order(java.nio.ByteOrder.LITTLE_ENDIAN).getLong((int) u.dieStart() - 8);
     }
 
     private int find(long pc) {

@@ -24,6 +24,11 @@ final class DieReader {
     private static final int DW_AT_ADDR_BASE = 0x73;
     private static final int DW_AT_RNGLISTS_BASE = 0x74;
     private static final int DW_AT_MIPS_LINKAGE_NAME = 0x2007;
+    private static final int DW_AT_DWO_NAME = 0x76;
+    private static final int DW_AT_GNU_DWO_NAME = 0x2130;
+    private static final int DW_AT_GNU_DWO_ID = 0x2131;
+    private static final int DW_AT_GNU_RANGES_BASE = 0x2132;
+    private static final int DW_AT_GNU_ADDR_BASE = 0x2133;
 
     static final int DW_FORM_ADDR = 0x01;
     static final int DW_FORM_STRING = 0x08;
@@ -72,6 +77,10 @@ final class DieReader {
         long strOffsetsBase;
         int compDirForm; // 0: none
         long compDirValue;
+        int dwoNameForm; // 0: none (a skeleton unit names its split unit's file)
+        long dwoNameValue;
+        long gnuDwoId;
+        long gnuRangesBase;
 
         void reset(long at) {
             offset = at;
@@ -90,6 +99,9 @@ final class DieReader {
             rnglistsBase = 0;
             strOffsetsBase = 0;
             compDirForm = 0;
+            dwoNameForm = 0;
+            gnuDwoId = 0;
+            gnuRangesBase = 0;
         }
 
         boolean hasCode() {
@@ -188,6 +200,13 @@ final class DieReader {
                 case DW_AT_ADDR_BASE -> d.addrBase = v;
                 case DW_AT_RNGLISTS_BASE -> d.rnglistsBase = v;
                 case DW_AT_STR_OFFSETS_BASE -> d.strOffsetsBase = v;
+                case DW_AT_DWO_NAME, DW_AT_GNU_DWO_NAME -> {
+                    d.dwoNameForm = form;
+                    d.dwoNameValue = v;
+                }
+                case DW_AT_GNU_DWO_ID -> d.gnuDwoId = v;
+                case DW_AT_GNU_RANGES_BASE -> d.gnuRangesBase = v;
+                case DW_AT_GNU_ADDR_BASE -> d.addrBase = v;
                 case DW_AT_COMP_DIR -> {
                     d.compDirForm = form;
                     d.compDirValue = v;

@@ -46,6 +46,8 @@ public final class DwarfLineTable implements LineTable {
 
     private final String name;
     private final String supName; // the supplementary file, null if none
+    private Path file; // the file read, and the process's root: where split units' files are looked for (null: not)
+    private Path root;
     private final ByteBuffer[] raw; // SECTIONS then SUP_SECTIONS as mapped (compressed or not)
     private final boolean[] compressed;
     private final ByteBuffer[] inflated = new ByteBuffer[SECTIONS.length + SUP_SECTIONS.length]; // once inflated
@@ -96,9 +98,11 @@ public final class DwarfLineTable implements LineTable {
             infoBytes += compressed[SUP] ? 0 : raw[SUP].limit(); // the supplementary file's DIEs are read for names
         }
         this.inflatedForInline = inflatedInfo;
-        // The inline data's own budget grows with .debug_info (index, scopes of the units looked up, abbreviations).
+        // The inline data's own budget grows with .debug_info (index, scopes of the units looked up, abbreviations), and
+        // with .debug_addr: split units (.dwo, not counted in .debug_info) have an address there for each of their ranges.
+        long addrBytes = raw[6] == null ? 0 : raw[6].limit();
         this.inlineWeight = raw[INFO] == null || raw[INFO + 1] == null ? 0
-                : Math.min(maxInlineBytes, inflatedInfo + infoBytes / 4 + (256L << 10));
+                : Math.min(maxInlineBytes, inflatedInfo + infoBytes / 4 + addrBytes * 4 + (256L << 10));
         this.weight = inflated + lineBytes / 8 + (DebugLine.CACHED_UNITS + 1) * 32L * 1024 + CACHED_PCS * 300L + inlineWeight;
     }
 
@@ -138,7 +142,10 @@ public final class DwarfLineTable implements LineTable {
             java.util.Arrays.fill(raw, SUP, raw.length, null);
             sup = null;
         }
-        return new DwarfLineTable(dwarfFile.toString(), sup == null ? null : sup.toString(), raw, compressed, symbols);
+        DwarfLineTable t = new DwarfLineTable(dwarfFile.toString(), sup == null ? null : sup.toString(), raw, compressed, symbols);
+        t.file = dwarfFile;
+        t.root = root;
+        return t;
     }
 
     /** Maps {@code names}' sections of {@code file} into {@code raw} from {@code at}: absent ones stay null. */
@@ -261,6 +268,9 @@ public final class DwarfLineTable implements LineTable {
                     section(SUP + 1, supName + " .debug_abbrev"), section(SUP + 2, supName + " .debug_str"),
                     section(SUP + 3, supName + " .debug_line_str"), null, null, null, null, null), supBudget));
         }
+        if (file != null) {
+            info.splitFiles(this::splitFile);
+        }
         inline = info;
         LOG.log(System.Logger.Level.DEBUG, () -> name + ": " + inline.unitCount() + " units, " + inline.rangeCount()
                 + " ranges indexed for inlined functions");
@@ -276,6 +286,54 @@ public final class DwarfLineTable implements LineTable {
             failInline(e);
             return null;
         }
+    }
+
+    private static final String[] DWO_SECTIONS = {".debug_info.dwo", ".debug_abbrev.dwo", ".debug_str.dwo",
+            ".debug_str_offsets.dwo", ".debug_rnglists.dwo"};
+
+    /**
+     * A split unit's file (gcc -gsplit-dwarf): {@code dwoName} as it is if absolute, else in {@code compDir}, each in the
+     * process's root first; then its name next to the file read (.dwo files copied beside the binary). Null if none.
+     */
+    private DebugInfo.SplitFile splitFile(String dwoName, String compDir) throws DwarfException {
+        List<Path> candidates = new ArrayList<>();
+        try {
+            Path dwo = Path.of(dwoName);
+            Path named = dwo.isAbsolute() ? dwo : compDir != null && compDir.startsWith("/") ? Path.of(compDir).resolve(dwo) : null;
+            if (named != null) {
+                if (!root.equals(Path.of("/"))) {
+                    candidates.add(root.resolve(named.toString().substring(1)));
+                }
+                candidates.add(named);
+            }
+            if (file.getParent() != null && dwo.getFileName() != null) {
+                candidates.add(file.getParent().resolve(dwo.getFileName()));
+            }
+        } catch (java.nio.file.InvalidPathException e) {
+            throw new DwarfException(name + ": .debug_info: split unit file name " + dwoName + ": " + e.getMessage());
+        }
+        for (Path c : candidates) {
+            if (!java.nio.file.Files.isRegularFile(c)) {
+                continue;
+            }
+            ByteBuffer[] b = new ByteBuffer[DWO_SECTIONS.length];
+            boolean[] packed = new boolean[b.length];
+            try {
+                map(c, ElfFile.openWithoutSymbols(c), DWO_SECTIONS, b, packed, 0);
+            } catch (ElfException | IOException e) {
+                throw new DwarfException(c + ": " + e.getMessage());
+            }
+            for (int i = 0; i < b.length; i++) {
+                if (packed[i]) {
+                    throw new DwarfException(c + ": " + DWO_SECTIONS[i] + " is compressed (split units' files are read uncompressed)");
+                }
+            }
+            if (b[0] == null || b[1] == null) {
+                throw new DwarfException(c + ": .debug_info.dwo or .debug_abbrev.dwo is missing");
+            }
+            return new DebugInfo.SplitFile(c.toString(), new DebugInfo.Sections(b[0], b[1], b[2], null, b[3], null, null, b[4], null));
+        }
+        return null;
     }
 
     private void failInline(Exception e) {

@@ -16,7 +16,8 @@ import java.util.List;
  * {@code .debug_abbrev}, {@code .debug_rnglists} / {@code .debug_ranges} and {@code .debug_str}, with a supplementary
  * file's (dwz's alternate file: DW_FORM_GNU_ref_alt / strp_alt, DWARF 5 ref_sup4 / strp_sup point into it). Input: an
  * address to look up, then abbrev, ranges and str (two-byte lengths each), a flag and .debug_aranges if it is set, a
- * flag and the supplementary file's abbrev, str and info if it is set, the rest .debug_info. A {@link DwarfException} naming
+ * flag and the supplementary file's abbrev, str and info if it is set (also read as a skeleton unit's split file),
+ * the rest .debug_info. A {@link DwarfException} naming
  * the section is what bad input must give; anything else escaping, a chain past the budget or without its functions
  * is a finding.
  */
@@ -40,12 +41,16 @@ public final class DebugInfoFuzzTarget {
             sup = new DebugInfo.Sections(supInfo, supAbbrev, supStr, null, null, null, null, null, null);
         }
         ByteBuffer info = ByteBuffer.wrap(in.rest());
-        // Both range sections get the same bytes: a unit's version picks the one it reads.
-        DebugInfo.Sections s = new DebugInfo.Sections(info, abbrev, str, null, null, null, ranges, ranges, aranges);
+        // Both range sections (and .debug_addr) get the same bytes: a unit's version and forms pick the one read.
+        DebugInfo.Sections s = new DebugInfo.Sections(info, abbrev, str, null, null, ranges, ranges, ranges, aranges);
         try {
             DebugInfo d = DebugInfo.open("fuzz", s, BUDGET * 3 / 4);
             if (sup != null) {
                 d.supplementary(DebugInfo.openSupplementary("fuzz", sup, BUDGET / 4));
+                // The same bytes serve as a skeleton unit's split file (.dwo), with its strings' offsets from the str bytes.
+                DebugInfo.Sections dwo = new DebugInfo.Sections(sup.info(), sup.abbrev(), sup.str(), null, sup.str(), null, null,
+                        ranges, null);
+                d.splitFiles((dwoName, compDir) -> new DebugInfo.SplitFile("fuzz", dwo));
             }
             for (long a : new long[] {address, address + 1, address - 1}) {
                 DebugInfo.Chain c = d.chain(a);
@@ -73,11 +78,19 @@ public final class DebugInfoFuzzTarget {
      */
     public static void writeSeeds(Path dir) throws Exception {
         Path tmp = Files.createTempDirectory("debuginfo-seeds");
-        for (String v : List.of("dwarf-4", "dwarf-5", "dwz-4", "dwz-5")) {
+        for (String v : List.of("dwarf-4", "dwarf-5", "dwz-4", "dwz-5", "split-4", "split-5")) {
             String g = "-gdwarf-" + v.charAt(v.length() - 1);
             Path bin = TestPrograms.compile(tmp, "inl_" + v.replace('-', '_'), InlineChainTest.SOURCE, "-O2", g);
             long pc = inlinedPc(bin, ElfFile.open(bin));
             ElfFile common = null;
+            if (v.startsWith("split")) { // the same code with -gsplit-dwarf: the .dwo as the supplementary bytes
+                bin = TestPrograms.compile(tmp, "inl_" + v.replace('-', '_'), InlineChainTest.SOURCE, "-O2", g, "-gsplit-dwarf");
+                try (var files = Files.list(tmp)) {
+                    Path dwo = files.filter(f -> f.getFileName().toString().startsWith("inl_" + v.replace('-', '_'))
+                            && f.toString().endsWith(".dwo")).findFirst().orElseThrow();
+                    common = ElfFile.open(dwo);
+                }
+            }
             if (v.startsWith("dwz")) {
                 Path copy = Files.copy(bin, tmp.resolve(bin.getFileName() + "_copy"));
                 Path c = tmp.resolve(v + ".debug");
@@ -97,8 +110,9 @@ public final class DebugInfoFuzzTarget {
             writeLong(out, bytes(elf, ".debug_aranges"));
             out.write(common == null ? 0 : 1);
             if (common != null) {
+                String suffix = v.startsWith("split") ? ".dwo" : "";
                 for (String section : List.of(".debug_abbrev", ".debug_str", ".debug_info")) {
-                    writeLong(out, bytes(common, section));
+                    writeLong(out, bytes(common, section + suffix));
                 }
             }
             out.write(bytes(elf, ".debug_info"));
