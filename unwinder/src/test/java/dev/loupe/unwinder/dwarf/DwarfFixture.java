@@ -50,9 +50,14 @@ final class DwarfFixture {
      * the line table's directories are then relative ("src") to the compilation directory.
      */
     static Path compileRelative(Path dir, String name, String source, String... flags) throws Exception {
+        return compileRelative("gcc", dir, name, source, flags);
+    }
+
+    /** As above with {@code compiler} (gcc, clang). */
+    static Path compileRelative(String compiler, Path dir, String name, String source, String... flags) throws Exception {
         Files.createDirectories(dir.resolve("src"));
         Files.writeString(dir.resolve("src").resolve(name + ".c"), source);
-        StringBuilder cmd = new StringBuilder("cd '" + dir + "' && gcc -fno-omit-frame-pointer");
+        StringBuilder cmd = new StringBuilder("cd '" + dir + "' && " + compiler + " -fno-omit-frame-pointer");
         for (String f : flags) {
             cmd.append(' ').append(f);
         }
@@ -100,7 +105,7 @@ final class DwarfFixture {
 
     /** addr2line's "file:line" for each address ("??:0" where it knows none; discriminators dropped). */
     static List<String> addr2line(Path file, List<Long> addrs) throws Exception {
-        String out = addr2lineOutput(file, addrs, "");
+        String out = toolOutput("addr2line", file, addrs, "");
         List<String> lines = new ArrayList<>();
         for (String l : out.split("\n")) {
             lines.add(l.replaceAll(" \\(discriminator \\d+\\)", "").trim());
@@ -114,7 +119,15 @@ final class DwarfFixture {
      * {@code baseNames}: file base names only).
      */
     static List<List<String>> addr2lineChains(Path file, List<Long> addrs, boolean baseNames) throws Exception {
-        String out = addr2lineOutput(file, addrs, "-a -i -f"); // -a prints each address first: the separator between chains
+        return chains("addr2line", file, addrs, baseNames);
+    }
+
+    /**
+     * As above from {@code tool}: "addr2line" (binutils) or "llvm-symbolizer --output-style=GNU" (LLVM's, which reads
+     * clang's DWARF 5 inline ranges that binutils 2.40 misses), both with -a -i -f.
+     */
+    static List<List<String>> chains(String tool, Path file, List<Long> addrs, boolean baseNames) throws Exception {
+        String out = toolOutput(tool, file, addrs, "-a -i -f"); // -a prints each address first: the separator between chains
         List<List<String>> chains = new ArrayList<>();
         String[] l = out.split("\n");
         for (int i = 0; i < l.length; ) {
@@ -132,7 +145,7 @@ final class DwarfFixture {
         return chains;
     }
 
-    private static String addr2lineOutput(Path file, List<Long> addrs, String flags) throws Exception {
+    private static String toolOutput(String tool, Path file, List<Long> addrs, String flags) throws Exception {
         Path in = Files.createTempFile("addrs", ".txt");
         StringBuilder sb = new StringBuilder();
         for (long a : addrs) {
@@ -140,7 +153,7 @@ final class DwarfFixture {
         }
         Files.writeString(in, sb);
         try {
-            return TestPrograms.run(List.of("sh", "-c", "addr2line " + flags + " -e '" + file + "' < '" + in + "'"));
+            return TestPrograms.run(List.of("sh", "-c", tool + " " + flags + " -e '" + file + "' < '" + in + "'"));
         } finally {
             Files.delete(in);
         }

@@ -68,9 +68,15 @@ public class InlineChainTest {
 
     /** As above, addr2line run on {@code truthFile}: the same code with the DWARF as the compiler wrote it. */
     static int compare(Path dwarfFile, Path truthFile, SymbolTable symbols, String function, boolean baseNames) throws Exception {
+        return compare(dwarfFile, "addr2line", truthFile, symbols, function, baseNames);
+    }
+
+    /** As above, the truth from {@code tool} (see {@link DwarfFixture#chains}). */
+    static int compare(Path dwarfFile, String tool, Path truthFile, SymbolTable symbols, String function, boolean baseNames)
+            throws Exception {
         DwarfLineTable t = DwarfLineTable.open(dwarfFile, ElfFile.openWithoutSymbols(dwarfFile), symbols);
         List<Long> addrs = DwarfFixture.bytesOf(symbols, DwarfFixture.indexOf(symbols, function, dwarfFile));
-        List<List<String>> truth = DwarfFixture.addr2lineChains(truthFile, addrs, baseNames);
+        List<List<String>> truth = DwarfFixture.chains(tool, truthFile, addrs, baseNames);
         int inlined = 0;
         for (int k = 0; k < addrs.size(); k++) {
             List<SourceLine> got = t.lines(addrs.get(k));
@@ -94,7 +100,7 @@ public class InlineChainTest {
         assertNull(t.problem());
         assertNull(t.inlineProblem());
         System.out.println(dwarfFile.getFileName() + " " + function + ": " + addrs.size() + " bytes, " + inlined
-                + " with inlined functions, equal to addr2line -i; inline data " + t.inlineBytes() + " bytes");
+                + " with inlined functions, equal to " + tool.split(" ")[0] + " -i; inline data " + t.inlineBytes() + " bytes");
         return inlined;
     }
 
@@ -182,41 +188,48 @@ public class InlineChainTest {
     }
 
     /**
-     * gcc -gsplit-dwarf, built as make builds (gcc from the project's directory, "src/inl.c -o out/inl"): the binary
-     * holds skeleton units (DWARF 5 DW_UT_skeleton; DWARF 4 DW_AT_GNU_dwo_name), the inlined functions are in
-     * out/inl.dwo, named relative to the compilation directory (addresses through the binary's .debug_addr, ranges in .debug_rnglists.dwo or the
-     * binary's .debug_ranges, names through .debug_str_offsets.dwo). binutils 2.40 and elfutils 0.188 give no inlined
-     * functions for split units, so the truth is addr2line -i on the same source built without -gsplit-dwarf (the
-     * same .text, checked). Then the .dwo beside a copied binary, and without any .dwo: plain lines.
+     * Split DWARF built as make builds (from the project's directory, "src/inl.c -o out/inl"): the binary holds skeleton
+     * units (DWARF 5 DW_UT_skeleton; gcc's DWARF 4 DW_AT_GNU_dwo_name), the inlined functions are in a .dwo named
+     * relative to the compilation directory (gcc: out/inl.dwo; clang: inl.dwo), read with the binary's .debug_addr,
+     * ranges in .debug_rnglists.dwo or the binary's .debug_ranges, names through .debug_str_offsets.dwo. binutils 2.40,
+     * elfutils 0.188 and llvm-symbolizer 14 give no inlined functions for split units, so the truth is the same source
+     * built without split DWARF (the same .text, checked): addr2line -i for gcc, llvm-symbolizer -i for clang (binutils
+     * misses clang 14's inline ranges). Then the binary deployed elsewhere, and without any .dwo: plain lines.
      */
     @Test
-    void splitDwarfChainsMatchAddr2lineOnTheSameCodeBuiltWhole() throws Exception {
-        for (String v : List.of("-gdwarf-5", "-gdwarf-4")) {
-            Path project = Files.createDirectories(dir.resolve("split" + v));
-            Path whole = DwarfFixture.compileRelative(project, "inl", SOURCE, "-O2", v); // the truth: project/inl
+    void splitDwarfChainsMatchTheSameCodeBuiltWhole() throws Exception {
+        for (String[] build : List.of(new String[] {"gcc", "-gdwarf-5", "addr2line"}, new String[] {"gcc", "-gdwarf-4", "addr2line"},
+                new String[] {"clang", "-gdwarf-5", "llvm-symbolizer --output-style=GNU"})) {
+            String cc = build[0];
+            String v = build[1];
+            String what = cc + " " + v;
+            Path project = Files.createDirectories(dir.resolve("split-" + cc + v));
+            Path whole = DwarfFixture.compileRelative(cc, project, "inl", SOURCE, "-O2", v); // the truth: project/inl
             Files.createDirectories(project.resolve("out"));
-            TestPrograms.run(List.of("sh", "-c", "cd '" + project + "' && gcc -fno-omit-frame-pointer -O2 " + v
+            TestPrograms.run(List.of("sh", "-c", "cd '" + project + "' && " + cc + " -fno-omit-frame-pointer -O2 " + v
                     + " -gsplit-dwarf src/inl.c -o out/inl"));
             Path bin = project.resolve("out/inl");
-            assertEquals(text(whole), text(bin), v + ": -gsplit-dwarf changed the code");
-            Path dwo = project.resolve("out/inl.dwo");
-            assertTrue(Files.exists(dwo), v + ": gcc wrote " + dwo);
+            assertEquals(text(whole), text(bin), what + ": -gsplit-dwarf changed the code");
+            Path dwo;
+            try (var found = Files.walk(project)) {
+                dwo = found.filter(f -> f.toString().endsWith(".dwo")).findFirst().orElseThrow();
+            }
             String skeleton = TestPrograms.run(List.of("readelf", "--debug-dump=info", bin.toString()));
-            assertTrue(skeleton.contains(v.equals("-gdwarf-5") ? "DW_UT_skeleton" : "DW_AT_GNU_dwo_name"), v + "\n" + skeleton);
-            assertTrue(skeleton.contains(": out/inl.dwo"), v + ": the .dwo is named relative to the compilation directory");
+            assertTrue(skeleton.contains(v.equals("-gdwarf-5") ? "DW_UT_skeleton" : "DW_AT_GNU_dwo_name"), what + "\n" + skeleton);
+            assertTrue(skeleton.contains(": " + project.relativize(dwo)), what + ": the .dwo is named relative to the compilation directory");
             SymbolTable symbols = ElfFile.open(bin).symbols();
-            int inlined = compare(bin, whole, symbols, "hot", false);
-            assertTrue(inlined >= 4, v + ": bytes of hot with inlined functions: " + inlined);
+            int inlined = compare(bin, build[2], whole, symbols, "hot", false);
+            assertTrue(inlined >= 4, what + ": bytes of hot with inlined functions: " + inlined);
 
             // The binary deployed elsewhere: its .dwo found in the compilation directory, then beside it.
-            Path elsewhere = Files.createDirectories(dir.resolve("deployed" + v));
+            Path elsewhere = Files.createDirectories(dir.resolve("deployed-" + cc + v));
             Path copy = Files.copy(bin, elsewhere.resolve("inl"));
-            assertEquals(inlined, compare(copy, whole, symbols, "hot", false), v + ": in the compilation directory");
-            Files.move(dwo, elsewhere.resolve("inl.dwo"));
-            assertEquals(inlined, compare(copy, whole, symbols, "hot", false), v + ": beside the binary");
+            assertEquals(inlined, compare(copy, build[2], whole, symbols, "hot", false), what + ": in the compilation directory");
+            Path beside = Files.move(dwo, elsewhere.resolve(dwo.getFileName()));
+            assertEquals(inlined, compare(copy, build[2], whole, symbols, "hot", false), what + ": beside the binary");
 
             // No .dwo anywhere: plain lines, no inlined functions, no problem.
-            Files.delete(elsewhere.resolve("inl.dwo"));
+            Files.delete(beside);
             DwarfLineTable plain = DwarfLineTable.open(copy, ElfFile.openWithoutSymbols(copy), symbols);
             DwarfLineTable withDwo = DwarfLineTable.open(whole, ElfFile.openWithoutSymbols(whole), ElfFile.open(whole).symbols());
             long hot = TestPrograms.nmAddress(copy, "hot");
@@ -224,14 +237,14 @@ public class InlineChainTest {
             for (long pc = hot; pc < hot + 64; pc++) {
                 List<SourceLine> l = plain.lines(pc);
                 List<SourceLine> full = withDwo.lines(pc);
-                assertEquals(full.isEmpty(), l.isEmpty(), v);
+                assertEquals(full.isEmpty(), l.isEmpty(), what);
                 if (!l.isEmpty()) {
-                    assertEquals(1, l.size(), v + ": " + l);
+                    assertEquals(1, l.size(), what + ": " + l);
                     assertEquals(full.get(0).file() + ":" + full.get(0).line(), l.get(0).file() + ":" + l.get(0).line());
                     lines++;
                 }
             }
-            assertTrue(lines > 20, v + ": pcs with lines without the .dwo: " + lines);
+            assertTrue(lines > 20, what + ": pcs with lines without the .dwo: " + lines);
             assertNull(plain.inlineProblem());
         }
     }
