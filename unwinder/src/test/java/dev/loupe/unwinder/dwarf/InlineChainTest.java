@@ -26,7 +26,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * DWARF 5 zlib-compressed), and Debian's libc through libc6-dbg's debug file. Also: the budget, and hostile input.
  */
 public class InlineChainTest {
-    static final String SOURCE = """
+    public static final String SOURCE = """
             static volatile unsigned long sink;
             static inline __attribute__((always_inline)) unsigned long mix(unsigned long x) {
                 return (x * 2654435761u) ^ (x >> 7);
