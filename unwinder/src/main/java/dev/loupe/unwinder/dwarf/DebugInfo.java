@@ -30,8 +30,26 @@ public final class DebugInfo {
     static final int DW_TAG_PARTIAL_UNIT = 0x3c;
     static final int DW_TAG_SUBPROGRAM = 0x2e;
     static final int DW_TAG_INLINED_SUBROUTINE = 0x1d;
+    static final int DW_TAG_SKELETON_UNIT = 0x4a;
     private static final int DW_UT_COMPILE = 1;
     private static final int DW_UT_PARTIAL = 3;
+    private static final int DW_UT_SKELETON = 4;
+    private static final int DW_UT_SPLIT_COMPILE = 5;
+    /** Split units' readers kept at once, each reserving a quarter of the budget. */
+    private static final int CACHED_SPLITS = 2;
+    private static final System.Logger LOG = System.getLogger(DebugInfo.class.getName());
+
+    /** A split unit's file (gcc -gsplit-dwarf's .dwo): where it is and its sections (info, abbrev, str, strOffsets, rnglists). */
+    public record SplitFile(String path, Sections sections) {}
+
+    /** Opens the file of a skeleton unit's split unit ({@code DW_AT_dwo_name}, relative to {@code compDir}). */
+    public interface SplitFiles {
+        /** The file, null if there is none where it should be. */
+        SplitFile open(String dwoName, String compDir) throws DwarfException;
+    }
+
+    /** What a split unit takes from its skeleton: its .debug_addr base, range and string bases, base address, line table. */
+    private record Bases(long addrBase, long rangesBase, long strOffsetsBase, long lowPc, long stmtList) {}
 
     /** The sections read; any but info and abbrev may be null. */
     public record Sections(ByteBuffer info, ByteBuffer abbrev, ByteBuffer str, ByteBuffer lineStr, ByteBuffer strOffsets,
@@ -48,7 +66,8 @@ public final class DebugInfo {
 
     /** A unit's header and its first DIE's attributes that later reads need. */
     record Unit(long offset, long end, int version, int addrSize, int offsetSize, long abbrevOffset, long dieStart,
-                boolean code, long stmtList, long lowPc, long addrBase, long rnglistsBase, long strOffsetsBase) {}
+                boolean code, long stmtList, long lowPc, long addrBase, long rnglistsBase, long strOffsetsBase,
+                int compDirForm, long compDirValue) {}
 
     private final String name;
     private final Sections s;
@@ -64,7 +83,14 @@ public final class DebugInfo {
     private final Map<Long, DebugAbbrev> abbrevs = new LinkedHashMap<>(16, 0.75f, true);
     private final Map<Integer, UnitScopes> scopes = new LinkedHashMap<>(16, 0.75f, true);
     private final Map<Long, Scope> names = new LinkedHashMap<>(64, 0.75f, true);
-    private long held; // abbrevs and scopes cached now
+    private long held; // abbrevs and scopes cached now, the line-table key
+    private DebugInfo sup; // the supplementary file (dwz's alternate file), null if none
+    private SplitFiles splitFiles; // where skeleton units' split units are read, null: not read
+    private final Map<Integer, DebugInfo> splits = new LinkedHashMap<>(4, 0.75f, true); // by skeleton unit
+    private final java.util.Set<String> missingSplits = new java.util.HashSet<>(); // said once each, at most 64
+    private Bases bases; // in a split file's reader: its unit's bases, from the skeleton
+    private int splitUnit = -1; // in a split file's reader: the split unit's index
+    private long[] stmtLists; // each code unit's DW_AT_stmt_list << 20 | its index, sorted; built by compDir
     private final int maxNames; // at most an eighth of the budget
 
     private DebugInfo(String name, Sections s, long budget, Unit[] units, boolean[] complete, long[] lo, long[] hi,
@@ -134,6 +160,41 @@ public final class DebugInfo {
             unitOf[i] = owner[order[i]];
         }
         return new DebugInfo(name, s, budget, all, complete, lo, hi, unitOf);
+    }
+
+    /**
+     * A supplementary file's units (DWARF 5 .debug_sup, dwz's .gnu_debugaltlink), whose DIEs another file's references
+     * name: headers only, no address index (it holds no code); a file of only strings has none.
+     */
+    public static DebugInfo openSupplementary(String name, Sections s, long budget) throws DwarfException {
+        if ((s.info() == null) != (s.abbrev() == null)) {
+            throw new DwarfException(name + ": .debug_info or .debug_abbrev is missing");
+        }
+        List<Unit> units = new ArrayList<>();
+        for (long p = 0; s.info() != null && p < s.info().limit(); ) { // none: the file holds only strings // each unit consumes its header at least
+            Unit header = header(name, s.info(), p);
+            units.add(header);
+            if (64 + units.size() * 120L > budget) {
+                throw new DwarfException(name + ": .debug_info: the unit index alone needs more than " + budget + " bytes");
+            }
+            p = header.end();
+        }
+        Unit[] all = units.toArray(Unit[]::new);
+        return new DebugInfo(name, s, budget, all, new boolean[all.length], new long[0], new long[0], new int[0]);
+    }
+
+    /** Names references into {@code sup} (DW_FORM_ref_sup4/8, DW_FORM_GNU_ref_alt) and its strings by its DIEs. */
+    public void supplementary(DebugInfo sup) {
+        this.sup = sup;
+    }
+
+    /** Reads skeleton units' split units (gcc -gsplit-dwarf) from the files {@code files} opens. */
+    public void splitFiles(SplitFiles files) {
+        this.splitFiles = files;
+    }
+
+    private DieReader reader() {
+        return new DieReader(name, s, sup == null ? null : sup.s.str());
     }
 
     /** The unit index as it is built: ranges and the unit each belongs to, within the budget. */
@@ -234,15 +295,16 @@ public final class DebugInfo {
                                  DwarfRanges.Pairs out) throws DwarfException {
         DieReader r = new DieReader(name, s);
         DieReader.Die d = r.read(r.cursor(header.dieStart(), header.end()), header, a);
-        if (d == null || (d.tag != DW_TAG_COMPILE_UNIT && d.tag != DW_TAG_PARTIAL_UNIT)) {
+        if (d == null || (d.tag != DW_TAG_COMPILE_UNIT && d.tag != DW_TAG_PARTIAL_UNIT && d.tag != DW_TAG_SKELETON_UNIT)) {
             return new Unit(header.offset(), header.end(), header.version(), header.addrSize(), header.offsetSize(),
-                    header.abbrevOffset(), header.dieStart(), false, -1, 0, 0, 0, 0);
+                    header.abbrevOffset(), header.dieStart(), false, -1, 0, 0, 0, 0, 0, 0);
         }
         Unit bases = new Unit(header.offset(), header.end(), header.version(), header.addrSize(), header.offsetSize(),
-                header.abbrevOffset(), header.dieStart(), true, d.stmtList, 0, d.addrBase, d.rnglistsBase, d.strOffsetsBase);
+                header.abbrevOffset(), header.dieStart(), true, d.stmtList, 0, d.addrBase, d.rnglistsBase, d.strOffsetsBase,
+                d.compDirForm, d.compDirValue);
         Unit u = new Unit(bases.offset(), bases.end(), bases.version(), bases.addrSize(), bases.offsetSize(),
                 bases.abbrevOffset(), bases.dieStart(), true, d.stmtList, d.low(bases, ranges), d.addrBase, d.rnglistsBase,
-                d.strOffsetsBase);
+                d.strOffsetsBase, d.compDirForm, d.compDirValue);
         if (out != null) {
             d.ranges(u, ranges, out);
         }
@@ -254,6 +316,12 @@ public final class DebugInfo {
         if (!complete[i]) {
             if (units[i].code()) {
                 units[i] = complete(name, s, ranges, units[i], abbrev(units[i]), null);
+                Unit u = units[i];
+                if (bases != null && u.code()) { // a split unit: its addresses and line table are its skeleton's
+                    units[i] = new Unit(u.offset(), u.end(), u.version(), u.addrSize(), u.offsetSize(), u.abbrevOffset(),
+                            u.dieStart(), true, bases.stmtList(), bases.lowPc(), bases.addrBase(), bases.rangesBase(),
+                            bases.strOffsetsBase(), u.compDirForm(), u.compDirValue());
+                }
             }
             complete[i] = true;
         }
@@ -267,7 +335,7 @@ public final class DebugInfo {
         long end = c.end;
         int version = c.u16();
         if (version < 2 || version > 5) {
-            return new Unit(at, end, version, 8, offsetSize, 0, end, false, -1, 0, 0, 0, 0); // skipped, not refused
+            return new Unit(at, end, version, 8, offsetSize, 0, end, false, -1, 0, 0, 0, 0, 0, 0); // skipped, not refused
         }
         int unitType = DW_UT_COMPILE;
         int addressSize;
@@ -288,8 +356,9 @@ public final class DebugInfo {
         if (addressSize != 4 && addressSize != 8) {
             throw c.error("unit at " + at + " has address size " + addressSize);
         }
-        boolean code = unitType == DW_UT_COMPILE || unitType == DW_UT_PARTIAL;
-        return new Unit(at, end, version, addressSize, offsetSize, abbrevOffset, c.pos, code, -1, 0, 0, 0, 0);
+        boolean code = unitType == DW_UT_COMPILE || unitType == DW_UT_PARTIAL || unitType == DW_UT_SKELETON
+                || unitType == DW_UT_SPLIT_COMPILE;
+        return new Unit(at, end, version, addressSize, offsetSize, abbrevOffset, c.pos, code, -1, 0, 0, 0, 0, 0, 0);
     }
 
     /** The inline chain at {@code pc}; null when no unit's subprogram covers it. */
@@ -299,6 +368,11 @@ public final class DebugInfo {
             return null;
         }
         int unit = unitOf[i];
+        DebugInfo split = split(unit);
+        return split != null ? split.chainIn(split.splitUnit, pc, unit(unit).stmtList()) : chainIn(unit, pc, unit(unit).stmtList());
+    }
+
+    private Chain chainIn(int unit, long pc, long stmtList) throws DwarfException {
         UnitScopes us = scopes(unit);
         int[] at = us.at(pc);
         if (at.length == 0) {
@@ -309,7 +383,91 @@ public final class DebugInfo {
             Scope named = name(us.die(at[k]));
             out.add(new Scope(named.name(), named.declLine(), us.callFile(at[k]), us.callLine(at[k])));
         }
-        return new Chain(unit(unit).stmtList(), out);
+        return new Chain(stmtList, out);
+    }
+
+    /**
+     * The reader of skeleton unit {@code ui}'s split unit (DWARF 5 DW_UT_skeleton, or DWARF 4 with DW_AT_GNU_dwo_name),
+     * opened on first use within a quarter of the budget and checked by its dwo id; null for a unit that is no skeleton
+     * or whose split file is missing (said once: its pcs keep their plain lines).
+     */
+    private DebugInfo split(int ui) throws DwarfException {
+        DebugInfo hit = splits.get(ui);
+        if (hit != null || splitFiles == null) {
+            return hit;
+        }
+        Unit u = unit(ui);
+        if (!u.code()) {
+            return null;
+        }
+        DieReader r = reader();
+        DieReader.Die d = r.read(r.cursor(u.dieStart(), u.end()), u, abbrev(u));
+        if (d == null || d.dwoNameForm == 0) {
+            return null;
+        }
+        String dwoName = r.string(u, d.dwoNameForm, d.dwoNameValue);
+        String compDir = d.compDirForm == 0 ? null : r.string(u, d.compDirForm, d.compDirValue);
+        long id = u.version() >= 5 ? dwoId(name, s.info(), u) : d.gnuDwoId;
+        long gnuRangesBase = d.gnuRangesBase;
+        if (dwoName == null || missingSplits.contains(dwoName)) {
+            return null;
+        }
+        SplitFile f = splitFiles.open(dwoName, compDir);
+        if (f == null) {
+            if (missingSplits.size() < 64 && missingSplits.add(dwoName)) {
+                LOG.log(System.Logger.Level.INFO, () -> name + ": split unit file " + dwoName + " (in " + compDir
+                        + ") not found: its code keeps plain source lines");
+            }
+            return null;
+        }
+        long reserve = budget / 4;
+        Sections fs = f.sections();
+        Sections ds = new Sections(fs.info(), fs.abbrev(), fs.str(), null, fs.strOffsets(), s.addr(), s.ranges(), fs.rnglists(), null);
+        DebugInfo split = openSupplementary(f.path(), ds, reserve);
+        for (int k = 0; k < split.units.length && split.splitUnit < 0; k++) {
+            Unit su = split.units[k];
+            if (!su.code()) {
+                continue;
+            }
+            boolean same;
+            if (su.version() >= 5) {
+                same = dwoId(f.path(), ds.info(), su) == id;
+            } else {
+                DieReader sr = split.reader();
+                DieReader.Die sd = sr.read(sr.cursor(su.dieStart(), su.end()), su, split.abbrev(su));
+                same = sd != null && sd.gnuDwoId == id;
+            }
+            if (same) {
+                split.splitUnit = k;
+            }
+        }
+        if (split.splitUnit < 0) {
+            throw new DwarfException(f.path() + ": .debug_info.dwo: no split unit with dwo id 0x" + Long.toHexString(id)
+                    + " (its skeleton's in " + name + ")");
+        }
+        int offsetSize = split.units[split.splitUnit].offsetSize();
+        split.bases = u.version() >= 5
+                ? new Bases(u.addrBase(), offsetSize == 4 ? 12 : 20, offsetSize == 4 ? 8 : 16, u.lowPc(), u.stmtList())
+                : new Bases(u.addrBase(), gnuRangesBase, 0, u.lowPc(), u.stmtList());
+        splits.put(ui, split);
+        held += reserve;
+        var it = splits.entrySet().iterator();
+        while (splits.size() > CACHED_SPLITS && it.hasNext()) {
+            var e = it.next();
+            if (e.getValue() != split) {
+                held -= reserve;
+                it.remove();
+            }
+        }
+        return split;
+    }
+
+    /** A DWARF 5 skeleton or split unit's dwo id: the header's last 8 bytes. */
+    private static long dwoId(String file, ByteBuffer info, Unit u) throws DwarfException {
+        if (u.dieStart() < 8 || u.dieStart() > info.limit()) {
+            throw new DwarfException(file + ": .debug_info: unit at " + u.offset() + " has no dwo id");
+        }
+        return info.duplicate().order(java.nio.ByteOrder.LITTLE_ENDIAN).getLong((int) u.dieStart() - 8);
     }
 
     private int find(long pc) {
@@ -339,7 +497,7 @@ public final class DebugInfo {
         if (us == null) {
             long room = budget - indexBytes - maxNames * NAME_BYTES;
             Unit u = unit(unit);
-            us = UnitScopes.decode(new DieReader(name, s), u, abbrev(u), ranges, room);
+            us = UnitScopes.decode(reader(), u, abbrev(u), ranges, room);
             scopes.put(unit, us);
             held += us.bytes();
             var it = scopes.entrySet().iterator();
@@ -386,17 +544,25 @@ public final class DebugInfo {
         if (hit != null) {
             return hit;
         }
-        DieReader r = new DieReader(name, s);
+        DebugInfo in = this; // the file the DIE at "at" is in
         long at = die;
         int declLine = 0;
         String found = null;
         for (int hop = 0; hop < MAX_HOPS && at >= 0 && found == null; hop++) {
-            int ui = unitAt(at);
-            Unit u = ui < 0 ? null : unit(ui);
-            if (u == null) {
-                throw new DwarfException(name + ": .debug_info: reference to " + at + " lies in no unit");
+            if ((at & DieReader.IN_SUPPLEMENTARY) != 0) {
+                if (sup == null) {
+                    break; // the supplementary file was not found: unnamed
+                }
+                in = sup;
+                at &= ~DieReader.IN_SUPPLEMENTARY;
             }
-            DieReader.Die d = r.read(r.cursor(at, u.end()), u, abbrev(u));
+            int ui = in.unitAt(at);
+            Unit u = ui < 0 ? null : in.unit(ui);
+            if (u == null) {
+                throw new DwarfException(in.name + ": .debug_info: reference to " + at + " lies in no unit");
+            }
+            DieReader r = in.reader();
+            DieReader.Die d = r.read(r.cursor(at, u.end()), u, in.abbrev(u));
             if (d == null) {
                 break;
             }
@@ -444,6 +610,44 @@ public final class DebugInfo {
         return -1;
     }
 
+    /**
+     * {@code DW_AT_comp_dir} of the unit whose line table is at {@code stmtList} (what a DWARF 2-4 line table's relative
+     * names are relative to); null if no unit names it. The first call reads every unit's first DIE.
+     */
+    public String compDir(long stmtList) throws DwarfException {
+        if (stmtLists == null) {
+            if (units.length >= (1 << 20)) {
+                throw new DwarfException(name + ": .debug_info: " + units.length + " units, too many to key by line table");
+            }
+            long[] keys = new long[units.length];
+            int n = 0;
+            for (int i = 0; i < units.length; i++) {
+                Unit u = unit(i);
+                if (u.code() && u.stmtList() >= 0) {
+                    keys[n++] = (u.stmtList() << 20) | i; // stmtList and unit together: sorted by stmtList
+                }
+            }
+            stmtLists = Arrays.copyOf(keys, n);
+            Arrays.sort(stmtLists);
+            held += stmtLists.length * 8L;
+        }
+        int lo = 0;
+        int hi = stmtLists.length - 1;
+        while (lo <= hi) {
+            int mid = (lo + hi) >>> 1;
+            long key = stmtLists[mid] >>> 20;
+            if (key < stmtList) {
+                lo = mid + 1;
+            } else if (key > stmtList) {
+                hi = mid - 1;
+            } else {
+                Unit u = units[(int) (stmtLists[mid] & ((1 << 20) - 1))];
+                return u.compDirForm() == 0 ? null : reader().string(u, u.compDirForm(), u.compDirValue());
+            }
+        }
+        return null;
+    }
+
     /** Units read (all kinds). */
     public int unitCount() {
         return units.length;
@@ -456,6 +660,6 @@ public final class DebugInfo {
 
     /** Estimated heap held now: the index, cached abbreviation tables, decoded units and names. */
     public long bytes() {
-        return indexBytes + held + names.size() * NAME_BYTES;
+        return indexBytes + held + names.size() * NAME_BYTES + (sup == null ? 0 : sup.bytes());
     }
 }

@@ -47,6 +47,14 @@ public final class DebugLine {
     private static final int DW_FORM_STRX1 = 0x25;
     private static final int DW_FORM_STRX4 = 0x28;
 
+    /** Where a DWARF 2-4 unit's relative names are relative to: its unit's DW_AT_comp_dir (from .debug_info). */
+    public interface CompDirs {
+        CompDirs NONE = lineTable -> null;
+
+        /** The compilation directory of the unit whose line table is at {@code lineTable}; null if unknown. */
+        String compDir(long lineTable);
+    }
+
     /** A source position: {@code file} null when the table names none. */
     public record Position(String file, int line) {}
 
@@ -54,6 +62,7 @@ public final class DebugLine {
     private final ByteBuffer section;
     private final ByteBuffer lineStr; // .debug_line_str, may be null
     private final ByteBuffer str; // .debug_str, may be null
+    private final CompDirs compDirs;
     // The index, sorted by start: sequence i covers [seqStart[i], seqEnd[i]) and is rows [seqRow[i], seqRowEnd[i]] of
     // the unit at seqUnit[i] (the last its end_sequence row).
     private long[] seqStart = new long[64];
@@ -81,8 +90,9 @@ public final class DebugLine {
         }
     }
 
-    private DebugLine(String name, ByteBuffer section, ByteBuffer lineStr, ByteBuffer str) {
+    private DebugLine(String name, ByteBuffer section, ByteBuffer lineStr, ByteBuffer str, CompDirs compDirs) {
         this.name = name;
+        this.compDirs = compDirs;
         this.section = section;
         this.lineStr = lineStr;
         this.str = str;
@@ -96,7 +106,13 @@ public final class DebugLine {
      * @param str     {@code .debug_str} ({@code DW_FORM_strp}), or null
      */
     public static DebugLine parse(String name, ByteBuffer section, ByteBuffer lineStr, ByteBuffer str) throws DwarfException {
-        DebugLine d = new DebugLine(name, section, lineStr, str);
+        return parse(name, section, lineStr, str, CompDirs.NONE);
+    }
+
+    /** As above; {@code compDirs} names the directory DWARF 2-4 units' relative names are in. */
+    public static DebugLine parse(String name, ByteBuffer section, ByteBuffer lineStr, ByteBuffer str, CompDirs compDirs)
+            throws DwarfException {
+        DebugLine d = new DebugLine(name, section, lineStr, str, compDirs);
         d.index();
         return d;
     }
@@ -394,6 +410,10 @@ public final class DebugLine {
 
     // ---------------- file names ----------------
 
+    /**
+     * The unit's file names, made absolute as addr2line and gdb do: a relative directory is in the compilation
+     * directory (DWARF 5: directory 0; earlier: DW_AT_comp_dir, asked of {@link #compDirs} only when a name is relative).
+     */
     private List<String> files(Header h) throws DwarfException {
         Cursor c = cursor(h.filesAt(), h.program());
         List<String> out = new ArrayList<>();
@@ -402,22 +422,30 @@ public final class DebugLine {
             for (String d = c.cstring(); !d.isEmpty(); d = c.cstring()) {
                 dirs.add(d);
             }
+            String compDir = null;
+            boolean asked = false;
             for (String f = c.cstring(); !f.isEmpty(); f = c.cstring()) {
                 long dir = c.uleb();
                 c.uleb(); // mtime
                 c.uleb(); // length
-                // Directory 0 is the unit's compilation directory, named only in .debug_info: the name stays relative.
-                out.add(join(dir >= 1 && dir <= dirs.size() ? dirs.get((int) dir - 1) : null, f));
+                String name = join(dir >= 1 && dir <= dirs.size() ? dirs.get((int) dir - 1) : null, f);
+                if (!name.startsWith("/") && !asked) {
+                    compDir = compDirs.compDir(h.start());
+                    asked = true;
+                }
+                out.add(join(compDir, name));
             }
             return out;
         }
         List<String[]> dirs = entries(c, h);
         List<String[]> files = entries(c, h);
+        String dir0 = dirs.isEmpty() ? null : dirs.get(0)[0];
         for (String[] f : files) {
             String dir = null;
             if (f[1] != null) {
                 long d = Long.parseLong(f[1]); // any u64 a hostile table gives: out of range means no directory
                 dir = d >= 0 && d < dirs.size() ? dirs.get((int) d)[0] : null;
+                dir = d > 0 && dir != null ? join(dir0, dir) : dir;
             }
             out.add(f[0] == null ? null : join(dir, f[0]));
         }

@@ -10,6 +10,7 @@ import java.nio.ByteBuffer;
 final class DieReader {
     private static final int DW_AT_STMT_LIST = 0x10;
     private static final int DW_AT_NAME = 0x03;
+    private static final int DW_AT_COMP_DIR = 0x1b;
     private static final int DW_AT_LOW_PC = 0x11;
     private static final int DW_AT_HIGH_PC = 0x12;
     private static final int DW_AT_ABSTRACT_ORIGIN = 0x31;
@@ -23,6 +24,11 @@ final class DieReader {
     private static final int DW_AT_ADDR_BASE = 0x73;
     private static final int DW_AT_RNGLISTS_BASE = 0x74;
     private static final int DW_AT_MIPS_LINKAGE_NAME = 0x2007;
+    private static final int DW_AT_DWO_NAME = 0x76;
+    private static final int DW_AT_GNU_DWO_NAME = 0x2130;
+    private static final int DW_AT_GNU_DWO_ID = 0x2131;
+    private static final int DW_AT_GNU_RANGES_BASE = 0x2132;
+    private static final int DW_AT_GNU_ADDR_BASE = 0x2133;
 
     static final int DW_FORM_ADDR = 0x01;
     static final int DW_FORM_STRING = 0x08;
@@ -36,6 +42,13 @@ final class DieReader {
     static final int DW_FORM_ADDRX4 = 0x2c;
     static final int DW_FORM_GNU_ADDR_INDEX = 0x1f01;
     static final int DW_FORM_GNU_STR_INDEX = 0x1f02;
+    static final int DW_FORM_REF_SUP4 = 0x1c;
+    static final int DW_FORM_STRP_SUP = 0x1d;
+    static final int DW_FORM_REF_SUP8 = 0x24;
+    static final int DW_FORM_GNU_REF_ALT = 0x1f20;
+    static final int DW_FORM_GNU_STRP_ALT = 0x1f21;
+    /** Marks a reference into the supplementary file (dwz's alternate file): its .debug_info offset, or-ed with this. */
+    static final long IN_SUPPLEMENTARY = 1L << 62;
     private static final int MAX_INDIRECT = 4;
 
     /** The kept attributes of one DIE (reused: {@link #read} resets it). */
@@ -62,6 +75,12 @@ final class DieReader {
         long addrBase;
         long rnglistsBase;
         long strOffsetsBase;
+        int compDirForm; // 0: none
+        long compDirValue;
+        int dwoNameForm; // 0: none (a skeleton unit names its split unit's file)
+        long dwoNameValue;
+        long gnuDwoId;
+        long gnuRangesBase;
 
         void reset(long at) {
             offset = at;
@@ -79,6 +98,10 @@ final class DieReader {
             addrBase = 0;
             rnglistsBase = 0;
             strOffsetsBase = 0;
+            compDirForm = 0;
+            dwoNameForm = 0;
+            gnuDwoId = 0;
+            gnuRangesBase = 0;
         }
 
         boolean hasCode() {
@@ -104,11 +127,17 @@ final class DieReader {
 
     private final String name;
     private final DebugInfo.Sections s;
+    private final ByteBuffer supStr; // the supplementary file's .debug_str (strp_sup, GNU_strp_alt), may be null
     private final Die die = new Die();
 
     DieReader(String name, DebugInfo.Sections s) {
+        this(name, s, null);
+    }
+
+    DieReader(String name, DebugInfo.Sections s, ByteBuffer supStr) {
         this.name = name;
         this.s = s;
+        this.supStr = supStr;
     }
 
     Cursor cursor(long pos, long end) {
@@ -171,6 +200,17 @@ final class DieReader {
                 case DW_AT_ADDR_BASE -> d.addrBase = v;
                 case DW_AT_RNGLISTS_BASE -> d.rnglistsBase = v;
                 case DW_AT_STR_OFFSETS_BASE -> d.strOffsetsBase = v;
+                case DW_AT_DWO_NAME, DW_AT_GNU_DWO_NAME -> {
+                    d.dwoNameForm = form;
+                    d.dwoNameValue = v;
+                }
+                case DW_AT_GNU_DWO_ID -> d.gnuDwoId = v;
+                case DW_AT_GNU_RANGES_BASE -> d.gnuRangesBase = v;
+                case DW_AT_GNU_ADDR_BASE -> d.addrBase = v;
+                case DW_AT_COMP_DIR -> {
+                    d.compDirForm = form;
+                    d.compDirValue = v;
+                }
                 default -> { }
             }
         }
@@ -182,11 +222,18 @@ final class DieReader {
                 || (form >= DW_FORM_ADDRX1 && form <= DW_FORM_ADDRX4);
     }
 
-    /** A reference's .debug_info offset; -1 for references into other files (supplementary, alternate, type units). */
+    /**
+     * A reference's .debug_info offset, or-ed with {@link #IN_SUPPLEMENTARY} for one into the supplementary file
+     * (DWARF 5 ref_sup, dwz's GNU_ref_alt); -1 for type units' signatures.
+     */
     private static long reference(DebugInfo.Unit u, int form, long v) {
+        if (v < 0 || v >= IN_SUPPLEMENTARY) {
+            return -1; // no section is this large
+        }
         return switch (form) {
             case 0x11, 0x12, 0x13, 0x14, 0x15 -> u.offset() + v; // ref1..ref8, ref_udata: from the unit's start
             case 0x10 -> v; // ref_addr
+            case DW_FORM_REF_SUP4, DW_FORM_REF_SUP8, DW_FORM_GNU_REF_ALT -> v | IN_SUPPLEMENTARY;
             default -> -1;
         };
     }
@@ -242,6 +289,7 @@ final class DieReader {
             case DW_FORM_STRING -> cursor(0, s.info().limit()).cstringAt(v);
             case DW_FORM_STRP -> in(s.str(), ".debug_str", v);
             case DW_FORM_LINE_STRP -> in(s.lineStr(), ".debug_line_str", v);
+            case DW_FORM_STRP_SUP, DW_FORM_GNU_STRP_ALT -> in(supStr, "supplementary .debug_str", v);
             case DW_FORM_STRX, DW_FORM_GNU_STR_INDEX, 0x25, 0x26, 0x27, 0x28 -> {
                 if (s.strOffsets() == null) {
                     yield null;

@@ -40,11 +40,17 @@ public final class DwarfLineTable implements LineTable {
     private static final String[] SECTIONS = {".debug_line", ".debug_line_str", ".debug_str", ".debug_info", ".debug_abbrev",
             ".debug_str_offsets", ".debug_addr", ".debug_ranges", ".debug_rnglists", ".debug_aranges"};
     private static final int INFO = 3;
+    /** A supplementary file's sections (dwz's alternate file: the DIEs and strings references point into there). */
+    private static final String[] SUP_SECTIONS = {".debug_info", ".debug_abbrev", ".debug_str", ".debug_line_str"};
+    private static final int SUP = SECTIONS.length; // raw[SUP + i] is the supplementary file's SUP_SECTIONS[i]
 
     private final String name;
-    private final ByteBuffer[] raw; // SECTIONS as mapped (compressed or not)
+    private final String supName; // the supplementary file, null if none
+    private Path file; // the file read, and the process's root: where split units' files are looked for (null: not)
+    private Path root;
+    private final ByteBuffer[] raw; // SECTIONS then SUP_SECTIONS as mapped (compressed or not)
     private final boolean[] compressed;
-    private final ByteBuffer[] inflated = new ByteBuffer[SECTIONS.length]; // compressed sections once inflated
+    private final ByteBuffer[] inflated = new ByteBuffer[SECTIONS.length + SUP_SECTIONS.length]; // once inflated
     private final SymbolTable symbols;
     private DebugLine lines; // built on the first lookup
     private String problem;
@@ -60,12 +66,14 @@ public final class DwarfLineTable implements LineTable {
     };
     private final long weight;
 
-    private DwarfLineTable(String name, ByteBuffer[] raw, boolean[] compressed, SymbolTable symbols) {
-        this(name, raw, compressed, symbols, MAX_INLINE_BYTES);
+    private DwarfLineTable(String name, String supName, ByteBuffer[] raw, boolean[] compressed, SymbolTable symbols) {
+        this(name, supName, raw, compressed, symbols, MAX_INLINE_BYTES);
     }
 
-    private DwarfLineTable(String name, ByteBuffer[] raw, boolean[] compressed, SymbolTable symbols, long maxInlineBytes) {
+    private DwarfLineTable(String name, String supName, ByteBuffer[] raw, boolean[] compressed, SymbolTable symbols,
+                           long maxInlineBytes) {
         this.name = name;
+        this.supName = supName;
         this.raw = raw;
         this.compressed = compressed;
         this.symbols = symbols;
@@ -86,10 +94,15 @@ public final class DwarfLineTable implements LineTable {
         // What it may hold: inflated sections, the sequence index (bounded by the section's size), the units and pcs cached.
         long lineBytes = raw[0] == null ? 0 : compressed[0] ? inflated : raw[0].limit();
         long infoBytes = raw[INFO] == null ? 0 : compressed[INFO] ? inflatedInfo : raw[INFO].limit();
+        if (raw[SUP] != null && supName != null) {
+            infoBytes += compressed[SUP] ? 0 : raw[SUP].limit(); // the supplementary file's DIEs are read for names
+        }
         this.inflatedForInline = inflatedInfo;
-        // The inline data's own budget grows with .debug_info (index, scopes of the units looked up, abbreviations).
+        // The inline data's own budget grows with .debug_info (index, scopes of the units looked up, abbreviations), and
+        // with .debug_addr: split units (.dwo, not counted in .debug_info) have an address there for each of their ranges.
+        long addrBytes = raw[6] == null ? 0 : raw[6].limit();
         this.inlineWeight = raw[INFO] == null || raw[INFO + 1] == null ? 0
-                : Math.min(maxInlineBytes, inflatedInfo + infoBytes / 4 + (256L << 10));
+                : Math.min(maxInlineBytes, inflatedInfo + infoBytes / 4 + addrBytes * 4 + (256L << 10));
         this.weight = inflated + lineBytes / 8 + (DebugLine.CACHED_UNITS + 1) * 32L * 1024 + CACHED_PCS * 300L + inlineWeight;
     }
 
@@ -98,48 +111,85 @@ public final class DwarfLineTable implements LineTable {
      * binary whose functions {@code symbols} names; null if it has no {@code .debug_line}.
      */
     public static DwarfLineTable open(Path dwarfFile, ElfFile dwarfElf, SymbolTable symbols) throws DwarfException, IOException {
+        return open(dwarfFile, dwarfElf, symbols, Path.of("/"));
+    }
+
+    /**
+     * As above, a supplementary file the DWARF points into (dwz's alternate file, {@link SupplementaryFile}) looked for
+     * in {@code root} (the process's root file system) first, then on the host.
+     */
+    public static DwarfLineTable open(Path dwarfFile, ElfFile dwarfElf, SymbolTable symbols, Path root)
+            throws DwarfException, IOException {
         SectionHeader line = dwarfElf.sectionHeader(".debug_line").orElse(null);
         if (line == null || !line.hasContents() || line.size() == 0) {
             return null;
         }
-        String[] names = SECTIONS;
-        ByteBuffer[] raw = new ByteBuffer[names.length];
-        boolean[] compressed = new boolean[names.length];
-        try (FileChannel ch = FileChannel.open(dwarfFile, StandardOpenOption.READ)) {
+        ByteBuffer[] raw = new ByteBuffer[SECTIONS.length + SUP_SECTIONS.length];
+        boolean[] compressed = new boolean[raw.length];
+        map(dwarfFile, dwarfElf, SECTIONS, raw, compressed, 0);
+        Path sup = null;
+        try {
+            SupplementaryFile.Link link = SupplementaryFile.link(dwarfFile.toString(), dwarfElf);
+            sup = link == null ? null : SupplementaryFile.find(dwarfFile, link, root);
+            if (sup != null) {
+                map(sup, ElfFile.openWithoutSymbols(sup), SUP_SECTIONS, raw, compressed, SUP);
+            } else if (link != null) {
+                LOG.log(System.Logger.Level.INFO, () -> dwarfFile + ": its supplementary debug file " + link.name()
+                        + " was not found: functions defined there are named \"?\" when inlined");
+            }
+        } catch (DwarfException | ElfException | IOException e) {
+            LOG.log(System.Logger.Level.INFO, () -> dwarfFile + ": no supplementary debug file read: " + e.getMessage());
+            java.util.Arrays.fill(raw, SUP, raw.length, null);
+            sup = null;
+        }
+        DwarfLineTable t = new DwarfLineTable(dwarfFile.toString(), sup == null ? null : sup.toString(), raw, compressed, symbols);
+        t.file = dwarfFile;
+        t.root = root;
+        return t;
+    }
+
+    /** Maps {@code names}' sections of {@code file} into {@code raw} from {@code at}: absent ones stay null. */
+    private static void map(Path file, ElfFile elf, String[] names, ByteBuffer[] raw, boolean[] compressed, int at)
+            throws DwarfException, IOException {
+        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
             for (int i = 0; i < names.length; i++) {
-                SectionHeader s = dwarfElf.sectionHeader(names[i]).orElse(null);
+                SectionHeader s = elf.sectionHeader(names[i]).orElse(null);
                 if (s == null || !s.hasContents() || s.size() == 0) {
                     continue;
                 }
                 if (s.offset() < 0 || s.size() > Integer.MAX_VALUE || s.offset() > ch.size() - s.size()) {
-                    throw new DwarfException(dwarfFile + ": " + names[i] + " lies outside the file");
+                    throw new DwarfException(file + ": " + names[i] + " lies outside the file");
                 }
-                raw[i] = ch.map(FileChannel.MapMode.READ_ONLY, s.offset(), s.size());
-                compressed[i] = (s.flags() & SectionHeader.SHF_COMPRESSED) != 0;
+                raw[at + i] = ch.map(FileChannel.MapMode.READ_ONLY, s.offset(), s.size());
+                compressed[at + i] = (s.flags() & SectionHeader.SHF_COMPRESSED) != 0;
             }
         }
-        return new DwarfLineTable(dwarfFile.toString(), raw, compressed, symbols);
     }
 
     /** A table over section bytes (uncompressed or SHF_COMPRESSED with their Elf64_Chdr): for tests and fuzzing. */
     public static DwarfLineTable of(String name, ByteBuffer debugLine, boolean compressed, SymbolTable symbols) {
-        ByteBuffer[] raw = new ByteBuffer[SECTIONS.length];
-        boolean[] packed = new boolean[SECTIONS.length];
+        ByteBuffer[] raw = new ByteBuffer[SECTIONS.length + SUP_SECTIONS.length];
+        boolean[] packed = new boolean[raw.length];
         raw[0] = debugLine;
         packed[0] = compressed;
-        return new DwarfLineTable(name, raw, packed, symbols);
+        return new DwarfLineTable(name, null, raw, packed, symbols);
     }
 
     /**
      * A table over uncompressed sections by name ({@code .debug_line}, {@code .debug_info}, ... as in an ELF file; absent
-     * ones missing): for tests and fuzzing.
+     * ones missing; a supplementary file's as "sup.debug_info", ...): for tests and fuzzing.
      */
     public static DwarfLineTable of(String name, Map<String, ByteBuffer> sections, SymbolTable symbols, long maxInlineBytes) {
-        ByteBuffer[] raw = new ByteBuffer[SECTIONS.length];
+        ByteBuffer[] raw = new ByteBuffer[SECTIONS.length + SUP_SECTIONS.length];
         for (int i = 0; i < SECTIONS.length; i++) {
             raw[i] = sections.get(SECTIONS[i]);
         }
-        return new DwarfLineTable(name, raw, new boolean[SECTIONS.length], symbols, maxInlineBytes);
+        for (int i = 0; i < SUP_SECTIONS.length; i++) {
+            raw[SUP + i] = sections.get("sup" + SUP_SECTIONS[i]);
+        }
+        boolean sup = sections.keySet().stream().anyMatch(k -> k.startsWith("sup."));
+        return new DwarfLineTable(name, sup ? name + " (supplementary)" : null, raw, new boolean[raw.length],
+                symbols, maxInlineBytes);
     }
 
 
@@ -208,12 +258,82 @@ public final class DwarfLineTable implements LineTable {
             throw new DwarfException(name + ": .debug_info: the " + inlineWeight + "-byte budget for this binary's inline data"
                     + " leaves " + budget + " bytes once its sections are inflated (" + inflatedForInline + " bytes)");
         }
-        inline = DebugInfo.open(name, new DebugInfo.Sections(section(INFO, SECTIONS[INFO]), section(4, SECTIONS[4]),
+        // A supplementary file gets a quarter: its index is headers only; it holds abbreviations and names' DIEs.
+        long supBudget = supName == null ? 0 : budget / 4;
+        DebugInfo info = DebugInfo.open(name, new DebugInfo.Sections(section(INFO, SECTIONS[INFO]), section(4, SECTIONS[4]),
                 section(2, SECTIONS[2]), section(1, SECTIONS[1]), section(5, SECTIONS[5]), section(6, SECTIONS[6]),
-                section(7, SECTIONS[7]), section(8, SECTIONS[8]), section(9, SECTIONS[9])), budget);
+                section(7, SECTIONS[7]), section(8, SECTIONS[8]), section(9, SECTIONS[9])), budget - supBudget);
+        if (supBudget > 0) {
+            info.supplementary(DebugInfo.openSupplementary(supName, new DebugInfo.Sections(section(SUP, supName + " .debug_info"),
+                    section(SUP + 1, supName + " .debug_abbrev"), section(SUP + 2, supName + " .debug_str"),
+                    section(SUP + 3, supName + " .debug_line_str"), null, null, null, null, null), supBudget));
+        }
+        if (file != null) {
+            info.splitFiles(this::splitFile);
+        }
+        inline = info;
         LOG.log(System.Logger.Level.DEBUG, () -> name + ": " + inline.unitCount() + " units, " + inline.rangeCount()
                 + " ranges indexed for inlined functions");
         return inline;
+    }
+
+    /** A DWARF 2-4 unit's compilation directory from .debug_info; null without one (its names then stay relative). */
+    private String compDir(long lineTable) {
+        try {
+            DebugInfo info = inline();
+            return info == null ? null : info.compDir(lineTable);
+        } catch (DwarfException | RuntimeException e) {
+            failInline(e);
+            return null;
+        }
+    }
+
+    private static final String[] DWO_SECTIONS = {".debug_info.dwo", ".debug_abbrev.dwo", ".debug_str.dwo",
+            ".debug_str_offsets.dwo", ".debug_rnglists.dwo"};
+
+    /**
+     * A split unit's file (gcc -gsplit-dwarf): {@code dwoName} as it is if absolute, else in {@code compDir}, each in the
+     * process's root first; then its name next to the file read (.dwo files copied beside the binary). Null if none.
+     */
+    private DebugInfo.SplitFile splitFile(String dwoName, String compDir) throws DwarfException {
+        List<Path> candidates = new ArrayList<>();
+        try {
+            Path dwo = Path.of(dwoName);
+            Path named = dwo.isAbsolute() ? dwo : compDir != null && compDir.startsWith("/") ? Path.of(compDir).resolve(dwo) : null;
+            if (named != null) {
+                if (!root.equals(Path.of("/"))) {
+                    candidates.add(root.resolve(named.toString().substring(1)));
+                }
+                candidates.add(named);
+            }
+            if (file.getParent() != null && dwo.getFileName() != null) {
+                candidates.add(file.getParent().resolve(dwo.getFileName()));
+            }
+        } catch (java.nio.file.InvalidPathException e) {
+            throw new DwarfException(name + ": .debug_info: split unit file name " + dwoName + ": " + e.getMessage());
+        }
+        for (Path c : candidates) {
+            if (!java.nio.file.Files.isRegularFile(c)) {
+                continue;
+            }
+            ByteBuffer[] b = new ByteBuffer[DWO_SECTIONS.length];
+            boolean[] packed = new boolean[b.length];
+            try {
+                map(c, ElfFile.openWithoutSymbols(c), DWO_SECTIONS, b, packed, 0);
+            } catch (ElfException | IOException e) {
+                throw new DwarfException(c + ": " + e.getMessage());
+            }
+            for (int i = 0; i < b.length; i++) {
+                if (packed[i]) {
+                    throw new DwarfException(c + ": " + DWO_SECTIONS[i] + " is compressed (split units' files are read uncompressed)");
+                }
+            }
+            if (b[0] == null || b[1] == null) {
+                throw new DwarfException(c + ": .debug_info.dwo or .debug_abbrev.dwo is missing");
+            }
+            return new DebugInfo.SplitFile(c.toString(), new DebugInfo.Sections(b[0], b[1], b[2], null, b[3], null, null, b[4], null));
+        }
+        return null;
     }
 
     private void failInline(Exception e) {
@@ -239,7 +359,8 @@ public final class DwarfLineTable implements LineTable {
     public DebugLine table() throws DwarfException {
         if (lines == null && problem == null) {
             try {
-                lines = DebugLine.parse(name, section(0, ".debug_line"), section(1, ".debug_line_str"), section(2, ".debug_str"));
+                lines = DebugLine.parse(name, section(0, ".debug_line"), section(1, ".debug_line_str"), section(2, ".debug_str"),
+                        this::compDir);
                 LOG.log(System.Logger.Level.DEBUG, () -> name + ": " + lines.sequenceCount() + " line sequences");
             } catch (DwarfException | RuntimeException e) {
                 fail(e);

@@ -43,14 +43,14 @@ final class LineTables {
                 return go != null ? go : LineTable.NONE;
             }
             if (elf.hasSection(".debug_line")) {
-                DwarfLineTable own = DwarfLineTable.open(file, elf, symbols);
+                DwarfLineTable own = DwarfLineTable.open(file, elf, symbols, processRoot);
                 if (own != null) {
                     return own;
                 }
             }
             for (Path debug : debugFiles(file, elf, processRoot, mappedPath, buildId)) {
                 ElfFile d = ElfFile.openWithoutSymbols(debug);
-                DwarfLineTable t = DwarfLineTable.open(debug, d, symbols);
+                DwarfLineTable t = DwarfLineTable.open(debug, d, symbols, processRoot);
                 if (t != null) {
                     return t;
                 }

@@ -13,9 +13,11 @@ import java.util.List;
 
 /**
  * Fuzz target for the inline reader: {@link DebugInfo#open} and {@link DebugInfo#chain} over {@code .debug_info},
- * {@code .debug_abbrev}, {@code .debug_rnglists} / {@code .debug_ranges} and {@code .debug_str}. Input: an address to
- * look up, then abbrev, ranges and str (two-byte lengths each), a flag and .debug_aranges if it is set, the rest
- * .debug_info. A {@link DwarfException} naming
+ * {@code .debug_abbrev}, {@code .debug_rnglists} / {@code .debug_ranges} and {@code .debug_str}, with a supplementary
+ * file's (dwz's alternate file: DW_FORM_GNU_ref_alt / strp_alt, DWARF 5 ref_sup4 / strp_sup point into it). Input: an
+ * address to look up, then abbrev, ranges and str (two-byte lengths each), a flag and .debug_aranges if it is set, a
+ * flag and the supplementary file's abbrev, str and info if it is set (also read as a skeleton unit's split file),
+ * the rest .debug_info. A {@link DwarfException} naming
  * the section is what bad input must give; anything else escaping, a chain past the budget or without its functions
  * is a finding.
  */
@@ -31,11 +33,25 @@ public final class DebugInfoFuzzTarget {
         ByteBuffer ranges = ByteBuffer.wrap(in.longBytes(4096));
         ByteBuffer str = ByteBuffer.wrap(in.longBytes(4096));
         ByteBuffer aranges = in.bool() ? ByteBuffer.wrap(in.longBytes(4096)) : null;
+        DebugInfo.Sections sup = null;
+        if (in.bool()) {
+            ByteBuffer supAbbrev = ByteBuffer.wrap(in.longBytes(4096));
+            ByteBuffer supStr = ByteBuffer.wrap(in.longBytes(4096));
+            ByteBuffer supInfo = ByteBuffer.wrap(in.longBytes(8192));
+            sup = new DebugInfo.Sections(supInfo, supAbbrev, supStr, null, null, null, null, null, null);
+        }
         ByteBuffer info = ByteBuffer.wrap(in.rest());
-        // Both range sections get the same bytes: a unit's version picks the one it reads.
-        DebugInfo.Sections s = new DebugInfo.Sections(info, abbrev, str, null, null, null, ranges, ranges, aranges);
+        // Both range sections (and .debug_addr) get the same bytes: a unit's version and forms pick the one read.
+        DebugInfo.Sections s = new DebugInfo.Sections(info, abbrev, str, null, null, ranges, ranges, ranges, aranges);
         try {
-            DebugInfo d = DebugInfo.open("fuzz", s, BUDGET);
+            DebugInfo d = DebugInfo.open("fuzz", s, BUDGET * 3 / 4);
+            if (sup != null) {
+                d.supplementary(DebugInfo.openSupplementary("fuzz", sup, BUDGET / 4));
+                // The same bytes serve as a skeleton unit's split file (.dwo), with its strings' offsets from the str bytes.
+                DebugInfo.Sections dwo = new DebugInfo.Sections(sup.info(), sup.abbrev(), sup.str(), null, sup.str(), null, null,
+                        ranges, null);
+                d.splitFiles((dwoName, compDir) -> new DebugInfo.SplitFile("fuzz", dwo));
+            }
             for (long a : new long[] {address, address + 1, address - 1}) {
                 DebugInfo.Chain c = d.chain(a);
                 if (c != null) {
@@ -56,29 +72,59 @@ public final class DebugInfoFuzzTarget {
         }
     }
 
-    /** The inline test program's sections as DWARF 4 and DWARF 5, looking up a pc of hot. */
+    /**
+     * The inline test program's sections as DWARF 4 and DWARF 5, looking up a pc of hot; and after dwz -m of two copies
+     * (DWARF 4 with GNU_ref_alt, DWARF 5 with --dwarf-5's ref_sup4), the common file's sections as the supplementary.
+     */
     public static void writeSeeds(Path dir) throws Exception {
         Path tmp = Files.createTempDirectory("debuginfo-seeds");
-        for (String v : List.of("dwarf-4", "dwarf-5")) {
-            Path bin = TestPrograms.compile(tmp, "inl_" + v.replace('-', '_'), InlineChainTest.SOURCE, "-O2", "-g" + v);
+        for (String v : List.of("dwarf-4", "dwarf-5", "dwz-4", "dwz-5", "split-4", "split-5")) {
+            String g = "-gdwarf-" + v.charAt(v.length() - 1);
+            Path bin = TestPrograms.compile(tmp, "inl_" + v.replace('-', '_'), InlineChainTest.SOURCE, "-O2", g);
+            long pc = inlinedPc(bin, ElfFile.open(bin));
+            ElfFile common = null;
+            if (v.startsWith("split")) { // the same code with -gsplit-dwarf: the .dwo as the supplementary bytes
+                bin = TestPrograms.compile(tmp, "inl_" + v.replace('-', '_'), InlineChainTest.SOURCE, "-O2", g, "-gsplit-dwarf");
+                try (var files = Files.list(tmp)) {
+                    Path dwo = files.filter(f -> f.getFileName().toString().startsWith("inl_" + v.replace('-', '_'))
+                            && f.toString().endsWith(".dwo")).findFirst().orElseThrow();
+                    common = ElfFile.open(dwo);
+                }
+            }
+            if (v.startsWith("dwz")) {
+                Path copy = Files.copy(bin, tmp.resolve(bin.getFileName() + "_copy"));
+                Path c = tmp.resolve(v + ".debug");
+                TestPrograms.run(v.equals("dwz-5")
+                        ? List.of("dwz", "--dwarf-5", "-m", c.toString(), bin.toString(), copy.toString())
+                        : List.of("dwz", "-m", c.toString(), bin.toString(), copy.toString()));
+                common = ElfFile.open(c);
+            }
             ElfFile elf = ElfFile.open(bin);
             ByteArrayOutputStream out = new ByteArrayOutputStream();
-            ByteBuffer addr = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(inlinedPc(bin, elf));
+            ByteBuffer addr = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(pc);
             out.write(addr.array());
-            for (String section : List.of(".debug_abbrev", v.equals("dwarf-4") ? ".debug_ranges" : ".debug_rnglists", ".debug_str")) {
-                byte[] b = bytes(elf, section);
-                out.write(b.length); // FuzzInput.u16: little-endian
-                out.write(b.length >> 8);
-                out.write(b);
+            for (String section : List.of(".debug_abbrev", g.equals("-gdwarf-4") ? ".debug_ranges" : ".debug_rnglists", ".debug_str")) {
+                writeLong(out, bytes(elf, section));
             }
-            byte[] aranges = bytes(elf, ".debug_aranges");
             out.write(1);
-            out.write(aranges.length);
-            out.write(aranges.length >> 8);
-            out.write(aranges);
+            writeLong(out, bytes(elf, ".debug_aranges"));
+            out.write(common == null ? 0 : 1);
+            if (common != null) {
+                String suffix = v.startsWith("split") ? ".dwo" : "";
+                for (String section : List.of(".debug_abbrev", ".debug_str", ".debug_info")) {
+                    writeLong(out, bytes(common, section + suffix));
+                }
+            }
             out.write(bytes(elf, ".debug_info"));
             Files.write(dir.resolve("seed-" + v), out.toByteArray());
         }
+    }
+
+    /** As {@link FuzzInput#longBytes} reads it: a little-endian two-byte length, then the bytes. */
+    private static void writeLong(ByteArrayOutputStream out, byte[] b) {
+        out.write(b.length);
+        out.write(b.length >> 8);
+        out.write(b, 0, b.length);
     }
 
     /** The first pc of hot where mix is inlined in step in hot. */

@@ -14,8 +14,9 @@ import java.util.List;
 
 /**
  * Fuzz target for the DWARF line reader: {@link DebugLine#parse} and lookups over a {@code .debug_line} section, and
- * {@link DwarfLineTable} over a SHF_COMPRESSED one (Elf64_Chdr + zlib). Input: a flags byte (bit 0: compressed), an
- * address to look up, then the section's bytes. A {@link DwarfException} naming the section is what bad input must
+ * {@link DwarfLineTable} over a SHF_COMPRESSED one (Elf64_Chdr + zlib). Input: a flags byte (bit 0: compressed; bit 1:
+ * DWARF 2-4 units have a compilation directory, joined to their relative names), an address to look up, then the
+ * section's bytes. A {@link DwarfException} naming the section is what bad input must
  * give; anything else escaping, a negative line, or a lookup that throws from {@link DwarfLineTable#lines} is a finding.
  */
 public final class DebugLineFuzzTarget {
@@ -23,7 +24,9 @@ public final class DebugLineFuzzTarget {
 
     public static void fuzzerTestOneInput(byte[] data) {
         FuzzInput in = new FuzzInput(data);
-        boolean compressed = (in.u8() & 1) != 0;
+        int flags = in.u8();
+        boolean compressed = (flags & 1) != 0;
+        DebugLine.CompDirs compDirs = (flags & 2) != 0 ? unit -> "/comp/dir" : DebugLine.CompDirs.NONE;
         long address = in.i64();
         byte[] section = in.rest();
         if (compressed) {
@@ -39,7 +42,7 @@ public final class DebugLineFuzzTarget {
             return;
         }
         try {
-            DebugLine d = DebugLine.parse("fuzz", ByteBuffer.wrap(section), null, null);
+            DebugLine d = DebugLine.parse("fuzz", ByteBuffer.wrap(section), null, null, compDirs);
             for (long a : new long[] {address, 0, address + 1, address - 1}) {
                 DebugLine.Position p = d.find(a);
                 if (p != null && p.line() < 0) {

@@ -10,8 +10,8 @@ import org.junit.jupiter.api.io.TempDir;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -41,24 +41,6 @@ public class DebugLineTest {
     @TempDir
     Path dir;
 
-    /** addr2line's "file:line" for each address ("??:0" where it knows none; discriminators dropped). */
-    static List<String> addr2line(Path file, List<Long> addrs) throws Exception {
-        Path in = Files.createTempFile("addrs", ".txt");
-        StringBuilder sb = new StringBuilder();
-        for (long a : addrs) {
-            sb.append("0x").append(Long.toHexString(a)).append('\n');
-        }
-        Files.writeString(in, sb);
-        String out = TestPrograms.run(List.of("sh", "-c", "addr2line -e '" + file + "' < '" + in + "'"));
-        Files.delete(in);
-        List<String> lines = new ArrayList<>();
-        for (String l : out.split("\n")) {
-            lines.add(l.replaceAll(" \\(discriminator \\d+\\)", "").trim());
-        }
-        assertEquals(addrs.size(), lines.size(), out);
-        return lines;
-    }
-
     /** Every byte address of {@code function}: ours equal addr2line's, and at least {@code minKnown} have a line. */
     static int compare(Path dwarfFile, SymbolTable symbols, String function, int minKnown) throws Exception {
         return compare(dwarfFile, symbols, function, minKnown, false);
@@ -71,12 +53,9 @@ public class DebugLineTest {
      */
     static int compare(Path dwarfFile, SymbolTable symbols, String function, int minKnown, boolean baseNames) throws Exception {
         DwarfLineTable t = DwarfLineTable.open(dwarfFile, ElfFile.openWithoutSymbols(dwarfFile), symbols);
-        int i = indexOf(symbols, function, dwarfFile);
-        List<Long> addrs = new ArrayList<>();
-        for (long a = symbols.start(i); a < symbols.start(i) + symbols.symbolSize(i); a++) {
-            addrs.add(a);
-        }
-        List<String> truth = addr2line(dwarfFile, addrs);
+        int i = DwarfFixture.indexOf(symbols, function, dwarfFile);
+        List<Long> addrs = DwarfFixture.bytesOf(symbols, i);
+        List<String> truth = DwarfFixture.addr2line(dwarfFile, addrs);
         int known = 0;
         for (int k = 0; k < addrs.size(); k++) {
             List<SourceLine> got = t.lines(addrs.get(k));
@@ -96,27 +75,11 @@ public class DebugLineTest {
         return known;
     }
 
-    /** The table's symbol at nm's address of {@code name} (the table keeps one of a function's aliases). */
-    private static int indexOf(SymbolTable s, String name, Path file) throws Exception {
-        long at = TestPrograms.nmAddress(file, name);
-        for (int i = 0; i < s.size(); i++) {
-            if (s.start(i) == at) {
-                return i;
-            }
-        }
-        throw new AssertionError("no symbol at " + Long.toHexString(at) + " (" + name + ")");
-    }
-
     @Test
     void dwarf5Dwarf4AndCompressedMatchAddr2lineOnEveryByteOfHot() throws Exception {
-        for (String variant : List.of("-gdwarf-5", "-gdwarf-4", "compressed")) {
-            Path bin = TestPrograms.compile(dir, "hot" + variant.replace("-", "_"), SOURCE, "-O1",
-                    variant.equals("compressed") ? "-gdwarf-5" : variant);
-            if (variant.equals("compressed")) {
-                TestPrograms.run(List.of("objcopy", "--compress-debug-sections=zlib", bin.toString()));
-                assertTrue(TestPrograms.run(List.of("readelf", "-SW", bin.toString())).lines()
-                        .anyMatch(l -> l.contains(".debug_line ") && l.matches(".*\\s C\\s.*|.* C .*")), "compressed");
-            }
+        for (Map.Entry<String, Path> v : DwarfFixture.variants(dir, "hot", SOURCE, "-O1").entrySet()) {
+            String variant = v.getKey();
+            Path bin = v.getValue();
             int known = compare(bin, ElfFile.open(bin).symbols(), "hot", 20);
             System.out.println(variant + ": " + known + " addresses of hot match addr2line");
         }
@@ -128,7 +91,7 @@ public class DebugLineTest {
         Path bin = TestPrograms.compile(dir, "hot", SOURCE, "-O1", "-g");
         SymbolTable symbols = ElfFile.open(bin).symbols();
         DwarfLineTable t = DwarfLineTable.open(bin, ElfFile.openWithoutSymbols(bin), symbols);
-        int i = indexOf(symbols, "hot", bin);
+        int i = DwarfFixture.indexOf(symbols, "hot", bin);
         long onLine5 = 0;
         for (long a = symbols.start(i); a < symbols.start(i) + symbols.symbolSize(i); a++) {
             List<SourceLine> l = t.lines(a);
@@ -139,19 +102,35 @@ public class DebugLineTest {
         assertTrue(onLine5 >= 8, "bytes of hot on hot.c:5: " + onLine5);
     }
 
+    /**
+     * Built as make builds, "gcc src/hot.c" from the project's directory: the tables name directory "src" relative
+     * to the compilation directory (DWARF 5: directory 0; DWARF 4: .debug_info's DW_AT_comp_dir). Files are named by
+     * their full path, as addr2line names them.
+     */
+    @Test
+    void relativeDirectoriesAreJoinedToTheCompilationDirectoryAsAddr2lineJoinsThem() throws Exception {
+        for (String v : List.of("-gdwarf-5", "-gdwarf-4")) {
+            Path project = Files.createDirectories(dir.resolve("project" + v));
+            Path bin = DwarfFixture.compileRelative(project, "hot", SOURCE, "-O1", v);
+            String table = TestPrograms.run(List.of("readelf", "--debug-dump=rawline", bin.toString()));
+            assertTrue(table.lines().anyMatch(l -> l.matches("\\s*1\\s+(\\(.*\\):\\s*)?src")), v + ": directory 1 is \"src\":\n" + table);
+            compare(bin, ElfFile.open(bin).symbols(), "hot", 20);
+            DwarfLineTable t = DwarfLineTable.open(bin, ElfFile.openWithoutSymbols(bin), ElfFile.open(bin).symbols());
+            long hot = TestPrograms.nmAddress(bin, "hot");
+            assertEquals(project.resolve("src/hot.c").toString(), t.lines(hot).get(0).file(), v);
+        }
+    }
+
     @Test
     void debianLibcThroughLibc6DbgMatchesAddr2line() throws Exception {
-        Path libc = TestPrograms.LIBC;
-        String id = ElfFile.open(libc).buildId().orElseThrow();
-        Path debug = TestPrograms.buildIdPath(Path.of("/usr/lib/debug"), id);
-        assertTrue(Files.exists(debug), "no " + debug + " (package libc6-dbg; ./loupe test installs it)");
+        Path debug = DwarfFixture.libcDebugFile();
         SymbolTable symbols = ElfFile.open(debug).symbols();
         int known = 0;
         for (String f : List.of("qsort_r", "____strtol_l_internal", "getenv")) {
             known += compare(debug, symbols, f, 10, true);
         }
         DwarfLineTable t = DwarfLineTable.open(debug, ElfFile.openWithoutSymbols(debug), symbols);
-        long qsort = symbols.start(indexOf(symbols, "qsort_r", debug));
+        long qsort = symbols.start(DwarfFixture.indexOf(symbols, "qsort_r", debug));
         assertEquals("./stdlib/msort.c", t.lines(qsort).get(0).file(), "directory 0 joined to the file name");
         System.out.println("libc6-dbg: " + known + " addresses of qsort_r, ____strtol_l_internal, getenv match addr2line");
     }

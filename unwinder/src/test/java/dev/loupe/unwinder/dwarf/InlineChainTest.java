@@ -26,7 +26,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * DWARF 5 zlib-compressed), and Debian's libc through libc6-dbg's debug file. Also: the budget, and hostile input.
  */
 public class InlineChainTest {
-    static final String SOURCE = """
+    public static final String SOURCE = """
             static volatile unsigned long sink;
             static inline __attribute__((always_inline)) unsigned long mix(unsigned long x) {
                 return (x * 2654435761u) ^ (x >> 7);
@@ -53,34 +53,6 @@ public class InlineChainTest {
     @TempDir
     Path dir;
 
-    /** addr2line -i -f's chain at each address: "function file:line" a level, innermost first (discriminators dropped). */
-    static List<List<String>> addr2lineChains(Path file, List<Long> addrs, boolean baseNames) throws Exception {
-        Path in = Files.createTempFile("addrs", ".txt");
-        StringBuilder sb = new StringBuilder();
-        for (long a : addrs) {
-            sb.append("0x").append(Long.toHexString(a)).append('\n');
-        }
-        Files.writeString(in, sb);
-        // -a prints each address first: the separator between chains.
-        String out = TestPrograms.run(List.of("sh", "-c", "addr2line -a -i -f -e '" + file + "' < '" + in + "'"));
-        Files.delete(in);
-        List<List<String>> chains = new ArrayList<>();
-        String[] l = out.split("\n");
-        for (int i = 0; i < l.length; ) {
-            assertTrue(l[i].startsWith("0x"), "address line expected: " + l[i]);
-            i++;
-            List<String> chain = new ArrayList<>();
-            while (i + 1 < l.length && !l[i].startsWith("0x")) {
-                String where = l[i + 1].replaceAll(" \\(discriminator \\d+\\)", "").trim();
-                chain.add(l[i].trim() + " " + (baseNames ? where.substring(where.lastIndexOf('/') + 1) : where));
-                i += 2;
-            }
-            chains.add(chain);
-        }
-        assertEquals(addrs.size(), chains.size(), out);
-        return chains;
-    }
-
     static String render(SourceLine s, boolean baseNames) {
         String file = s.file() == null ? "??" : baseNames ? s.file().substring(s.file().lastIndexOf('/') + 1) : s.file();
         return s.function() + " " + file + ":" + s.line();
@@ -91,20 +63,20 @@ public class InlineChainTest {
      * symbol's name, which addr2line also prints here); returns how many bytes had more than one level.
      */
     static int compare(Path dwarfFile, SymbolTable symbols, String function, boolean baseNames) throws Exception {
+        return compare(dwarfFile, dwarfFile, symbols, function, baseNames);
+    }
+
+    /** As above, addr2line run on {@code truthFile}: the same code with the DWARF as the compiler wrote it. */
+    static int compare(Path dwarfFile, Path truthFile, SymbolTable symbols, String function, boolean baseNames) throws Exception {
+        return compare(dwarfFile, "addr2line", truthFile, symbols, function, baseNames);
+    }
+
+    /** As above, the truth from {@code tool} (see {@link DwarfFixture#chains}). */
+    static int compare(Path dwarfFile, String tool, Path truthFile, SymbolTable symbols, String function, boolean baseNames)
+            throws Exception {
         DwarfLineTable t = DwarfLineTable.open(dwarfFile, ElfFile.openWithoutSymbols(dwarfFile), symbols);
-        long start = TestPrograms.nmAddress(dwarfFile, function);
-        int i = -1;
-        for (int k = 0; k < symbols.size(); k++) {
-            if (symbols.start(k) == start) {
-                i = k;
-            }
-        }
-        assertTrue(i >= 0, function);
-        List<Long> addrs = new ArrayList<>();
-        for (long a = symbols.start(i); a < symbols.start(i) + symbols.symbolSize(i); a++) {
-            addrs.add(a);
-        }
-        List<List<String>> truth = addr2lineChains(dwarfFile, addrs, baseNames);
+        List<Long> addrs = DwarfFixture.bytesOf(symbols, DwarfFixture.indexOf(symbols, function, dwarfFile));
+        List<List<String>> truth = DwarfFixture.chains(tool, truthFile, addrs, baseNames);
         int inlined = 0;
         for (int k = 0; k < addrs.size(); k++) {
             List<SourceLine> got = t.lines(addrs.get(k));
@@ -128,18 +100,15 @@ public class InlineChainTest {
         assertNull(t.problem());
         assertNull(t.inlineProblem());
         System.out.println(dwarfFile.getFileName() + " " + function + ": " + addrs.size() + " bytes, " + inlined
-                + " with inlined functions, equal to addr2line -i; inline data " + t.inlineBytes() + " bytes");
+                + " with inlined functions, equal to " + tool.split(" ")[0] + " -i; inline data " + t.inlineBytes() + " bytes");
         return inlined;
     }
 
     @Test
     void mixInlinedIntoStepInlinedIntoHotMatchesAddr2lineOnEveryByte() throws Exception {
-        for (String variant : List.of("-gdwarf-5", "-gdwarf-4", "compressed")) {
-            Path bin = TestPrograms.compile(dir, "inl" + variant.replace("-", "_"), SOURCE, "-O2",
-                    variant.equals("compressed") ? "-gdwarf-5" : variant);
-            if (variant.equals("compressed")) {
-                TestPrograms.run(List.of("objcopy", "--compress-debug-sections=zlib", bin.toString()));
-            }
+        for (Map.Entry<String, Path> v : DwarfFixture.variants(dir, "inl", SOURCE, "-O2").entrySet()) {
+            String variant = v.getKey();
+            Path bin = v.getValue();
             SymbolTable symbols = ElfFile.open(bin).symbols();
             int inlined = compare(bin, symbols, "hot", false);
             assertTrue(inlined >= 4, variant + ": bytes of hot with inlined functions: " + inlined);
@@ -157,12 +126,136 @@ public class InlineChainTest {
         }
     }
 
+    /**
+     * dwz's multifile (-m), as Debian's -dbgsym packages are built, in DWARF 4 and 5 units with GNU forms
+     * (.gnu_debugaltlink, an absolute name as Debian's /usr/lib/debug/.dwz/...) and with DWARF 5's own (dwz --dwarf-5:
+     * .debug_sup, DW_FORM_ref_sup4 / DW_FORM_strp_sup, a name relative to the binary). Two pairs of binaries: the same
+     * program twice (step and mix move to the common file: DW_FORM_GNU_ref_alt / ref_sup4 into it), and two that differ
+     * in main (their DIEs stay, their names move: DW_FORM_GNU_strp_alt / strp_sup). dwz leaves code alone, so every
+     * byte's chain must equal addr2line's on the binary before dwz (binutils 2.40 cannot read the DWARF 5 forms).
+     */
+    @Test
+    void dwzMultifileChainsMatchAddr2lineOnTheBinaryBeforeDwz() throws Exception {
+        for (String v : List.of("-gdwarf-4", "-gdwarf-5", "--dwarf-5")) {
+            for (boolean same : List.of(true, false)) {
+                Path d = Files.createDirectories(dir.resolve("dwz" + v + (same ? "-same" : "-differ")));
+                String gflag = v.equals("--dwarf-5") ? "-gdwarf-5" : v;
+                Path a = TestPrograms.compile(d, "a", SOURCE, "-O2", gflag);
+                Path b = same ? Files.copy(a, d.resolve("b"))
+                        : TestPrograms.compile(d, "b", SOURCE.replace("argc * 1000", "argc * 2000"), "-O2", gflag);
+                Path before = Files.copy(a, d.resolve("a.before"));
+                Path common = d.resolve("common.debug");
+                List<String> cmd = new ArrayList<>(List.of("dwz"));
+                if (v.equals("--dwarf-5")) {
+                    cmd.add("--dwarf-5");
+                }
+                cmd.addAll(List.of("-m", common.toString(), "-M", v.equals("--dwarf-5") ? "common.debug" : common.toString(),
+                        a.toString(), b.toString()));
+                TestPrograms.run(cmd);
+                String what = v + (same ? " same" : " differing");
+                String sections = TestPrograms.run(List.of("readelf", "-SW", a.toString()));
+                assertTrue(sections.contains(v.equals("--dwarf-5") ? ".debug_sup" : ".gnu_debugaltlink"), what + "\n" + sections);
+                String abbrevs = TestPrograms.run(List.of("readelf", "--debug-dump=abbrev", a.toString()));
+                String sup = v.equals("--dwarf-5") ? "DW_FORM_" : "DW_FORM_GNU_";
+                String form = same ? sup + (v.equals("--dwarf-5") ? "ref_sup4" : "ref_alt")
+                        : sup + (v.equals("--dwarf-5") ? "strp_sup" : "strp_alt");
+                assertTrue(abbrevs.contains(form), what + ": dwz used " + form);
+                SymbolTable symbols = ElfFile.open(a).symbols();
+                int inlined = compare(a, before, symbols, "hot", false);
+                assertTrue(inlined >= 4, what + ": bytes of hot with inlined functions: " + inlined);
+                // Without the common file: the same lines, the functions named there "?".
+                DwarfLineTable with = DwarfLineTable.open(a, ElfFile.openWithoutSymbols(a), symbols);
+                Files.move(common, d.resolve("moved.debug"));
+                DwarfLineTable without = DwarfLineTable.open(a, ElfFile.openWithoutSymbols(a), symbols);
+                long hot = TestPrograms.nmAddress(a, "hot");
+                int unnamed = 0;
+                for (long pc = hot; pc < hot + 64; pc++) {
+                    List<SourceLine> full = with.lines(pc);
+                    List<SourceLine> lost = without.lines(pc);
+                    assertEquals(full.size(), lost.size(), what);
+                    for (int i = 0; i < full.size(); i++) {
+                        assertEquals(full.get(i).line(), lost.get(i).line(), what);
+                        if (!lost.get(i).function().equals(full.get(i).function())) {
+                            assertEquals("?", lost.get(i).function(), what);
+                            unnamed++;
+                        }
+                    }
+                }
+                assertTrue(unnamed > 0, what + ": without common.debug no function was unnamed");
+                assertNull(without.inlineProblem());
+            }
+        }
+    }
+
+    /**
+     * Split DWARF built as make builds (from the project's directory, "src/inl.c -o out/inl"): the binary holds skeleton
+     * units (DWARF 5 DW_UT_skeleton; gcc's DWARF 4 DW_AT_GNU_dwo_name), the inlined functions are in a .dwo named
+     * relative to the compilation directory (gcc: out/inl.dwo; clang: inl.dwo), read with the binary's .debug_addr,
+     * ranges in .debug_rnglists.dwo or the binary's .debug_ranges, names through .debug_str_offsets.dwo. binutils 2.40,
+     * elfutils 0.188 and llvm-symbolizer 14 give no inlined functions for split units, so the truth is the same source
+     * built without split DWARF (the same .text, checked): addr2line -i for gcc, llvm-symbolizer -i for clang (binutils
+     * misses clang 14's inline ranges). Then the binary deployed elsewhere, and without any .dwo: plain lines.
+     */
+    @Test
+    void splitDwarfChainsMatchTheSameCodeBuiltWhole() throws Exception {
+        for (String[] build : List.of(new String[] {"gcc", "-gdwarf-5", "addr2line"}, new String[] {"gcc", "-gdwarf-4", "addr2line"},
+                new String[] {"clang", "-gdwarf-5", "llvm-symbolizer --output-style=GNU"})) {
+            String cc = build[0];
+            String v = build[1];
+            String what = cc + " " + v;
+            Path project = Files.createDirectories(dir.resolve("split-" + cc + v));
+            Path whole = DwarfFixture.compileRelative(cc, project, "inl", SOURCE, "-O2", v); // the truth: project/inl
+            Files.createDirectories(project.resolve("out"));
+            TestPrograms.run(List.of("sh", "-c", "cd '" + project + "' && " + cc + " -fno-omit-frame-pointer -O2 " + v
+                    + " -gsplit-dwarf src/inl.c -o out/inl"));
+            Path bin = project.resolve("out/inl");
+            assertEquals(text(whole), text(bin), what + ": -gsplit-dwarf changed the code");
+            Path dwo;
+            try (var found = Files.walk(project)) {
+                dwo = found.filter(f -> f.toString().endsWith(".dwo")).findFirst().orElseThrow();
+            }
+            String skeleton = TestPrograms.run(List.of("readelf", "--debug-dump=info", bin.toString()));
+            assertTrue(skeleton.contains(v.equals("-gdwarf-5") ? "DW_UT_skeleton" : "DW_AT_GNU_dwo_name"), what + "\n" + skeleton);
+            assertTrue(skeleton.contains(": " + project.relativize(dwo)), what + ": the .dwo is named relative to the compilation directory");
+            SymbolTable symbols = ElfFile.open(bin).symbols();
+            int inlined = compare(bin, build[2], whole, symbols, "hot", false);
+            assertTrue(inlined >= 4, what + ": bytes of hot with inlined functions: " + inlined);
+
+            // The binary deployed elsewhere: its .dwo found in the compilation directory, then beside it.
+            Path elsewhere = Files.createDirectories(dir.resolve("deployed-" + cc + v));
+            Path copy = Files.copy(bin, elsewhere.resolve("inl"));
+            assertEquals(inlined, compare(copy, build[2], whole, symbols, "hot", false), what + ": in the compilation directory");
+            Path beside = Files.move(dwo, elsewhere.resolve(dwo.getFileName()));
+            assertEquals(inlined, compare(copy, build[2], whole, symbols, "hot", false), what + ": beside the binary");
+
+            // No .dwo anywhere: plain lines, no inlined functions, no problem.
+            Files.delete(beside);
+            DwarfLineTable plain = DwarfLineTable.open(copy, ElfFile.openWithoutSymbols(copy), symbols);
+            DwarfLineTable withDwo = DwarfLineTable.open(whole, ElfFile.openWithoutSymbols(whole), ElfFile.open(whole).symbols());
+            long hot = TestPrograms.nmAddress(copy, "hot");
+            int lines = 0;
+            for (long pc = hot; pc < hot + 64; pc++) {
+                List<SourceLine> l = plain.lines(pc);
+                List<SourceLine> full = withDwo.lines(pc);
+                assertEquals(full.isEmpty(), l.isEmpty(), what);
+                if (!l.isEmpty()) {
+                    assertEquals(1, l.size(), what + ": " + l);
+                    assertEquals(full.get(0).file() + ":" + full.get(0).line(), l.get(0).file() + ":" + l.get(0).line());
+                    lines++;
+                }
+            }
+            assertTrue(lines > 20, what + ": pcs with lines without the .dwo: " + lines);
+            assertNull(plain.inlineProblem());
+        }
+    }
+
+    private static String text(Path bin) throws Exception {
+        return TestPrograms.run(List.of("sh", "-c", "objcopy -O binary -j .text '" + bin + "' /dev/stdout | od -An -tx1 | tr -d ' \\n'"));
+    }
+
     @Test
     void debianLibcThroughLibc6DbgMatchesAddr2line() throws Exception {
-        Path libc = TestPrograms.LIBC;
-        String id = ElfFile.open(libc).buildId().orElseThrow();
-        Path debug = TestPrograms.buildIdPath(Path.of("/usr/lib/debug"), id);
-        assertTrue(Files.exists(debug), "no " + debug + " (package libc6-dbg; ./loupe test installs it)");
+        Path debug = DwarfFixture.libcDebugFile();
         SymbolTable symbols = ElfFile.open(debug).symbols();
         int inlined = 0;
         for (String f : List.of("qsort_r", "____strtol_l_internal", "getenv", "__libc_malloc", "_IO_fwrite")) {
@@ -175,7 +268,7 @@ public class InlineChainTest {
     void pastItsBudgetABinaryKeepsItsPlainLinesAndSaysSoOnce() throws Exception {
         Path bin = TestPrograms.compile(dir, "inl", SOURCE, "-O2", "-gdwarf-5");
         ElfFile elf = ElfFile.open(bin);
-        Map<String, ByteBuffer> sections = sections(elf);
+        Map<String, ByteBuffer> sections = DwarfFixture.sections(elf);
         long start = TestPrograms.nmAddress(bin, "hot");
         DwarfLineTable roomy = DwarfLineTable.of("roomy", sections, elf.symbols(), 1 << 20);
         DwarfLineTable tight = DwarfLineTable.of("tight", sections, elf.symbols(), 4096);
@@ -204,7 +297,7 @@ public class InlineChainTest {
         for (String v : List.of("-gdwarf-5", "-gdwarf-4")) {
             Path bin = TestPrograms.compile(dir, "ar" + v.replace("-", "_"), SOURCE, "-O2", v);
             ElfFile elf = ElfFile.open(bin);
-            Map<String, ByteBuffer> sections = sections(elf);
+            Map<String, ByteBuffer> sections = DwarfFixture.sections(elf);
             assertNotNull(sections.get(".debug_aranges"), "gcc writes .debug_aranges");
             DwarfLineTable with = DwarfLineTable.of("with", sections, elf.symbols(), 1 << 20);
             sections.remove(".debug_aranges");
@@ -223,22 +316,13 @@ public class InlineChainTest {
         }
     }
 
-    static Map<String, ByteBuffer> sections(ElfFile elf) throws Exception {
-        Map<String, ByteBuffer> out = new HashMap<>();
-        for (String s : List.of(".debug_line", ".debug_line_str", ".debug_str", ".debug_info", ".debug_abbrev",
-                ".debug_str_offsets", ".debug_addr", ".debug_ranges", ".debug_rnglists", ".debug_aranges")) {
-            elf.section(s).ifPresent(b -> out.put(s, b));
-        }
-        return out;
-    }
-
     /** Every truncation of a real .debug_info (and .debug_abbrev): plain lines at least, a clear problem at most. */
     @Test
     void everyTruncationOfRealInfoAndAbbrevKeepsPlainLinesOrSaysWhy() throws Exception {
         for (String v : List.of("-gdwarf-5", "-gdwarf-4")) {
             Path bin = TestPrograms.compile(dir, "cut" + v.replace("-", "_"), SOURCE, "-O2", v);
             ElfFile elf = ElfFile.open(bin);
-            Map<String, ByteBuffer> sections = sections(elf);
+            Map<String, ByteBuffer> sections = DwarfFixture.sections(elf);
             long start = TestPrograms.nmAddress(bin, "hot");
             int problems = 0;
             int cuts = 0;
