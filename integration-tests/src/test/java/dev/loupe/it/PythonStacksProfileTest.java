@@ -74,7 +74,7 @@ class PythonStacksProfileTest {
             def main():
                 a = Aviary()
                 b(a, 0, True)
-                print("ready", flush=True)
+                print("ready", Aviary.gull.__code__.co_firstlineno, flush=True)
                 r = 0
                 while True:
                     b(a, r)
@@ -91,12 +91,18 @@ class PythonStacksProfileTest {
     static final int B_CALL = 27;
     static final int MAIN_CALL = 36;
     static final int MODULE_CALL = 40;
+    /** Their functions' first lines (co_firstlineno). */
+    static final int TERN_FIRST = 5;
+    static final int GULL_FIRST = 16;
+    static final int C_FIRST = 22;
+    static final int B_FIRST = 26;
+    static final int MAIN_FIRST = 30;
 
     @TempDir
     Path dir;
 
-    /** A user frame as the profile shows it (Function.start_line is not compared: RuntimeFrame carries none yet). */
-    record Frame(String function, String file, long line, String mapping) {}
+    /** A user frame as the profile shows it; startLine is its Function.start_line. */
+    record Frame(String function, String file, long line, long startLine, String mapping) {}
 
     /** A C program that embeds libpython: runs the script named by its argument. */
     static final String EMBEDDER = """
@@ -152,15 +158,21 @@ class PythonStacksProfileTest {
         List<String> view = new ArrayList<>();
         try {
             BufferedReader r = new BufferedReader(new InputStreamReader(py.getInputStream()));
-            for (String line = r.readLine(); line != null && !line.equals("ready"); line = r.readLine()) {
+            String ready = null;
+            for (String line = r.readLine(); line != null; line = r.readLine()) {
+                if (line.startsWith("ready ")) {
+                    ready = line;
+                    break;
+                }
                 view.add(line);
             }
+            assertEquals("ready " + GULL_FIRST, ready, "Aviary.gull's co_firstlineno, as the target prints it");
             // The interpreter's own view of the chain, innermost first: what the profile must match.
             assertEquals(List.of(
-                    "frame " + (form.equals("python3.9") ? "" : "Aviary.") + "tern " + script + " 5 10",
-                    "frame c " + script + " 22 " + C_CALL,
-                    "frame b " + script + " 26 " + B_CALL,
-                    "frame main " + script + " 30 32",
+                    "frame " + (form.equals("python3.9") ? "" : "Aviary.") + "tern " + script + " " + TERN_FIRST + " 10",
+                    "frame c " + script + " " + C_FIRST + " " + C_CALL,
+                    "frame b " + script + " " + B_FIRST + " " + B_CALL,
+                    "frame main " + script + " " + MAIN_FIRST + " 32",
                     "frame <module> " + script + " 1 " + MODULE_CALL), view);
             try (AgentProcess agent = AgentProcess.start(dir, "--pid", Long.toString(py.pid()), "--frequency", "99",
                     "--duration", "20s", "--output", out.toString(), "--http", "off")) {
@@ -173,13 +185,14 @@ class PythonStacksProfileTest {
         }
         String file = script.toString();
         String owner = form.equals("python3.9") ? "" : "Aviary."; // 3.9's code objects have no qualified name
-        List<Frame> tern = List.of(new Frame(owner + "tern", file, TERN_LOOP, mapping));
-        List<Frame> gull = List.of(new Frame(owner + "gull", file, GULL_LOOP, mapping));
+        // Each function's start line is its co_firstlineno as the target printed it (the view above, and gull's).
+        List<Frame> tern = List.of(new Frame(owner + "tern", file, TERN_LOOP, TERN_FIRST, mapping));
+        List<Frame> gull = List.of(new Frame(owner + "gull", file, GULL_LOOP, GULL_FIRST, mapping));
         List<Frame> callers = List.of(
-                new Frame("c", file, C_CALL, mapping),
-                new Frame("b", file, B_CALL, mapping),
-                new Frame("main", file, MAIN_CALL, mapping),
-                new Frame("<module>", file, MODULE_CALL, mapping));
+                new Frame("c", file, C_CALL, C_FIRST, mapping),
+                new Frame("b", file, B_CALL, B_FIRST, mapping),
+                new Frame("main", file, MAIN_CALL, MAIN_FIRST, mapping),
+                new Frame("<module>", file, MODULE_CALL, 1, mapping));
         long fallback = 0;
         long total = 0;
         long whole = 0;
@@ -235,6 +248,16 @@ class PythonStacksProfileTest {
         assertTrue(fallback < total / 5, "samples before registration: " + fallback + " of " + (total + fallback));
         assertTrue(share >= 95, String.format(Locale.ROOT, "%.1f %% whole stacks; the others:%n%s%s", share, worst, log));
         assertEquals(70, split, 5, "the leaves' split");
+        if (Files.exists(Path.of(file))) { // the chrooted forms' scripts are not at their path here
+            // go tool pprof -list shows Aviary.tern from its def line (start_line) to its loop, with the loop's samples
+            List<String> args = new ArrayList<>(List.of("-list", "^" + owner + "tern$"));
+            Profiles.files(out).forEach(f -> args.add(f.toString()));
+            String list = PprofTool.run(args.toArray(String[]::new));
+            assertTrue(list.lines().anyMatch(l -> l.matches("\\s+\\S+\\s+\\S+\\s+" + TERN_FIRST + ":\\s+def tern\\(self, n, show=False\\):")),
+                    list);
+            assertTrue(list.lines().anyMatch(l -> l.matches("\\s+\\S+\\s+[0-9.]+[a-zµ]*\\s+" + TERN_LOOP + ":\\s+for i in range\\(n\\):.*")),
+                    list);
+        }
     }
 
     /**
@@ -352,12 +375,12 @@ class PythonStacksProfileTest {
                 continue;
             }
             if (l.getLineCount() == 0) {
-                out.add(new Frame("?", "", 0, mapping));
+                out.add(new Frame("?", "", 0, 0, mapping));
             }
             for (Line line : l.getLineList()) {
                 Function f = fns.get(line.getFunctionId());
                 out.add(new Frame(p.getStringTable((int) f.getName()), p.getStringTable((int) f.getFilename()), line.getLine(),
-                        mapping));
+                        f.getStartLine(), mapping));
             }
         }
         return out;

@@ -79,6 +79,34 @@ public final class LineTable {
     }
 
     /**
+     * 3.10's {@code co_linetable} ({@code Objects/lnotab_notes.txt} at v3.10.0, read as {@code codeobject.c}'s
+     * {@code PyLineTable_NextAddressRange} does): pairs of (bytecode length in bytes, unsigned; line increment, signed,
+     * -128 for "no line"), each pair a range of bytecode that starts where the last one ended, at the line reached by
+     * adding the increments so far (an empty range adds its increment and is skipped). Returns the line of the range
+     * holding byte offset {@code offset}, 0 if that range has no line or the table does not reach it.
+     */
+    public static int linetable310(byte[] table, int firstLine, int offset) {
+        if (offset < 0) {
+            return 0;
+        }
+        int line = firstLine;
+        int end = 0;
+        for (int i = 0; i + 1 < table.length; i += 2) {
+            int start = end;
+            end += table[i] & 0xff;
+            int delta = table[i + 1];
+            boolean none = delta == -128;
+            if (!none) {
+                line += delta;
+            }
+            if (start <= offset && offset < end) {
+                return none ? 0 : line;
+            }
+        }
+        return 0;
+    }
+
+    /**
      * 3.9's {@code co_lnotab} ({@code Objects/lnotab_notes.txt}): pairs of (bytecode offset increment, line increment as a
      * signed byte); the line of byte offset {@code offset} is the first line plus the line increments of the pairs whose
      * offsets, summed, do not pass it. 0 for no offset.

@@ -1,5 +1,11 @@
 package dev.loupe.unwinder.python;
 
+import dev.loupe.unwinder.proc.ProcessMemory;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -7,7 +13,8 @@ import java.util.Map;
  * shifted right by {@link #CODE_SHIFT} (objects are 16-byte aligned) above {@link #INDEX_BITS} of instruction index in
  * code units ({@link #INDEX_UNKNOWN} when it does not fit); a code address of 0 is an error frame whose index is the
  * {@link Error}. The constants are loupe_abi.h's {@code enum python_abi}, {@code python_variant} and
- * {@code python_error}, checked against the object's BTF ({@link #kernelConstants}).
+ * {@code python_error}, checked against the object's BTF ({@link #kernelConstants}). {@link #walk} is the step's walk
+ * in Java, over a process's memory: the specification the unit tests hold a version's layout to.
  */
 public final class PythonFrameStep {
     public static final int CODE_SHIFT = 4;
@@ -70,6 +77,124 @@ public final class PythonFrameStep {
     /** The error of an error frame's value, or null when the value names a code object. */
     public static Error error(long value) {
         return codeAddress(value) == 0 ? Error.of(value & INDEX_UNKNOWN) : null;
+    }
+
+    /**
+     * What {@code python.bpf.h} writes at {@code evalCalls} consecutive native frames of the interpreter loop in one
+     * sample of the thread whose FS base is {@code fsbase}, innermost first: per loop frame, the values of the
+     * interpreter frames that call ran (the first in place of the native frame; none: the native frame stays), or one
+     * error value. {@code runtime} is {@code _PyRuntime}'s address in the process. The same reads in the same order
+     * as the kernel's step, with the same bounds; kept beside it, so that a change to one is a change to both.
+     */
+    public static List<List<Long>> walk(ProcessMemory mem, PythonLayout l, long runtime, long fsbase, int evalCalls) {
+        PythonLayout.Variant v = l.variant();
+        List<List<Long>> out = new ArrayList<>();
+        long cursor = 0;
+        for (int call = 0; call < evalCalls; call++) {
+            List<Long> written = new ArrayList<>();
+            out.add(written);
+            if (call == 0) {
+                try {
+                    cursor = currentFrame(mem, l, runtime, fsbase);
+                } catch (WalkFailed e) {
+                    written.add((long) e.error.code);
+                    continue; // the cursor stays 0: the sample's later loop frames report no frames
+                }
+            }
+            long f = cursor;
+            boolean failed = false;
+            for (int k = 0; k < MAX_FRAMES_PER_EVAL && f != 0; k++) {
+                ByteBuffer frame;
+                try {
+                    frame = mem.read(f, FRAME_BYTES);
+                } catch (IOException e) {
+                    written.add((long) Error.READ.code);
+                    failed = true;
+                    break;
+                }
+                long code = frame.getLong(l.frameCode());
+                long instr = frame.getLong(l.frameInstr());
+                long previous = frame.getLong(l.framePrevious());
+                int end = v == PythonLayout.Variant.V39 ? 0 : frame.get(l.frameEnd()) & 0xff;
+                if (v.code() >= PythonLayout.Variant.V312.code() && end >= l.cstackOwner()) {
+                    f = previous; // the call's entry frame: its frames are reported
+                    break;
+                }
+                if (v == PythonLayout.Variant.V313) {
+                    code &= ~3L;
+                }
+                int index = INDEX_UNKNOWN;
+                if (v == PythonLayout.Variant.V39) {
+                    int lasti = (int) instr;
+                    if (lasti >= 0 && lasti < INDEX_UNKNOWN) {
+                        index = lasti;
+                    }
+                } else {
+                    long first = code + l.codeAdaptive();
+                    if (Long.compareUnsigned(instr, first) < 0) {
+                        index = 0;
+                    } else if (Long.compareUnsigned((instr - first) / 2, INDEX_UNKNOWN) < 0) {
+                        index = (int) ((instr - first) / 2);
+                    }
+                }
+                if (code == 0 || (code & ((1 << CODE_SHIFT) - 1)) != 0 || Long.compareUnsigned(code, 1L << 47) >= 0) {
+                    written.add((long) Error.BAD_CODE.code);
+                    failed = true;
+                    break;
+                }
+                written.add((code >>> CODE_SHIFT) << INDEX_BITS | index);
+                f = previous;
+                if (v == PythonLayout.Variant.V39 || (v == PythonLayout.Variant.V311 && end != 0)) {
+                    break;
+                }
+            }
+            cursor = failed ? 0 : f;
+            if (!failed && written.isEmpty() && v.code() < PythonLayout.Variant.V312.code()) {
+                written.add((long) Error.NO_FRAMES.code);
+            }
+        }
+        return out;
+    }
+
+    private static final class WalkFailed extends Exception {
+        final Error error;
+
+        WalkFailed(Error error) {
+            super(error.text, null, false, false);
+            this.error = error;
+        }
+    }
+
+    /** The sampled thread's innermost interpreter frame: {@code python_current_frame}. */
+    private static long currentFrame(ProcessMemory mem, PythonLayout l, long runtime, long fsbase) throws WalkFailed {
+        if (fsbase == 0) {
+            throw new WalkFailed(Error.NO_THREAD);
+        }
+        try {
+            long interp = mem.readLong(runtime + l.interpretersHead());
+            if (interp == 0) {
+                throw new WalkFailed(Error.READ);
+            }
+            long ts = mem.readLong(interp + l.threadsHead());
+            boolean found = false;
+            for (int k = 0; k < MAX_THREADS && ts != 0; k++) {
+                if (mem.readLong(ts + l.threadId()) == fsbase) {
+                    found = true;
+                    break;
+                }
+                ts = mem.readLong(ts + l.threadNext());
+            }
+            if (!found) {
+                throw new WalkFailed(Error.NO_THREAD);
+            }
+            long holder = l.frameHolder() == PythonLayout.NO_HOLDER ? ts : mem.readLong(ts + l.frameHolder());
+            if (holder == 0) {
+                throw new WalkFailed(Error.READ);
+            }
+            return mem.readLong(holder + l.currentFrame());
+        } catch (IOException e) {
+            throw new WalkFailed(Error.READ);
+        }
     }
 
     /** loupe_abi.h's enumerators for these constants (the agent's {@code UnwinderAbi} hands them to the BTF check). */

@@ -84,6 +84,12 @@ final class PythonProcess implements RuntimeProcess {
                 bin.runtimeVaddr() + bias));
     }
 
+    /** A process read through {@code mem} with a layout given (for tests: a fake process's memory). */
+    static PythonProcess over(PythonRuntime runtime, PythonLayout layout, ProcessMemory mem, long codeType, String exe,
+                              long runtimeAddress) {
+        return new PythonProcess(runtime, layout, mem, codeType, exe, runtimeAddress);
+    }
+
     static Path readable(Path procRoot, int pid, MapEntry m) throws IOException {
         Path pidDir = procRoot.resolve(Integer.toString(pid));
         Path viaMapFiles = pidDir.resolve("map_files").resolve(m.mapFilesName());
@@ -137,10 +143,8 @@ final class PythonProcess implements RuntimeProcess {
             }
         }
         int index = PythonFrameStep.instructionIndex(value);
-        int line = index < 0 ? 0 : layout.variant() == PythonLayout.Variant.V39
-                ? LineTable.lnotab39(code.lineTable(), code.firstLine(), index) // f_lasti: a byte offset
-                : LineTable.line311(code.lineTable(), code.firstLine(), index);
-        return new RuntimeFrame(code.qualname(), code.filename(), line, List.of(), mapping);
+        int line = layout.line(code.lineTable(), code.firstLine(), index);
+        return RuntimeFrame.at(code.qualname(), code.filename(), line, code.firstLine(), mapping);
     }
 
     @Override

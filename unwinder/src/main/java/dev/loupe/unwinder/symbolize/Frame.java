@@ -12,7 +12,8 @@ import java.util.List;
  * puts them as the location's first lines, {@code function} last); empty where none are known. {@code file} and
  * {@code line}: the source position a runtime gave for the frame (null and 0 where unknown). {@code sourceLines}: the
  * binary's line table at this address (issue 28), innermost first, the last one the function the others were inlined
- * into; when not empty it is the whole story (pprof's lines of the location), else empty.
+ * into; when not empty it is the whole story (pprof's lines of the location), else empty. A runtime's frame that knows
+ * its function's first line has both: its file and line, and the one source line that adds the start line.
  */
 public record Frame(long address, MappingRef mapping, String function, boolean kernel, List<String> inlined, String file,
                     int line, List<SourceLine> sourceLines) {

@@ -277,6 +277,10 @@ final class ProcSymbolizer implements Symbolizer {
         if (lines && !rf.sourceLines().isEmpty()) {
             return new Frame(address, mapping, rf.function(), false, rf.inlined(), null, 0, rf.sourceLines());
         }
+        if (rf.startLine() > 0 && rf.inlined().isEmpty()) { // its function's first line goes as pprof's start_line
+            return new Frame(address, mapping, rf.function(), false, List.of(), rf.file(), rf.line(),
+                    List.of(new dev.loupe.unwinder.lines.SourceLine(rf.function(), rf.file(), rf.line(), rf.startLine())));
+        }
         return new Frame(address, mapping, rf.function(), false, rf.inlined(), rf.file(), rf.line());
     }
 

@@ -149,7 +149,7 @@ class PythonRuntimeTest {
                     int index = Integer.parseInt(f[2]);
                     RuntimeFrame rf = p.taggedFrame(FrameType.PYTHON, PythonFrameStep.value(id, index));
                     String[] c = codes.get(id);
-                    assertEquals(new RuntimeFrame(c[2], c[4], Integer.parseInt(f[3]), List.of(), "[python] python3.11"), rf);
+                    assertEquals(RuntimeFrame.at(c[2], c[4], Integer.parseInt(f[3]), Integer.parseInt(c[3]), "[python] python3.11"), rf);
                     lines++;
                 }
             }
