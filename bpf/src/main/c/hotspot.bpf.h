@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * HotSpot's runtime step for the walker: the template interpreter's frames (RULE_JAVA_INTERP), reported as their
- * Method* tagged FRAME_TYPE_HOTSPOT_METHOD. Included by profiler.bpf.c after the walk's state and helpers
+ * Method* and bci tagged FRAME_TYPE_HOTSPOT_METHOD. Included by profiler.bpf.c after the walk's state and helpers
  * (struct unwind_state, struct sample, unwind_stop), and dispatched from its runtime_step.
  */
 #ifndef HOTSPOT_BPF_H
@@ -10,13 +10,37 @@
 #include "loupe_abi.h"
 
 /*
+ * The bytecode index of the interpreter frame at bp running method (InterpreterFrameStep.bci is its spec): bcp -
+ * (ConstMethod* + sizeof(ConstMethod)), below the method's code size; the bcp from the frame's slot, or in the leaf
+ * frame interrupted in the interpreter itself from R13 (the slot is written only before calls). The rule gives the
+ * offsets; HOTSPOT_BCI_UNKNOWN when it has none, a read fails or the bcp lies outside the bytecodes.
+ */
+static __always_inline __u64 hotspot_bci(struct unwind_state *st, __u64 rule, __u64 bp, __u64 method)
+{
+	__u64 slot = (rule >> 8) & 0xff;
+	if (slot == 0)
+		return HOTSPOT_BCI_UNKNOWN;
+	__u64 bcp = st->leaf_r13;
+	if (!(st->w.exact_pc && st->w.n == 1) &&
+	    bpf_probe_read_user(&bcp, sizeof(bcp), (void *)(bp - 8 * slot)))
+		return HOTSPOT_BCI_UNKNOWN;
+	__u64 cm = 0;
+	__u16 code_size = 0;
+	if (bpf_probe_read_user(&cm, sizeof(cm), (void *)(method + ((rule >> 16) & 0xff))) ||
+	    bpf_probe_read_user(&code_size, sizeof(code_size), (void *)(cm + ((rule >> 32) & 0xff))))
+		return HOTSPOT_BCI_UNKNOWN;
+	__u64 bci = bcp - cm - ((rule >> 24) & 0xff);
+	return bci < code_size && bci < HOTSPOT_BCI_UNKNOWN ? bci : HOTSPOT_BCI_UNKNOWN;
+}
+
+/*
  * A HotSpot interpreter frame (RULE_JAVA_INTERP; dev.loupe.unwinder.hotspot.InterpreterFrameStep is its spec). The frame is
  * RBP-based: [bp] the caller's RBP, [bp+8] the return address, [bp-8] the sender's SP, [bp-24] the Method*. The
  * caller's SP is the sender SP (a compiled caller's adapter extended the stack for the callee's locals), unless
- * it is below bp+16 or implausibly far: then bp+16. The frame just pushed becomes the tagged Method*, which
- * names the method where the interpreter's PC names only the interpreter. Returns 1 to stop.
+ * it is below bp+16 or implausibly far: then bp+16. The frame just pushed becomes the tagged Method* and bci, which
+ * name the method and line where the interpreter's PC names only the interpreter. Returns 1 to stop.
  */
-static __always_inline long hotspot_interp_step(struct unwind_state *st, struct sample *s)
+static __always_inline long hotspot_interp_step(struct unwind_state *st, struct sample *s, __u64 rule)
 {
 	if (!st->w.bp_known)
 		return unwind_stop(&st->w, s, STOP_RBP_UNKNOWN);
@@ -33,10 +57,12 @@ static __always_inline long hotspot_interp_step(struct unwind_state *st, struct 
 	if (sp <= st->w.sp)
 		return unwind_stop(&st->w, s, STOP_NO_PROGRESS);
 	__u64 method = f[0];
-	if (method != 0 && method < (1ULL << 47) && st->w.n > 0) {
+	if (method != 0 && method < (1ULL << 47) && (method & ((1 << HOTSPOT_METHOD_SHIFT) - 1)) == 0 && st->w.n > 0) {
 		__u32 idx = st->w.base + st->w.n - 1;
+		__u64 bci = hotspot_bci(st, rule, bp, method);
 		if (idx < MAX_FRAMES)
-			s->frames[idx] = method | FRAME_TAG(FRAME_TYPE_HOTSPOT_METHOD);
+			s->frames[idx] = (method >> HOTSPOT_METHOD_SHIFT) << HOTSPOT_BCI_BITS | bci |
+					 FRAME_TAG(FRAME_TYPE_HOTSPOT_METHOD);
 	}
 	st->table_frames++;
 	st->w.sp = sp;

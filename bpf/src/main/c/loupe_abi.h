@@ -177,15 +177,11 @@ enum frame_tag {
 	FRAME_TYPE_SHIFT = 56,
 };
 enum frame_type {
-	FRAME_TYPE_HOTSPOT_METHOD = 0x40, /* hotspot.bpf.h: an interpreter frame's Method* (bit 62, as before types) */
+	FRAME_TYPE_HOTSPOT_METHOD = 0x40, /* hotspot.bpf.h: an interpreter frame's Method* and bci (enum hotspot_interp_frame) */
 	FRAME_TYPE_PYTHON = 0x41,         /* python.bpf.h: a code object >> 4 and its instruction index (enum python_abi) */
 };
 #define FRAME_TAG(type) ((__u64)(type) << FRAME_TYPE_SHIFT)
 
-/*
- * HotSpot interpreter frames (dev.loupe.unwinder.hotspot.InterpreterFrameStep): where one keeps the sender's SP and
- * its Method*, from RBP (x86-64, JDK 8 to 25).
- */
 /*
  * HotSpot's code heaps walked by their segment maps (RULE_HOTSPOT_CODE; spec dev.loupe.unwinder.hotspot.SegmentMapStep):
  * the code table's first HOTSPOT_DATA_WORDS rules are RULE_HOTSPOT_DATA words (payload above the kind byte):
@@ -202,9 +198,19 @@ enum hotspot_code_heap {
 	HOTSPOT_MAX_FRAME_BYTES = 1 << 20,
 };
 
+/*
+ * HotSpot interpreter frames (dev.loupe.unwinder.hotspot.InterpreterFrameStep): where one keeps the sender's SP and
+ * its Method*, from RBP (x86-64, JDK 8 to 25). A FRAME_TYPE_HOTSPOT_METHOD value is the Method* >> HOTSPOT_METHOD_SHIFT
+ * above HOTSPOT_BCI_BITS of bytecode index, HOTSPOT_BCI_UNKNOWN when unknown or too large. The RULE_JAVA_INTERP rule
+ * carries what the bci needs: aux the bcp's slot in words below RBP (0: no bci), then one byte each from bit 16:
+ * Method::_constMethod's offset, sizeof(ConstMethod), ConstMethod::_code_size's offset (a u16).
+ */
 enum hotspot_interp_frame {
 	HOTSPOT_INTERP_SENDER_SP_OFFSET = -8,
 	HOTSPOT_INTERP_METHOD_OFFSET    = -24,
+	HOTSPOT_METHOD_SHIFT = 3,
+	HOTSPOT_BCI_BITS = 12,
+	HOTSPOT_BCI_UNKNOWN = (1 << 12) - 1,
 };
 
 /*

@@ -323,6 +323,7 @@ struct unwind_state {
 	__u8 vma_used;       /* this sample's one bpf_find_vma was spent */
 	__u8 young;          /* the process started less than RUNTIME_REGISTER_AFTER_NS ago */
 	__u8 tagged;         /* a runtime's step reported frames user space names from the process's memory */
+	__u64 leaf_r13;      /* the leaf's R13: HotSpot's interpreter keeps the bcp there (hotspot.bpf.h) */
 	__u32 host_tgid;     /* the kernel's tgid: proc_maps' key */
 	__u64 mm;            /* the process's mm: proc_maps' entry must be of it */
 	__u32 vma_lookups;   /* mappings found in proc_maps or by bpf_find_vma */
@@ -760,11 +761,11 @@ stop:
 #include "hotspot.bpf.h"
 #include "python.bpf.h"
 
-static __always_inline long runtime_step(__u32 kind, struct unwind_state *st, struct sample *s)
+static __always_inline long runtime_step(__u32 kind, __u64 rule, struct unwind_state *st, struct sample *s)
 {
 	switch (kind) {
 	case RULE_JAVA_INTERP:
-		return hotspot_interp_step(st, s);
+		return hotspot_interp_step(st, s, rule);
 	case RULE_HOTSPOT_CODE:
 		return hotspot_code_step(st, s);
 	case RULE_PYTHON_EVAL:
@@ -789,7 +790,7 @@ static __always_inline long table_step(struct unwind_state *st, struct sample *s
 	if (kind == RULE_STOP && aux == STOP_NO_UNWIND_INFO)
 		return no_fde_step(st, s);
 	if (kind >= RULE_RUNTIME_FIRST) {
-		long r = runtime_step(kind, st, s);
+		long r = runtime_step(kind, rule, st, s);
 		if (r != RUNTIME_STEP_NATIVE)
 			return r;
 		kind = aux >> 4;
@@ -977,17 +978,20 @@ static __always_inline int sample(struct perf_event_ctx *ctx, const int tables)
 		if (pu && pu->start_ticks != s->start_boottime / NSEC_PER_TICK)
 			pu = 0;
 	}
+	__u64 r13 = 0; /* the leaf's, for HotSpot's interpreter (its bcp) */
 	if (!no_user) {
 		if (user_mode) {
 			w.pc = ctx->regs.ip;
 			w.sp = ctx->regs.sp;
 			w.bp = ctx->regs.bp;
+			r13 = ctx->regs.r13;
 		} else {
 			/* In the kernel: the user registers saved at kernel entry. */
 			struct pt_regs *uregs = (struct pt_regs *)bpf_task_pt_regs(task);
 			w.pc = BPF_CORE_READ(uregs, ip);
 			w.sp = BPF_CORE_READ(uregs, sp);
 			w.bp = BPF_CORE_READ(uregs, bp);
+			r13 = BPF_CORE_READ(uregs, r13);
 		}
 	}
 	__u32 nm = 0; /* mappings the walk found itself, carried by the record */
@@ -1009,6 +1013,7 @@ static __always_inline int sample(struct perf_event_ctx *ctx, const int tables)
 			return 0;
 		__builtin_memset(st, 0, __builtin_offsetof(struct unwind_state, found));
 		st->w = w;
+		st->leaf_r13 = r13;
 		st->host_tgid = host_tgid;
 		st->mm = (__u64)BPF_CORE_READ(task, mm);
 		st->young = bpf_ktime_get_boot_ns() - s->start_boottime < RUNTIME_REGISTER_AFTER_NS;

@@ -89,9 +89,9 @@ class KernelAbiTest {
             for (String e : KernelAbi.UNWINDER_ENUMS) {
                 theObjects.putAll(btf.enumeration(e).orElseThrow());
             }
-            assertEquals(54, theObjects.size(), "10 rule kinds and the first runtime kind, 3 RBP rules, 3 signal offsets, "
+            assertEquals(57, theObjects.size(), "10 rule kinds and the first runtime kind, 3 RBP rules, 3 signal offsets, "
                     + "8 stop reasons, the tick, the no-FDE frame limit, the frame type shift, 2 frame types, 2 HotSpot "
-                    + "interpreter frame offsets, 4 HotSpot code heap constants, the row search's steps, 8 CPython constants,"
+                    + "interpreter frame offsets and 3 constants of its tagged value, 4 HotSpot code heap constants, the row search's steps, 8 CPython constants,"
                     + " 4 variants and 5 errors");
             KernelAbi.checkProfiler(btf, Optional.of(theObjects));
 

@@ -211,12 +211,16 @@ class JavaStacksProfileTest {
      * Issue 28: Java frames carry the lines of their statements. The target runs {@code main → a → inner → mid → leaf}
      * with {@code inner} and {@code mid} inlined into {@code a} (as {@link #inlinedMethodsAreFramesOfTheirOwn}) and
      * {@code leaf}'s hot loop on one line; the test counts the lines in the source it compiles. At least 95 % of the
-     * main thread's samples that show that chain in compiled code have {@code leaf} at the loop's line and each caller at
-     * its call's line, all in {@code Lines.java}; the real {@code go tool pprof -top -lines} shows the loop's line.
+     * main thread's samples that show that chain in compiled code ({@code -Xint}: interpreted code, each frame's line
+     * from its bcp) have {@code leaf} at the loop's line and each caller at its call's line, all in {@code Lines.java},
+     * and each function's {@code start_line} at its first statement; the real {@code go tool pprof -top -lines} shows
+     * the loop's line.
      */
-    @ParameterizedTest(name = "JDK {0}")
-    @CsvSource({"25", "17"})
-    void javaFramesCarryTheLinesOfTheirStatements(String jdk) throws Exception {
+    @ParameterizedTest(name = "JDK {0} {1}")
+    @CsvSource({"25, compiled", "21, compiled", "17, compiled", "11, compiled", "8, compiled", "25, -Xint", "21, -Xint",
+            "17, -Xint", "11, -Xint", "8, -Xint"})
+    void javaFramesCarryTheLinesOfTheirStatements(String jdk, String mode) throws Exception {
+        boolean interpreted = mode.equals("-Xint");
         String leaf = """
                         long s = x;
                         for (int i = 0; i < 20_000; i++) { s = (s * 31 + i) % 1000003; }
@@ -227,13 +231,28 @@ class JavaStacksProfileTest {
                 + "    static long mid(long x) {\n        return leaf(x) + 1;\n    }\n"
                 + "    static long inner(long x) {\n        return mid(x) ^ 3;\n    }\n"
                 + method("a", "        return inner(x) + 1;\n")
-                + MAIN;
+                // the interpreter's warm-up: 100 calls, not the JIT's 100,000
+                + (interpreted ? MAIN.replace("round == 100_000", "round == 100") : MAIN);
         List<String> text = source.lines().toList();
         List<Integer> expected = List.of(lineOf(text, "for (int i = 0; i < 20_000; i++) {"), lineOf(text, "return leaf(x) + 1;"),
                 lineOf(text, "return mid(x) ^ 3;"), lineOf(text, "return inner(x) + 1;"), lineOf(text, "t += a(round);"));
-        Profiled p = profile(jdk, List.of("-XX:CompileCommand=quiet", "-XX:CompileCommand=inline,Lines::mid",
+        // Each method's first statement: leaf's and a's the never-taken if, mid's and inner's their one return
+        List<Long> starts = List.of((long) lineOf(text, "static long leaf(long x) {") + 1, (long) expected.get(1),
+                (long) expected.get(2), (long) lineOf(text, "static long a(long x) {") + 1, (long) lineOf(text, "long t = 0;"));
+        String codeMapping = interpreted ? "[interpreted] java" : "[jit] java";
+        List<String> flags = new ArrayList<>(List.of("-XX:CompileCommand=quiet", "-XX:CompileCommand=inline,Lines::mid",
                 "-XX:CompileCommand=inline,Lines::inner", "-XX:CompileCommand=dontinline,Lines::leaf",
-                "-XX:CompileCommand=dontinline,Lines::a"), "Lines", source);
+                "-XX:CompileCommand=dontinline,Lines::a"));
+        if (interpreted) {
+            flags.add("-Xint");
+        } else if (jdk.equals("8")) {
+            // JDK 8's C2 puts no safepoint poll in a counted loop, so the hot loop's pcs have no debug record of their
+            // own and the next one after them is not the loop's: without this flag every leaf sample showed the
+            // never-taken if's line (its uncommon trap, presumably laid out after the loop). DebugNonSafepoints
+            // records a scope at more pcs, as async-profiler advises for the same reason.
+            flags.addAll(List.of("-XX:+UnlockDiagnosticVMOptions", "-XX:+DebugNonSafepoints"));
+        }
+        Profiled p = profile(jdk, flags, "Lines", source);
         List<String> chain = List.of("Lines.leaf", "Lines.mid", "Lines.inner", "Lines.a", "Lines.main");
         long compiled = 0;
         long exact = 0;
@@ -245,6 +264,7 @@ class JavaStacksProfileTest {
                 List<String> fns = new ArrayList<>();
                 List<String> files = new ArrayList<>();
                 List<Long> lines = new ArrayList<>();
+                List<Long> startLines = new ArrayList<>();
                 boolean jit = true;
                 boolean pidOk = false;
                 for (var lb : s.getLabelList()) {
@@ -262,8 +282,9 @@ class JavaStacksProfileTest {
                         fns.add(profile.getStringTable((int) fn.getName()));
                         files.add(profile.getStringTable((int) fn.getFilename()));
                         lines.add(l.getLine());
+                        startLines.add(fn.getStartLine());
                         if (fns.size() <= chain.size()) {
-                            jit &= mapping.equals("[jit] java");
+                            jit &= mapping.equals(codeMapping);
                         }
                     }
                 }
@@ -273,21 +294,89 @@ class JavaStacksProfileTest {
                 long n = s.getValue(0);
                 compiled += n;
                 List<Long> want = expected.stream().map(Integer::longValue).toList();
-                if (lines.subList(0, chain.size()).equals(want) && files.subList(0, chain.size()).stream().allMatch("Lines.java"::equals)) {
+                if (lines.subList(0, chain.size()).equals(want) && files.subList(0, chain.size()).stream().allMatch("Lines.java"::equals)
+                        && startLines.subList(0, chain.size()).equals(starts)) {
                     exact += n;
                 } else {
-                    others.merge(files.subList(0, chain.size()) + " " + lines.subList(0, chain.size()), n, Long::sum);
+                    others.merge(files.subList(0, chain.size()) + " " + lines.subList(0, chain.size()) + " starting "
+                            + startLines.subList(0, chain.size()), n, Long::sum);
                 }
             }
         }
         double share = compiled == 0 ? 0 : 100.0 * exact / compiled;
-        System.out.printf(Locale.ROOT, "JDK %s lines: %d samples of leaf <- mid <- inner <- a <- main in compiled code, %.1f %% at "
-                + "lines %s of Lines.java; others %s%n", jdk, compiled, share, expected, others);
-        assertTrue(compiled > 400, "samples of the chain in compiled code: " + compiled + "\n" + p.log);
-        assertTrue(share >= 95, String.format(Locale.ROOT, "%.1f %% at lines %s; the others: %s%n%s", share, expected, others, p.log));
+        System.out.printf(Locale.ROOT, "JDK %s lines: %d samples of leaf <- mid <- inner <- a <- main in %s, %.1f %% at "
+                + "lines %s of Lines.java starting at %s; others %s%n", jdk, compiled, codeMapping, share, expected, starts, others);
+        assertTrue(compiled > 400, "samples of the chain in " + codeMapping + ": " + compiled + "\n" + p.log);
+        assertTrue(share >= 95, String.format(Locale.ROOT, "%.1f %% at lines %s starting at %s; the others: %s%n%s", share,
+                expected, starts, others, p.log));
         Path first = Profiles.files(p.out).getFirst();
         String top = PprofTool.run("-top", "-lines", "-nodecount=3", "-focus=^Lines\\.leaf$", first.toString());
         assertTrue(top.contains("Lines.leaf Lines.java:" + expected.getFirst()), top);
+    }
+
+    /**
+     * Issue 27: HotSpot's generated stubs carry their own names. The target's hot method copies a long[] with
+     * {@code System.arraycopy}, which C2 compiles to a call of the arraycopy stub in a StubRoutines blob; at least
+     * 70 % of the main thread's samples have that stub as their leaf, named "[StubRoutines::...arraycopy...]" (its
+     * StubCodeDesc, not its blob's "[StubRoutines (…)]"). How many of those are walked on to {@code Copy.copy},
+     * {@code Copy.main} and the thread's root is printed, not asserted: the checked frame-pointer step out of the
+     * stub refuses a saved RBP below the frame's (C2 code keeps no frame pointer in RBP), see the report.
+     */
+    @ParameterizedTest(name = "JDK {0}")
+    @CsvSource({"25", "21", "17", "11"})
+    void generatedStubsAreNamedByTheirOwnNames(String jdk) throws Exception {
+        String source = """
+                public class Copy {
+                    static final long[] SRC = new long[4096];
+                    static final long[] DST = new long[4096];
+                    static long copy(long x) {
+                        System.arraycopy(SRC, 0, DST, 0, SRC.length);
+                        return DST[(int) (x & 4095)];
+                    }
+                    public static void main(String[] args) {
+                        long t = 0;
+                        for (long round = 0; ; round++) {
+                            t += copy(round);
+                            if (round == 100_000) {
+                                System.out.println("warm " + t);
+                            }
+                        }
+                    }
+                }
+                """;
+        Profiled p = profile(jdk, List.of("-XX:CompileCommand=quiet", "-XX:CompileCommand=dontinline,Copy::copy"), "Copy", source);
+        long main = 0;
+        long named = 0;
+        long walked = 0;
+        Map<String, Long> leaves = new TreeMap<>();
+        Map<String, Long> others = new TreeMap<>();
+        for (Profiles.Stack s : Profiles.stacksOfDir(p.out)) {
+            if (s.pid() != p.pid || s.labels().get("tid").equals(Long.toString(p.pid)) || !s.labels().get("thread_comm").equals("java")) {
+                continue;
+            }
+            main += s.count();
+            List<String> user = s.user();
+            leaves.merge(user.getFirst(), s.count(), Long::sum);
+            boolean stub = user.getFirst().matches("\\[StubRoutines::\\w*arraycopy\\w*\\]");
+            if (stub) {
+                named += s.count();
+            }
+            if (stub && user.size() > 2 && user.get(1).equals("Copy.copy") && user.get(2).equals("Copy.main") && reachesRoot(user)) {
+                walked += s.count();
+            } else {
+                others.merge((s.labels().containsKey("unwind") ? "[unwind=" + s.labels().get("unwind") + "] " : "")
+                        + String.join(" <- ", user.subList(0, Math.min(user.size(), 10))), s.count(), Long::sum);
+            }
+        }
+        StringBuilder worst = new StringBuilder();
+        others.entrySet().stream().sorted(Map.Entry.<String, Long>comparingByValue().reversed()).limit(6)
+                .forEach(e -> worst.append("  ").append(e.getValue()).append("  ").append(e.getKey()).append('\n'));
+        double share = main == 0 ? 0 : 100.0 * named / main;
+        System.out.printf(Locale.ROOT, "JDK %s stubs: %d samples of the main thread, %.1f %% in a named arraycopy stub, %.1f %% "
+                + "walked on to Copy.copy <- Copy.main and the root; leaves %s; the others:%n%s", jdk, main, share,
+                main == 0 ? 0 : 100.0 * walked / main, leaves, worst);
+        assertTrue(main > 400, "main-thread samples: " + main + "\n" + p.log);
+        assertTrue(share >= 70, String.format(Locale.ROOT, "%.1f %%; leaves %s%n%s", share, leaves, p.log));
     }
 
     /** The 1-based line of the one line of {@code text} that holds {@code what}. */
@@ -437,7 +526,8 @@ class JavaStacksProfileTest {
         try (AgentProcess agent = AgentProcess.start(dir, "--pid", Long.toString(jvm.pid()), "--frequency", "99",
                 "--duration", duration, "--output", out.toString(), "--http", "off", "--jvm-symbols", "off",
                 "--jvm-code-cache", "on")) {
-            assertEquals(0, agent.awaitExit(Duration.ofSeconds(60)), agent.log());
+            // a deadline, not a wait: on a machine loaded by other builds (load 25 on 2 cores) the agent took over 60 s
+            assertEquals(0, agent.awaitExit(Duration.ofSeconds(150)), agent.log());
             log = agent.log();
         }
         assertTrue(jvm.isAlive(), "the agent never harms its target");

@@ -24,6 +24,7 @@ public final class UnwinderAbi {
         Map<String, Long> all = new java.util.HashMap<>(fixed());
         all.putAll(dev.loupe.unwinder.python.PythonFrameStep.kernelConstants()); // python.bpf.h's enums
         all.putAll(dev.loupe.unwinder.hotspot.SegmentMapStep.kernelConstants()); // hotspot.bpf.h's code heap layout
+        all.putAll(InterpreterFrameStep.kernelConstants()); // hotspot.bpf.h's interpreter frames and their value
         for (FrameType t : FrameType.values()) { // the registry of tagged frames, one enumerator per type
             all.put(t.cName(), (long) t.code());
         }
@@ -44,8 +45,6 @@ public final class UnwinderAbi {
                 Map.entry("RULE_HOTSPOT_CODE", (long) UnwindRule.KIND_HOTSPOT_CODE),
                 Map.entry("RULE_HOTSPOT_DATA", (long) UnwindRule.KIND_HOTSPOT_DATA),
                 Map.entry("FRAME_TYPE_SHIFT", (long) FrameType.SHIFT),
-                Map.entry("HOTSPOT_INTERP_SENDER_SP_OFFSET", (long) InterpreterFrameStep.SENDER_SP_OFFSET),
-                Map.entry("HOTSPOT_INTERP_METHOD_OFFSET", (long) InterpreterFrameStep.METHOD_OFFSET),
                 Map.entry("ROW_SEARCH_STEPS", (long) UnwindTable.PAGE_SHIFT),
                 Map.entry("RBP_UNCHANGED", (long) UnwindRule.RBP_UNCHANGED),
                 Map.entry("RBP_SAVED", (long) UnwindRule.RBP_SAVED),

@@ -43,7 +43,7 @@ public final class UnwindRule {
     public static final int FIRST_RUNTIME_KIND = 5;
     /**
      * HotSpot's template interpreter (x86-64; {@code hotspot.bpf.h}, spec {@code hotspot.InterpreterFrameStep}): an
-     * RBP-based frame that the walker reports as its {@code Method*} ({@code FrameType.HOTSPOT_METHOD}).
+     * RBP-based frame that the walker reports as its {@code Method*} and bci ({@code FrameType.HOTSPOT_METHOD}).
      */
     public static final int KIND_JAVA_INTERP = FIRST_RUNTIME_KIND;
     /**

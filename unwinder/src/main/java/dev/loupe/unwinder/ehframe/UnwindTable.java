@@ -197,7 +197,9 @@ public final class UnwindTable {
                 case UnwindRule.KIND_PLT -> UnwindRule.cfaOffset(r) >= 0 && UnwindRule.cfaOffset(r) <= 15;
                 case UnwindRule.KIND_SIGNAL -> true;
                 case UnwindRule.KIND_STOP -> UnwindRule.stopReason(r) != null && UnwindRule.stopReason(r).code() < 32;
-                case UnwindRule.KIND_JAVA_INTERP -> r == UnwindRule.KIND_JAVA_INTERP; // a runtime's kind: no operands
+                // the bci's offsets, one byte each (hotspot.InterpreterFrameStep.rule), or none
+                case UnwindRule.KIND_JAVA_INTERP -> (r >>> 40) == 0 && (r == UnwindRule.KIND_JAVA_INTERP
+                        || ((r >>> 8) & 0xff) != 0 && ((r >>> 24) & 0xff) != 0);
                 case UnwindRule.KIND_PYTHON_EVAL -> (UnwindRule.rbpRule(r) >> 4) <= UnwindRule.KIND_CFA_RBP
                         && (UnwindRule.rbpRule(r) & 0xf) <= UnwindRule.RBP_UNKNOWN;
                 case UnwindRule.KIND_PYTHON_DATA, UnwindRule.KIND_HOTSPOT_DATA -> true;

@@ -63,7 +63,10 @@ final class CodeCacheReader {
             segmaps.add(new SegmentMapStep.Heap(h.low, (int) h.log2, h.segLow));
             walk(h, blobs);
         }
-        return new CodeCache(heaps, blobs, SegmentMapStep.rules(l, segmaps));
+        // JDK 8 (its one code heap) has no mirror slot in its interpreter frames, so its bcp is a word nearer RBP
+        long interpreter = InterpreterFrameStep.rule(l.singleHeap ? InterpreterFrameStep.BCP_SLOT_JDK8 : InterpreterFrameStep.BCP_SLOT,
+                l.methodConstMethod.offset(), l.constMethodSize, l.constMethodCodeSize.width() == 2 ? l.constMethodCodeSize.offset() : -1);
+        return new CodeCache(heaps, blobs, SegmentMapStep.rules(l, segmaps), interpreter);
     }
 
     /** A CodeHeap's committed range, segment size and segment map, each checked on its own. */

@@ -19,7 +19,7 @@ import java.util.List;
  *   <li>a blob with a frame size (nmethods, runtime stubs): from the frame-complete offset on, CFA = RSP + frame
  *       size, the caller's RBP saved at CFA-16 (every compiled prologue pushes RBP first); before it (the entry
  *       points and the stack bang, before {@code push rbp}) CFA = RSP + 8 with RBP unchanged;</li>
- *   <li>the interpreter: {@link UnwindRule#KIND_JAVA_INTERP};</li>
+ *   <li>the interpreter: {@link UnwindRule#KIND_JAVA_INTERP}, with the offsets of its frames' bci;</li>
  *   <li>the vtable and itable stubs ("vtable chunks"): CFA = RSP + 8 throughout (each stub loads the method and jumps to
  *       it, pushing nothing);</li>
  *   <li>anything else (adapters, buffer blobs, gaps): no unwind info, so the walker's checked frame-pointer step
@@ -31,7 +31,6 @@ import java.util.List;
  */
 public final class CodeCacheUnwindTable {
     private static final long FRAME_RSP_AT_ENTRY = UnwindRule.cfa(UnwindRule.KIND_CFA_RSP, 8, UnwindRule.RBP_UNCHANGED, 0);
-    private static final long INTERPRETER = UnwindRule.KIND_JAVA_INTERP;
     private static final long NO_INFO = UnwindRule.stop(StopReason.NO_UNWIND_INFO);
     private static final long FRESH_CODE = UnwindRule.KIND_HOTSPOT_CODE;
     /** HotSpot's blob of vtable and itable stubs (VtableBlob, or a BufferBlob on JDK 8): none pushes anything. */
@@ -50,7 +49,7 @@ public final class CodeCacheUnwindTable {
         }
         List<CodeBlob> blobs = new ArrayList<>(cache.blobs());
         blobs.sort(Comparator.comparingLong(CodeBlob::start));
-        Rows r = new Rows(blobs.size() * 3 + 2 * cache.heaps().size() + 2);
+        Rows r = new Rows(blobs.size() * 3 + 2 * cache.heaps().size() + 2, cache.interpreterRule());
         long covered = Long.MIN_VALUE; // end of the last blob's rows
         for (CodeBlob b : blobs) {
             if (b.end() <= b.start() || b.start() < covered) {
@@ -86,7 +85,7 @@ public final class CodeCacheUnwindTable {
             throw new EhFrameException(EhFrameException.Problem.BAD_CFA_PROGRAM, name + ": no page below the code heap at 0x"
                     + Long.toHexString(heaps.getFirst().low()));
         }
-        Rows r = new Rows(words.length + 1 + blobs.size() * 3 + heaps.size() * 2 + 2);
+        Rows r = new Rows(words.length + 1 + blobs.size() * 3 + heaps.size() * 2 + 2, cache.interpreterRule());
         for (int k = 0; k < words.length; k++) {
             r.add(dataPage + 8L * k, words[k]);
         }
@@ -134,10 +133,12 @@ public final class CodeCacheUnwindTable {
         int compiled;
         int interpreter;
         int undescribed;
+        final long interpreterRule;
 
-        Rows(int capacity) {
+        Rows(int capacity, long interpreterRule) {
             pcs = new long[capacity];
             rules = new long[capacity];
+            this.interpreterRule = interpreterRule;
         }
 
         void add(long pc, long rule) {
@@ -148,7 +149,7 @@ public final class CodeCacheUnwindTable {
         /** A blob's rows: the interpreter's, a frame of its size (from its frame-complete point), or none. */
         void blob(CodeBlob b) {
             if (b.kind() == CodeBlob.Kind.INTERPRETER) {
-                add(b.start(), INTERPRETER);
+                add(b.start(), interpreterRule);
                 interpreter++;
             } else if (b.frameSizeBytes() > 0 && b.frameSizeBytes() <= MAX_FRAME_BYTES && b.frameSizeBytes() % 8 == 0) {
                 long complete = b.frameCompleteAddress();

@@ -69,6 +69,17 @@ final class CompressedLineNumbers {
         }
     }
 
+    /** The table's smallest line (0 if it has none): the method's first statement. */
+    int firstLine() {
+        int min = 0;
+        for (int line : lines) {
+            if (line > 0 && (min == 0 || line < min)) {
+                min = line;
+            }
+        }
+        return min;
+    }
+
     /** CompressedStream's sign folding undone: 0, -1, 1, -2, ... from 0, 1, 2, 3, ... */
     private static long signed(long folded) {
         int v = (int) folded;

@@ -47,10 +47,16 @@ public final class HotSpotJvm implements AutoCloseable {
     };
     private final Map<Long, String> blobNames = new HashMap<>();
     private final CStrings strings;
+    /** {@code StubCodeDesc::_list} (.symtab; not in VMStructs): HotSpot's generated stubs by name and range. */
+    static final String STUB_LIST_SYMBOL = "_ZN12StubCodeDesc5_listE";
+    /** Stubs read from the list at most: JDK 25 has about 300. */
+    static final int MAX_STUBS = 4096;
+    private final long stubList; // the list head's address, or -1 where libjvm keeps no .symtab
 
-    private HotSpotJvm(int pid, ProcessMemory mem, VmStructs structs, Layout layout, Map<Long, String> vtables)
+    private HotSpotJvm(int pid, ProcessMemory mem, VmStructs structs, Layout layout, Map<Long, String> vtables, long stubList)
             throws IOException, HotSpotException {
         this.pid = pid;
+        this.stubList = stubList;
         this.mem = mem;
         this.structs = structs;
         this.layout = layout;
@@ -144,7 +150,54 @@ public final class HotSpotJvm implements AutoCloseable {
                 }
             }
         }
-        return new HotSpotJvm(pid, mem, vs, layout, vtables);
+        return new HotSpotJvm(pid, mem, vs, layout, vtables, symbols.applyAsLong(STUB_LIST_SYMBOL));
+    }
+
+    /** A generated stub: {@code group::name} (HotSpot's own way to print it, e.g. StubRoutines::jlong_disjoint_arraycopy), [begin, end). */
+    public record Stub(String name, long begin, long end) {}
+
+    /**
+     * The stubs HotSpot's StubCodeGenerator made (call stub, arraycopy, CRC, crypto... in the StubRoutines blobs), from
+     * {@code StubCodeDesc::_list}, sorted by begin; empty where libjvm has no .symtab. Its layout is not in VMStructs:
+     * {@code _next, _group, _name}, then {@code _begin, _end} (JDK 9+) or an int {@code _index} first (JDK 8); a
+     * descriptor is kept only when its two names are printable strings and its range is non-empty and below 1 MiB,
+     * and the walk stops at the first that is not (a layout this does not know gives no names, not wrong ones).
+     */
+    public synchronized List<Stub> stubs() throws IOException {
+        if (stubList <= 0) {
+            return List.of();
+        }
+        List<Stub> out = new ArrayList<>();
+        long at = mem.readLong(stubList);
+        int beginWord = -1;
+        for (int n = 0; at != 0 && n < MAX_STUBS; n++) {
+            java.nio.ByteBuffer d = mem.read(at, 48);
+            long next = d.getLong(0);
+            String group;
+            String name;
+            try {
+                group = strings.read(d.getLong(8), 128);
+                name = strings.read(d.getLong(16), 128);
+            } catch (IOException e) {
+                break;
+            }
+            if (beginWord < 0) {
+                beginWord = stubRange(d, 3) ? 3 : stubRange(d, 4) ? 4 : 0;
+            }
+            if (beginWord == 0 || !stubRange(d, beginWord)) {
+                break;
+            }
+            out.add(new Stub(group.isEmpty() ? name : group + "::" + name, d.getLong(8 * beginWord), d.getLong(8 * beginWord + 8)));
+            at = next;
+        }
+        out.sort(java.util.Comparator.comparingLong(Stub::begin));
+        return List.copyOf(out);
+    }
+
+    private static boolean stubRange(java.nio.ByteBuffer d, int word) {
+        long begin = d.getLong(8 * word);
+        long end = d.getLong(8 * word + 8);
+        return begin > 0 && end > begin && end - begin < (1 << 20);
     }
 
     /** Whether a mapped file is HotSpot's libjvm.so: what makes a process a JVM (the one definition). */

@@ -41,6 +41,7 @@ final class HotSpotProcess implements RuntimeProcess {
     private Blobs blobs = Blobs.EMPTY;
     private long callStubReturn; // StubRoutines::_call_stub_return_address, once read (0 until then)
     private final RuntimeFrame callStub;
+    private Stubs stubs; // null: read when next needed
     private boolean read; // a read of the blobs succeeded once
     private long fingerprint;
     private long lastFullRead;
@@ -77,14 +78,16 @@ final class HotSpotProcess implements RuntimeProcess {
     }
 
     /**
-     * An interpreter frame's {@code Method*}: "pkg.Class.method", in {@code [interpreted] EXE}, with its class's source
-     * file (no line: the walk reports no bcp yet).
+     * An interpreter frame's {@code Method*} and bci ({@link InterpreterFrameStep#value}): "pkg.Class.method", in
+     * {@code [interpreted] EXE}, with its class's source file and the bci's line where the walk knew the bci.
      */
     @Override
-    public synchronized RuntimeFrame taggedFrame(FrameType type, long method) {
+    public synchronized RuntimeFrame taggedFrame(FrameType type, long value) {
+        long method = InterpreterFrameStep.methodOf(value);
         String name = type == FrameType.HOTSPOT_METHOD ? method(method) : null;
+        int bci = InterpreterFrameStep.bciOf(value);
         return new RuntimeFrame(name, null, 0, List.of(), interpretedMapping, name == null ? List.of()
-                : JavaSourceLines.of(jvm, List.of(name), new long[] {method}, new int[] {Integer.MIN_VALUE}));
+                : JavaSourceLines.of(jvm, List.of(name), new long[] {method}, new int[] {bci < 0 ? Integer.MIN_VALUE : bci}));
     }
 
     /**
@@ -107,7 +110,11 @@ final class HotSpotProcess implements RuntimeProcess {
         Blobs bs = blobs;
         if (bs.methods[b] == 0) {
             // The call stub is one of several stubs in a StubRoutines blob: named by its return point, as async-profiler does.
-            return callSite && callStubReturn != 0 && addr + 1 == callStubReturn ? callStub : bs.stubFrames[b];
+            if (callSite && callStubReturn != 0 && addr + 1 == callStubReturn) {
+                return callStub;
+            }
+            RuntimeFrame stub = stub(addr);
+            return stub != null ? stub : bs.stubFrames[b];
         }
         long pc = callSite ? addr + 1 : addr; // a call site's own debug record is at its return address
         Scopes cached = scopes.get(pc);
@@ -146,7 +153,8 @@ final class HotSpotProcess implements RuntimeProcess {
             fresh.put(cb.start(), cb);
         }
         if (cb.method() == 0) {
-            return cb.name().isEmpty() ? null : RuntimeFrame.of("[" + cb.name() + "]", jitMapping);
+            RuntimeFrame stub = stub(addr);
+            return stub != null ? stub : cb.name().isEmpty() ? null : RuntimeFrame.of("[" + cb.name() + "]", jitMapping);
         }
         long pc = callSite ? addr + 1 : addr;
         return inlining(cb.address(), cb.start(), cb.end(), cb.method(), pc);
@@ -188,6 +196,35 @@ final class HotSpotProcess implements RuntimeProcess {
         }
         return new RuntimeFrame(names.getLast(), null, 0, names.subList(0, names.size() - 1), jitMapping,
                 chain == null ? List.of() : JavaSourceLines.of(jvm, names, chain.methods(), chain.bcis()));
+    }
+
+    /**
+     * The generated stub ({@link HotSpotJvm#stubs}) holding {@code addr}, "[group::name]" (most in the StubRoutines
+     * blobs, "[StubRoutines::jlong_disjoint_arraycopy]"; method handle adapters in theirs); null if none does (the
+     * blob's own name then). The list is read when first needed after a read that found the
+     * code cache changed (stubs are made at startup, and JDK 21+ makes some later).
+     */
+    private RuntimeFrame stub(long addr) {
+        if (stubs == null) {
+            try {
+                List<HotSpotJvm.Stub> list = jvm.stubs();
+                stubs = new Stubs(list.stream().mapToLong(HotSpotJvm.Stub::begin).toArray(),
+                        list.stream().mapToLong(HotSpotJvm.Stub::end).toArray(),
+                        list.stream().map(st -> RuntimeFrame.of("[" + st.name() + "]", jitMapping)).toArray(RuntimeFrame[]::new));
+            } catch (IOException | RuntimeException e) {
+                stubs = Stubs.EMPTY; // gone, or a list that does not read: the blobs' names, until the next change
+            }
+        }
+        int i = Arrays.binarySearch(stubs.begins, addr);
+        if (i < 0) {
+            i = -i - 2;
+        }
+        return i >= 0 && addr < stubs.ends[i] ? stubs.frames[i] : null;
+    }
+
+    /** HotSpot's generated stubs, sorted by begin. */
+    private record Stubs(long[] begins, long[] ends, RuntimeFrame[] frames) {
+        static final Stubs EMPTY = new Stubs(new long[0], new long[0], new RuntimeFrame[0]);
     }
 
     private String method(long method) {
@@ -248,6 +285,7 @@ final class HotSpotProcess implements RuntimeProcess {
                 if (changed) {
                     signature = sig;
                     blobs = Blobs.of(cache, jitMapping);
+                    stubs = null;
                     scopes.clear();
                     fresh.clear();
                     freshMisses.clear();

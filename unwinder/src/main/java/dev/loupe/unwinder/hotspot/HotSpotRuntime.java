@@ -18,7 +18,7 @@ import java.util.function.LongSupplier;
  * HotSpot JVMs (JDK 8 to 25), read from outside with no flag and no attach: a process is one when it maps
  * {@code libjvm.so}; its {@link HotSpotProcess} names compiled and interpreted Java frames and gives the walker a
  * table for the code cache. Its BPF step is {@code hotspot.bpf.h} (rule kind {@code RULE_JAVA_INTERP}), which reports
- * an interpreter frame as its {@code Method*} ({@link FrameType#HOTSPOT_METHOD}).
+ * an interpreter frame as its {@code Method*} and bci ({@link FrameType#HOTSPOT_METHOD}, {@link InterpreterFrameStep#value}).
  */
 public final class HotSpotRuntime implements ManagedRuntime {
     private static final System.Logger LOG = System.getLogger(HotSpotRuntime.class.getName());

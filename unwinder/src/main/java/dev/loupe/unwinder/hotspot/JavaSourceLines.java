@@ -8,8 +8,9 @@ import java.util.List;
 
 /**
  * A Java frame's source lines (issue 28): each method of its scopes (inlined ones first, the compiled or interpreted
- * method last) at the line of its bci, in its class's source file. {@code Function.start_line} stays 0: a class file
- * records no line for a method's declaration, only for its statements.
+ * method last) at the line of its bci, in its class's source file. {@code Function.start_line} is the method's
+ * smallest line ({@link MethodLines.Position#startLine}), as async-profiler and JFR give it: a class file records no
+ * line for a method's declaration, only for its statements.
  */
 final class JavaSourceLines {
     private JavaSourceLines() {}
@@ -29,7 +30,7 @@ final class JavaSourceLines {
                 p = MethodLines.Position.UNKNOWN; // gone: the frame keeps its names
             }
             any |= p.file() != null || p.line() > 0;
-            out.add(new SourceLine(names.get(i), p.file(), p.line(), 0));
+            out.add(new SourceLine(names.get(i), p.file(), p.line(), p.startLine()));
         }
         return any ? out : List.of();
     }

@@ -57,6 +57,8 @@ final class Layout {
     final long blobReadBytes;              // bytes of a blob header to read to see every field above
     // Metadata
     final Scalar methodConstMethod;
+    final Scalar constMethodCodeSize;      // ConstMethod::_code_size: the bytecodes follow the ConstMethod
+    final long constMethodSize;            // sizeof(ConstMethod): where the bytecodes start
     final Scalar constMethodConstants;
     final Scalar constMethodNameIndex;
     final Scalar cpTags;
@@ -159,6 +161,8 @@ final class Layout {
 
         methodConstMethod = pointer(vs, "Method", "_constMethod");
         constMethodConstants = pointer(vs, "ConstMethod", "_constants");
+        constMethodCodeSize = scalar(vs, "ConstMethod", "_code_size");
+        constMethodSize = vs.sizeOf("ConstMethod");
         constMethodNameIndex = scalar(vs, "ConstMethod", "_name_index");
         cpTags = pointer(vs, "ConstantPool", "_tags");
         cpPoolHolder = pointer(vs, "ConstantPool", "_pool_holder");

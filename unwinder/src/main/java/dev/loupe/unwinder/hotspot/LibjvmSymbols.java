@@ -14,7 +14,8 @@ import java.util.Map;
 /**
  * The few libjvm.so symbols this package needs, by file virtual address: the exported {@code gHotSpot*} variables
  * ({@code .dynsym}) and, where {@code .symtab} survives, the C++ vtables ({@code _ZTV...}) of the code blob classes,
- * which tell blob kinds apart in JVMs whose CodeBlob has no kind field.
+ * which tell blob kinds apart in JVMs whose CodeBlob has no kind field, and {@code StubCodeDesc::_list}, the stubs'
+ * names.
  */
 final class LibjvmSymbols {
 
@@ -31,7 +32,8 @@ final class LibjvmSymbols {
             ElfHeaders h = ElfHeaders.read(src);
             Map<String, Long> out = new HashMap<>();
             SymbolScan.scan(src, h, (names, off, value, size) -> {
-                if (SymbolScan.startsWith(names, off, "gHotSpot") || SymbolScan.startsWith(names, off, "_ZTV")) {
+                if (SymbolScan.startsWith(names, off, "gHotSpot") || SymbolScan.startsWith(names, off, "_ZTV")
+                        || SymbolScan.startsWith(names, off, HotSpotJvm.STUB_LIST_SYMBOL)) {
                     out.putIfAbsent(SymbolScan.name(names, off), value);
                 }
             });

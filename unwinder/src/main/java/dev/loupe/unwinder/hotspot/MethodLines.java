@@ -26,9 +26,13 @@ final class MethodLines {
     /** The bytes read after a method's bytecodes for its table (1 to 11 a pair: thousands of lines; more are not read). */
     static final int MAX_TABLE_READ = 64 << 10;
 
-    /** Where a line comes from: {@code file} null and {@code line} 0 when unknown. */
-    record Position(String file, int line) {
-        static final Position UNKNOWN = new Position(null, 0);
+    /**
+     * Where a line comes from: {@code file} null and {@code line} 0 when unknown. {@code startLine}: the smallest line of
+     * the method's table, its first statement, as async-profiler and JFR give a method's line (a class file records
+     * no line for the declaration itself); 0 when it has no table.
+     */
+    record Position(String file, int line, int startLine) {
+        static final Position UNKNOWN = new Position(null, 0, 0);
     }
 
     private record Fields(Layout.Scalar flags, long lineTableBit, Layout.Scalar codeSize, Layout.Scalar size,
@@ -89,8 +93,9 @@ final class MethodLines {
             return Position.UNKNOWN;
         }
         int line = e.table == null ? 0 : e.table.line(bci);
+        int start = e.table == null ? 0 : e.table.firstLine();
         String file = file(e.cp);
-        return file == null && line == 0 ? Position.UNKNOWN : new Position(file, line);
+        return file == null && line == 0 && start == 0 ? Position.UNKNOWN : new Position(file, line, start);
     }
 
     private Entry entry(long method) throws IOException {

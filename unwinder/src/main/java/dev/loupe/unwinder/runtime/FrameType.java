@@ -8,7 +8,7 @@ package dev.loupe.unwinder.runtime;
  * enumerator of {@code enum frame_type} in loupe_abi.h named {@link #cName()} (checked against the object's BTF).
  */
 public enum FrameType {
-    /** HotSpot's template interpreter: the frame's {@code Method*} (hotspot.bpf.h). */
+    /** HotSpot's template interpreter: the frame's {@code Method*} and bci (hotspot.bpf.h, {@code hotspot.InterpreterFrameStep.value}). */
     HOTSPOT_METHOD(0x40, "FRAME_TYPE_HOTSPOT_METHOD", "interpreted Java method"),
     /** CPython's interpreter frames: a code object and instruction index (python.bpf.h, {@code python.PythonFrameStep}). */
     PYTHON(0x41, "FRAME_TYPE_PYTHON", "Python frame");

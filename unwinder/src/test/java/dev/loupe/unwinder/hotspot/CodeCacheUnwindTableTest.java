@@ -13,6 +13,7 @@ import java.util.OptionalLong;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The rules a code cache's table gives each kind of blob, and the interpreter step they lead to. */
 class CodeCacheUnwindTableTest {
@@ -109,5 +110,30 @@ class CodeCacheUnwindTableTest {
         assertNull(FrameType.of(1L << 61 | 0x1000)); // a type no runtime registered
         assertEquals(InterpreterFrameStep.INSTANCE, InterpreterFrameStep.steps().forKind(UnwindRule.KIND_JAVA_INTERP));
         assertNull(InterpreterFrameStep.steps().forKind(UnwindRule.KIND_JAVA_INTERP + 1));
+    }
+
+    @Test
+    void anInterpreterFrameCarriesItsMethodAndTheBciOfItsBcp() {
+        long method = 0x7f12_3456_7890L;
+        long value = InterpreterFrameStep.value(method, 37);
+        assertEquals(method, InterpreterFrameStep.methodOf(value));
+        assertEquals(37, InterpreterFrameStep.bciOf(value));
+        assertEquals(-1, InterpreterFrameStep.bciOf(InterpreterFrameStep.value(method, 4095)), "too large: unknown");
+        assertEquals(-1, InterpreterFrameStep.bciOf(InterpreterFrameStep.value(method, -1)));
+        assertTrue(FrameType.HOTSPOT_METHOD.frame(value) >>> FrameType.SHIFT == 0x40, "the value fits below the type");
+
+        // Method at 0x5000 -> ConstMethod* at +8 = 0x6000; sizeof(ConstMethod) 56, _code_size (u2) at +40 = 100 bytes
+        long rule = InterpreterFrameStep.rule(InterpreterFrameStep.BCP_SLOT, 8, 56, 40);
+        long bp = 0x9000;
+        java.util.Map<Long, Long> words = java.util.Map.of(0x5008L, 0x6000L, 0x6028L, 100L, bp - 64, 0x6000L + 56 + 42);
+        ReferenceUnwinder.Memory m = a -> words.containsKey(a) ? java.util.OptionalLong.of(words.get(a)) : java.util.OptionalLong.empty();
+        assertEquals(42, InterpreterFrameStep.bci(rule, bp, 0x5000, false, 0, m), "from the frame's bcp slot");
+        assertEquals(7, InterpreterFrameStep.bci(rule, bp, 0x5000, true, 0x6000L + 56 + 7, m), "the leaf's bcp is in R13");
+        assertEquals(InterpreterFrameStep.BCI_UNKNOWN, InterpreterFrameStep.bci(rule, bp, 0x5000, true, 0x6000L + 56 + 100, m),
+                "past the method's bytecodes");
+        assertEquals(InterpreterFrameStep.BCI_UNKNOWN, InterpreterFrameStep.bci(rule, bp, 0x5000, true, 0x1000, m), "below them");
+        assertEquals(InterpreterFrameStep.BCI_UNKNOWN, InterpreterFrameStep.bci(UnwindRule.KIND_JAVA_INTERP, bp, 0x5000, false, 0, m),
+                "a rule without offsets");
+        assertEquals(UnwindRule.KIND_JAVA_INTERP, InterpreterFrameStep.rule(8, 300, 56, 40), "an offset past a byte: no bci");
     }
 }

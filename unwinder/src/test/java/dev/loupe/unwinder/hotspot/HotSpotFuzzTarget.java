@@ -488,7 +488,7 @@ public final class HotSpotFuzzTarget {
                 }
                 p.code(0x1000, true, clock.getAsLong()); // nothing holds it: a hint each second
                 for (long m : methods) {
-                    RuntimeFrame f = p.taggedFrame(FrameType.HOTSPOT_METHOD, m);
+                    RuntimeFrame f = p.taggedFrame(FrameType.HOTSPOT_METHOD, InterpreterFrameStep.value(m, (int) (m & 0xfff)));
                     if (f.function() != null && frames.size() < 4096) {
                         frames.add(f);
                     }

@@ -203,12 +203,37 @@ class HotSpotJvmTest {
             assertTrue(spinB, "no nmethod named HotSpotTarget.spinB");
             checkInlining(jvm, cc, version);
 
+            checkStubs(jvm, cc, version);
+
             // Pointers that are not Methods.
             assertTrue(jvm.methodName(0).isEmpty());
             assertTrue(jvm.methodName(8).isEmpty());
             CodeBlob interp = cc.blobs().stream().filter(b -> b.kind() == CodeBlob.Kind.INTERPRETER).findFirst().orElseThrow();
             assertTrue(jvm.methodName(interp.start()).isEmpty()); // code, not metadata
             assertTrue(jvm.methodName(0x10000).isEmpty());        // unmapped
+        }
+    }
+
+    /**
+     * HotSpot's generated stubs by name (StubCodeDesc::_list, found by .symtab): the call stub holds the call stub's
+     * return address, arraycopy stubs are among them, and each lies in a blob of the code cache that is not a method's. JDK 8's libjvm (Debian
+     * sid's) has no .symtab: no stubs, so its stubs keep their blob's name.
+     */
+    private static void checkStubs(HotSpotJvm jvm, CodeCache cc, String version) throws Exception {
+        List<HotSpotJvm.Stub> stubs = jvm.stubs();
+        System.out.printf("JDK %s: %d named stubs, e.g. %s%n", version, stubs.size(), stubs.stream().limit(4).map(HotSpotJvm.Stub::name).toList());
+        if (version.equals("8")) {
+            assertEquals(List.of(), stubs);
+            return;
+        }
+        long ret = jvm.callStubReturnAddress();
+        assertTrue(stubs.stream().anyMatch(st -> st.name().equals("StubRoutines::call_stub") && st.begin() < ret && ret < st.end()),
+                "the call stub holds its return address: " + stubs);
+        // (named ..._avx3 where the JVM generated the AVX-512 variant: JDK 17 and 21 on this machine)
+        assertTrue(stubs.stream().anyMatch(st -> st.name().matches("StubRoutines::jlong_disjoint_arraycopy(_avx3)?")), stubs.toString());
+        for (HotSpotJvm.Stub st : stubs) {
+            assertTrue(cc.blobs().stream().anyMatch(b -> b.method() == 0 && b.start() <= st.begin() && st.end() <= b.end()),
+                    st + " lies in a stub blob");
         }
     }
 

@@ -63,10 +63,16 @@ class HotSpotProcessTest {
                 assertEquals("[jit] java", compiled.mapping());
                 assertSame(compiled, p.code(spinA.start(), false, now.get()), "a known pc is named from the cache");
 
-                RuntimeFrame interpreted = p.taggedFrame(FrameType.HOTSPOT_METHOD, spinA.method());
+                RuntimeFrame interpreted = p.taggedFrame(FrameType.HOTSPOT_METHOD, InterpreterFrameStep.value(spinA.method(), -1));
                 assertEquals("HotSpotTarget.spinA", interpreted.function());
                 assertEquals("[interpreted] java", interpreted.mapping());
                 assertNull(p.taggedFrame(FrameType.HOTSPOT_METHOD, 0x10).function(), "a pointer to nothing names nothing");
+
+                // A generated stub is named by its StubCodeDesc, not by the StubRoutines blob that holds many of them
+                HotSpotJvm.Stub copy = reference.stubs().stream().filter(st -> st.name().equals("StubRoutines::jlong_disjoint_arraycopy"))
+                        .findFirst().orElseThrow(() -> new AssertionError("no jlong_disjoint_arraycopy stub"));
+                assertEquals("[StubRoutines::jlong_disjoint_arraycopy]", p.code(copy.begin(), false, now.get()).function());
+                assertEquals("[StubRoutines::jlong_disjoint_arraycopy]", p.code(copy.end() - 1, false, now.get()).function());
 
                 assertNull(p.code(0x10, false, now.get()), "an address no blob holds");
                 // Past the longest wait, a miss reads the whole code cache again (a full read: counted).

@@ -91,9 +91,12 @@ class JavaSourceLinesTest {
     void inlinedMethodsShowTheirOwnLines(String jdk) throws Exception {
         Path home = jdk.equals("25") ? TargetJvm.JDK25 : TargetJvm.JDK17;
         List<String> source = TargetJvm.SOURCE.lines().toList();
-        SourceLine mid = new SourceLine("HotSpotTarget.mid", "HotSpotTarget.java", lineOf(source, "return spinC(x) + 1;"), 0);
-        SourceLine inner = new SourceLine("HotSpotTarget.inner", "HotSpotTarget.java", lineOf(source, "return mid(x) ^ 3;"), 0);
-        SourceLine outer = new SourceLine("HotSpotTarget.outer", "HotSpotTarget.java", lineOf(source, "return inner(x) + 7;"), 0);
+        SourceLine mid = new SourceLine("HotSpotTarget.mid", "HotSpotTarget.java", lineOf(source, "return spinC(x) + 1;"),
+                lineOf(source, "return spinC(x) + 1;")); // one statement: the method's first line too
+        SourceLine inner = new SourceLine("HotSpotTarget.inner", "HotSpotTarget.java", lineOf(source, "return mid(x) ^ 3;"),
+                lineOf(source, "return mid(x) ^ 3;")); // one statement: the method's first line too
+        SourceLine outer = new SourceLine("HotSpotTarget.outer", "HotSpotTarget.java", lineOf(source, "return inner(x) + 7;"),
+                lineOf(source, "return inner(x) + 7;")); // one statement: the method's first line too
         try (TargetJvm target = TargetJvm.start(home, dir, 300_000);
              HotSpotJvm reference = HotSpotJvm.open(HotSpotJvmTest.PROC, target.pid()).orElseThrow()) {
             AtomicLong now = new AtomicLong(1_000_000_000L);
@@ -111,9 +114,9 @@ class JavaSourceLinesTest {
                             inlinedPcs++;
                         }
                     }
-                    RuntimeFrame interpreted = p.taggedFrame(FrameType.HOTSPOT_METHOD, b.method());
-                    assertEquals(List.of(new SourceLine("HotSpotTarget.outer", "HotSpotTarget.java", 0, 0)),
-                            interpreted.sourceLines(), "an interpreter frame: its file, no bci yet");
+                    RuntimeFrame interpreted = p.taggedFrame(FrameType.HOTSPOT_METHOD, InterpreterFrameStep.value(b.method(), -1));
+                    assertEquals(List.of(new SourceLine("HotSpotTarget.outer", "HotSpotTarget.java", 0, outer.startLine())),
+                            interpreted.sourceLines(), "an interpreter frame whose bci the walk did not know: its file, no line");
                 }
                 System.out.printf("JDK %s: %d pcs of outer's code with mid and inner inlined, each at their lines %d, %d, %d%n",
                         jdk, inlinedPcs, mid.line(), inner.line(), outer.line());
