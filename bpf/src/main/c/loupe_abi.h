@@ -165,6 +165,8 @@ enum rule_kind {
 	RULE_PYTHON_DATA = 7, /* python.bpf.h: not a pc's rule, a word of the process's CPython layout (rules 0..) */
 	RULE_HOTSPOT_CODE = 8, /* hotspot.bpf.h: a code heap's memory no blob of the last scan held: its segment map */
 	RULE_HOTSPOT_DATA = 9, /* hotspot.bpf.h: not a pc's rule, a word of the JVM's code heap layout (rules 0..) */
+	RULE_V8_FRAME = 10, /* v8.bpf.h: V8's code (embedded builtins, JIT code): a frame-pointer frame, named if JavaScript */
+	RULE_V8_DATA = 11,  /* v8.bpf.h: not a pc's rule, the word of the V8 layout (rule 0 of the table) */
 };
 
 /*
@@ -179,6 +181,7 @@ enum frame_tag {
 enum frame_type {
 	FRAME_TYPE_HOTSPOT_METHOD = 0x40, /* hotspot.bpf.h: an interpreter frame's Method* and bci (enum hotspot_interp_frame) */
 	FRAME_TYPE_PYTHON = 0x41,         /* python.bpf.h: a code object >> 4 and its instruction index (enum python_abi) */
+	FRAME_TYPE_V8 = 0x42,             /* v8.bpf.h: a SharedFunctionInfo >> 3 and its bytecode offset (enum v8_abi) */
 };
 #define FRAME_TAG(type) ((__u64)(type) << FRAME_TYPE_SHIFT)
 
@@ -245,6 +248,31 @@ enum python_error {
 };
 
 /* A rule's aux byte for the CFA kinds: how the caller's RBP is recovered (UnwindRule.RBP_*). */
+/*
+ * V8's frames (v8.bpf.h; dev.loupe.unwinder.v8.V8FrameStep). Every frame of V8's code keeps a frame pointer; a
+ * JavaScript frame holds its context (a heap object: low bit set) in the marker slot, any other frame a Smi type
+ * marker (low bit clear). A FRAME_TYPE_V8 value is the JavaScript frame's SharedFunctionInfo (untagged) >>
+ * V8_OBJECT_SHIFT above V8_OFFSET_BITS of bytecode offset (as the frame holds it; V8_OFFSET_UNKNOWN when not
+ * interpreted or too large). An object of 0 is an error frame, the offset its enum v8_error. The table's rule 0 is the
+ * layout word (RULE_V8_DATA): byte 1 the marker slot's distance below the frame pointer, byte 2 the function's, byte 3
+ * the bytecode offset's, bytes 4-5 JSFunction's shared field offset.
+ */
+enum v8_abi {
+	V8_OBJECT_SHIFT = 3,
+	V8_OFFSET_BITS = 12,
+	V8_OFFSET_UNKNOWN = (1 << 12) - 1,
+	V8_DATA_WORDS = 1,
+	V8_SLOTS_BYTES = 48,         /* the frame's slots below the frame pointer read at once: every slot used lies there */
+	V8_MAX_FRAME_BYTES = 1 << 20,
+	V8_AUX_BUILTINS = 1,         /* RULE_V8_FRAME's aux: the embedded builtins (the interpreter among them) */
+};
+enum v8_error {
+	V8_ERR_BAD_FUNCTION = 1, /* a JavaScript frame's function slot holds no heap object */
+	V8_ERR_READ = 2,         /* its JSFunction could not be read */
+	V8_ERR_BAD_SHARED = 3,   /* its shared field holds no heap object */
+	V8_ERR_LAYOUT = 4,       /* the table's layout word is missing */
+};
+
 enum rbp_rule {
 	RBP_UNCHANGED = 0,
 	RBP_SAVED     = 1,
@@ -367,6 +395,8 @@ struct abi_constants {
 	enum python_abi python_abi;
 	enum python_variant python_variant;
 	enum python_error python_error;
+	enum v8_abi v8_abi;
+	enum v8_error v8_error;
 	enum mapping_search mapping_search;
 	enum row_search row_search;
 	enum rbp_rule rbp_rule;

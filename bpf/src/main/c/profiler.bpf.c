@@ -760,16 +760,19 @@ stop:
 
 #include "hotspot.bpf.h"
 #include "python.bpf.h"
+#include "v8.bpf.h"
 
-static __always_inline long runtime_step(__u32 kind, __u64 rule, struct unwind_state *st, struct sample *s)
+static __always_inline long runtime_step(__u64 rule, struct unwind_state *st, struct sample *s)
 {
-	switch (kind) {
+	switch (rule & 0xff) {
 	case RULE_JAVA_INTERP:
 		return hotspot_interp_step(st, s, rule);
 	case RULE_HOTSPOT_CODE:
 		return hotspot_code_step(st, s);
 	case RULE_PYTHON_EVAL:
 		return python_eval_step(st, s);
+	case RULE_V8_FRAME:
+		return v8_frame_step(st, s, (rule >> 8) & 0xff);
 	default:
 		return unwind_stop(&st->w, s, STOP_MALFORMED);
 	}
@@ -790,7 +793,7 @@ static __always_inline long table_step(struct unwind_state *st, struct sample *s
 	if (kind == RULE_STOP && aux == STOP_NO_UNWIND_INFO)
 		return no_fde_step(st, s);
 	if (kind >= RULE_RUNTIME_FIRST) {
-		long r = runtime_step(kind, rule, st, s);
+		long r = runtime_step(rule, st, s);
 		if (r != RUNTIME_STEP_NATIVE)
 			return r;
 		kind = aux >> 4;

@@ -51,6 +51,7 @@ public final class Main {
      */
     /** The runtime --jvm-code-cache off leaves out. */
     private static final String HOTSPOT = "hotspot";
+    private static final String V8 = "v8";
     static final long EXIT_SCAN_NANOS = java.util.concurrent.TimeUnit.SECONDS.toNanos(5);
 
     private Main() {}
@@ -176,8 +177,15 @@ public final class Main {
         try {
             processes = ProcessRegistry.host();
             // One reader of each process's runtimes (a JVM's memory, a perf map) for names and tables alike.
-            runtimes = new RuntimeRegistry(KnownRuntimes.all(processes.procRoot(), System::nanoTime,
-                    config.get(Options.JVM_CODE_CACHE) ? Set.of() : Set.of(HOTSPOT)), processes, System::nanoTime);
+            Set<String> off = new java.util.HashSet<>();
+            if (!config.get(Options.JVM_CODE_CACHE)) {
+                off.add(HOTSPOT);
+            }
+            if (!config.get(Options.NODE_FRAMES)) {
+                off.add(V8);
+            }
+            runtimes = new RuntimeRegistry(KnownRuntimes.all(processes.procRoot(), System::nanoTime, off), processes,
+                    System::nanoTime);
             agent = new Agent(config.frequencyHz(), config.interval(), new KernelSampleSource(sampler),
                     lines.register(Symbolizer.create(Symbolizer.Options.defaults(), processes, runtimes)),
                     sinks, Clocks.system(),

@@ -147,7 +147,7 @@ public final class KernelAbi {
     /** The C enums of loupe_abi.h whose Java values the caller supplies (the unwinder's), checked complete. */
     public static final List<String> UNWINDER_ENUMS = List.of("rule_kind", "rbp_rule", "signal_frame_offset", "stop_reason",
             "proc_clock", "no_fde_limit", "frame_tag", "frame_type", "hotspot_interp_frame", "hotspot_code_heap", "row_search",
-            "python_abi", "python_variant", "python_error");
+            "python_abi", "python_variant", "python_error", "v8_abi", "v8_error");
 
     /** The C enums of loupe_abi.h defined in Java here, by enum name: enumerator to Java's value. */
     static final Map<String, Map<String, Long>> PROFILER_ENUMS = Map.of(

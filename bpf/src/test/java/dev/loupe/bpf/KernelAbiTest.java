@@ -57,13 +57,13 @@ class KernelAbiTest {
             // Every shared enum reached the BTF (clang keeps only used types) with all its enumerators.
             assertEquals(Map.of("MAPPING_FP", 0L, "MAPPING_TABLE", 1L, "MAPPING_STOP", 2L), btf.enumeration("mapping_kind").orElseThrow());
             assertEquals(Map.of("NSEC_PER_TICK", 10_000_000L), btf.enumeration("proc_clock").orElseThrow());
-            assertEquals(11, btf.enumeration("rule_kind").orElseThrow().size(),
-                    "5 native kinds, the first runtime kind, HotSpot's three, CPython's two");
+            assertEquals(13, btf.enumeration("rule_kind").orElseThrow().size(),
+                    "5 native kinds, the first runtime kind, HotSpot's three, CPython's two, V8's two");
             assertEquals(Map.of("RULE_RUNTIME_FIRST", 5L, "RULE_JAVA_INTERP", 5L),
                     Map.of("RULE_RUNTIME_FIRST", btf.enumeration("rule_kind").orElseThrow().get("RULE_RUNTIME_FIRST"),
                             "RULE_JAVA_INTERP", btf.enumeration("rule_kind").orElseThrow().get("RULE_JAVA_INTERP")));
             assertEquals(Map.of("MAPPING_SEARCH_STEPS", 12L), btf.enumeration("mapping_search").orElseThrow());
-            assertEquals(Map.of("FRAME_TYPE_HOTSPOT_METHOD", 0x40L, "FRAME_TYPE_PYTHON", 0x41L), btf.enumeration("frame_type").orElseThrow());
+            assertEquals(Map.of("FRAME_TYPE_HOTSPOT_METHOD", 0x40L, "FRAME_TYPE_PYTHON", 0x41L, "FRAME_TYPE_V8", 0x42L), btf.enumeration("frame_type").orElseThrow());
             assertEquals(8, btf.enumeration("stop_reason").orElseThrow().size());
             assertEquals(0xffffffffffff0000L, KernelAbi.UNWIND_MARKER);
         }
@@ -89,10 +89,10 @@ class KernelAbiTest {
             for (String e : KernelAbi.UNWINDER_ENUMS) {
                 theObjects.putAll(btf.enumeration(e).orElseThrow());
             }
-            assertEquals(57, theObjects.size(), "10 rule kinds and the first runtime kind, 3 RBP rules, 3 signal offsets, "
-                    + "8 stop reasons, the tick, the no-FDE frame limit, the frame type shift, 2 frame types, 2 HotSpot "
+            assertEquals(71, theObjects.size(), "12 rule kinds and the first runtime kind, 3 RBP rules, 3 signal offsets, "
+                    + "8 stop reasons, the tick, the no-FDE frame limit, the frame type shift, 3 frame types, 2 HotSpot "
                     + "interpreter frame offsets and 3 constants of its tagged value, 4 HotSpot code heap constants, the row search's steps, 8 CPython constants,"
-                    + " 4 variants and 5 errors");
+                    + " 4 variants and 5 errors, 7 V8 constants and 4 errors");
             KernelAbi.checkProfiler(btf, Optional.of(theObjects));
 
             Map<String, Long> drifted = new HashMap<>(theObjects);
@@ -107,7 +107,7 @@ class KernelAbiTest {
                     + "enum proc_clock: NSEC_PER_TICK is 10000000 in C, 1000000 in Java; "
                     + "STOP_SOMETHING_NEW is missing in C (in none of enum rule_kind, rbp_rule, signal_frame_offset, "
                     + "stop_reason, proc_clock, no_fde_limit, frame_tag, frame_type, hotspot_interp_frame, hotspot_code_heap, row_search, python_abi, "
-                    + "python_variant, python_error)", e.getMessage());
+                    + "python_variant, python_error, v8_abi, v8_error)", e.getMessage());
         }
     }
 

@@ -101,6 +101,11 @@ public final class Options {
                     + "each JVM's code cache and method metadata are read from /proc/PID/mem (HotSpot's VMStructs) and "
                     + "scanned again as code is compiled; off: JIT frames are walked by frame pointers and named by perf maps only");
 
+    public static final Option<Boolean> NODE_FRAMES = Option.value("node-frames", "--node-frames", "on|off", Values::onOff)
+            .byDefault("on").help("complete stacks and JavaScript frame names for node without flags: V8's postmortem "
+                    + "metadata in node's binary and each frame's function read from /proc/PID/mem; off: V8's frames are "
+                    + "walked by frame pointers and named by perf maps only (node --perf-basic-prof)");
+
     public static final Option<Boolean> LINES = Option.value("lines", "--lines", "on|off", Values::onOff)
             .byDefault("on").reloadable().help("source file and line of each frame (Go pclntab, DWARF line tables and inlined "
                     + "subroutines, HotSpot's line number tables; file, line and inlined calls in the profile's locations); "
@@ -265,7 +270,7 @@ public final class Options {
     public static final List<Option<?>> ALL = List.of(CONFIG, FREQUENCY, INTERVAL, DURATION, OUTPUT, PIDS, HTTP, HTTP_PROFILES,
             HTTP_BEARER_TOKEN_FILE, HTTP_TLS_CERT_FILE, HTTP_TLS_KEY_FILE, HTTP_SOCKET,
             OUTPUT_RETENTION, OUTPUT_MAX_BYTES, STATE_DIR, LOG_LEVEL, UNWIND_TABLES, UNWIND_TABLE_BUDGET, JVM_SYMBOLS, JVM_CODE_CACHE,
-            LINES, REMOTE_STORE_ADDRESS, REMOTE_STORE_INSECURE, REMOTE_STORE_INSECURE_SKIP_VERIFY,
+            NODE_FRAMES, LINES, REMOTE_STORE_ADDRESS, REMOTE_STORE_INSECURE, REMOTE_STORE_INSECURE_SKIP_VERIFY,
             REMOTE_STORE_BEARER_TOKEN_FILE, REMOTE_STORE_CA_FILE, REMOTE_STORE_CERT_FILE, REMOTE_STORE_KEY_FILE,
             REMOTE_STORE_HEADERS, REMOTE_STORE_TIMEOUT, REMOTE_STORE_BATCH_MAX_BYTES, KAFKA_BOOTSTRAP_SERVERS, KAFKA_TOPIC,
             KAFKA_PRODUCER, KAFKA_TRANSACTIONAL, KAFKA_GROUP_ID, KAFKA_CONSUMER, RELAY_QUARANTINE_DIR, SPOOL_DIR,

@@ -87,10 +87,12 @@ public final class AgentProcess implements AutoCloseable {
     }
 
     /** Profiles only {@code target} at 99 Hz for {@code duration}, as a user would; returns the output directory. */
-    static Path profilePid(Path workDir, Process target, String duration) throws IOException, InterruptedException {
+    static Path profilePid(Path workDir, Process target, String duration, String... more) throws IOException, InterruptedException {
         Path out = workDir.resolve("profiles");
-        try (AgentProcess agent = start(workDir, "--pid", Long.toString(target.pid()), "--frequency", "99",
-                "--duration", duration, "--output", out.toString(), "--http", "off")) {
+        List<String> args = new ArrayList<>(List.of("--pid", Long.toString(target.pid()), "--frequency", "99",
+                "--duration", duration, "--output", out.toString(), "--http", "off"));
+        args.addAll(List.of(more));
+        try (AgentProcess agent = start(workDir, args.toArray(String[]::new))) {
             int exit = agent.awaitExit(Duration.ofSeconds(60));
             if (exit != 0) {
                 throw new AssertionError("agent exited " + exit + ":\n" + agent.log());

@@ -66,7 +66,8 @@ class NodePerfMapProfileTest {
                 Thread.sleep(50);
             }
             assertTrue(warm(perfMap), "node's " + perfMap + " names an optimized leaf and a compiled mid");
-            out = AgentProcess.profilePid(dir, node, "10s");
+            // the fallback: V8's own frames off (NodeStacksProfileTest has them on)
+            out = AgentProcess.profilePid(dir, node, "10s", "--node-frames", "off");
             assertTrue(node.isAlive(), "the agent never harms its target");
         } finally {
             Targets.kill(node);

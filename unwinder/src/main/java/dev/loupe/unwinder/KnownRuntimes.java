@@ -4,6 +4,7 @@ import dev.loupe.unwinder.hotspot.HotSpotRuntime;
 import dev.loupe.unwinder.perfmap.PerfMapRuntime;
 import dev.loupe.unwinder.python.PythonRuntime;
 import dev.loupe.unwinder.runtime.ManagedRuntime;
+import dev.loupe.unwinder.v8.V8Runtime;
 
 import java.nio.file.Path;
 import java.util.List;
@@ -22,7 +23,8 @@ public final class KnownRuntimes {
         return List.<ManagedRuntime>of(
                         HotSpotRuntime.reading(procRoot, nanoTime),
                         PerfMapRuntime.reading(procRoot),
-                        PythonRuntime.reading(procRoot))
+                        PythonRuntime.reading(procRoot),
+                        V8Runtime.reading(procRoot, nanoTime))
                 .stream().filter(r -> !off.contains(r.name())).toList();
     }
 }

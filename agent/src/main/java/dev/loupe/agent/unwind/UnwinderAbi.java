@@ -25,6 +25,7 @@ public final class UnwinderAbi {
         all.putAll(dev.loupe.unwinder.python.PythonFrameStep.kernelConstants()); // python.bpf.h's enums
         all.putAll(dev.loupe.unwinder.hotspot.SegmentMapStep.kernelConstants()); // hotspot.bpf.h's code heap layout
         all.putAll(InterpreterFrameStep.kernelConstants()); // hotspot.bpf.h's interpreter frames and their value
+        all.putAll(dev.loupe.unwinder.v8.V8FrameStep.kernelConstants()); // v8.bpf.h's enums
         for (FrameType t : FrameType.values()) { // the registry of tagged frames, one enumerator per type
             all.put(t.cName(), (long) t.code());
         }
@@ -44,6 +45,8 @@ public final class UnwinderAbi {
                 Map.entry("RULE_PYTHON_DATA", (long) UnwindRule.KIND_PYTHON_DATA),
                 Map.entry("RULE_HOTSPOT_CODE", (long) UnwindRule.KIND_HOTSPOT_CODE),
                 Map.entry("RULE_HOTSPOT_DATA", (long) UnwindRule.KIND_HOTSPOT_DATA),
+                Map.entry("RULE_V8_FRAME", (long) UnwindRule.KIND_V8_FRAME),
+                Map.entry("RULE_V8_DATA", (long) UnwindRule.KIND_V8_DATA),
                 Map.entry("FRAME_TYPE_SHIFT", (long) FrameType.SHIFT),
                 Map.entry("ROW_SEARCH_STEPS", (long) UnwindTable.PAGE_SHIFT),
                 Map.entry("RBP_UNCHANGED", (long) UnwindRule.RBP_UNCHANGED),

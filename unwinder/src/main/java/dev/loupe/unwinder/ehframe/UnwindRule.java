@@ -61,6 +61,14 @@ public final class UnwindRule {
     public static final int KIND_HOTSPOT_CODE = FIRST_RUNTIME_KIND + 3;
     /** Not a pc's rule: a word of a JVM's code heap layout, the first rules of its code table. */
     public static final int KIND_HOTSPOT_DATA = FIRST_RUNTIME_KIND + 4;
+    /**
+     * V8's code ({@code v8.bpf.h}, spec {@code v8.V8FrameStep}): a frame-pointer frame, reported as its JavaScript
+     * function ({@code FrameType.V8}) when its marker slot says it is one; aux {@code V8FrameStep.AUX_BUILTINS} in the
+     * embedded builtins (where an interpreted frame's bytecode offset is read).
+     */
+    public static final int KIND_V8_FRAME = FIRST_RUNTIME_KIND + 5;
+    /** Not a pc's rule: the word of a V8 layout, the first rule of the tables the V8 runtime gives. */
+    public static final int KIND_V8_DATA = FIRST_RUNTIME_KIND + 6;
 
     /** RBP is unchanged in the caller. */
     public static final int RBP_UNCHANGED = 0;
@@ -141,6 +149,8 @@ public final class UnwindRule {
             case KIND_PYTHON_DATA -> "python-data(0x" + Long.toHexString(rule >>> 8) + ")";
             case KIND_HOTSPOT_CODE -> "hotspot-segment-map";
             case KIND_HOTSPOT_DATA -> "hotspot-data(0x" + Long.toHexString(rule >>> 8) + ")";
+            case KIND_V8_FRAME -> "v8-frame" + ((rule >>> 8 & 0xff) != 0 ? "(builtins)" : "");
+            case KIND_V8_DATA -> "v8-data(0x" + Long.toHexString(rule >>> 8) + ")";
             case KIND_STOP -> "stop(" + (stopReason(rule) == null ? "code " + rbpRule(rule) : stopReason(rule).text()) + ")";
             default -> "bad(0x" + Long.toHexString(rule) + ")";
         };

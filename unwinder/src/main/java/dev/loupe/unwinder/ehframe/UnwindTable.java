@@ -202,7 +202,8 @@ public final class UnwindTable {
                         || ((r >>> 8) & 0xff) != 0 && ((r >>> 24) & 0xff) != 0);
                 case UnwindRule.KIND_PYTHON_EVAL -> (UnwindRule.rbpRule(r) >> 4) <= UnwindRule.KIND_CFA_RBP
                         && (UnwindRule.rbpRule(r) & 0xf) <= UnwindRule.RBP_UNKNOWN;
-                case UnwindRule.KIND_PYTHON_DATA, UnwindRule.KIND_HOTSPOT_DATA -> true;
+                case UnwindRule.KIND_PYTHON_DATA, UnwindRule.KIND_HOTSPOT_DATA, UnwindRule.KIND_V8_DATA -> true;
+                case UnwindRule.KIND_V8_FRAME -> (r & ~0x1ffL) == 0 && (r & 0xff) == UnwindRule.KIND_V8_FRAME; // aux 0 or 1
                 case UnwindRule.KIND_HOTSPOT_CODE -> r == UnwindRule.KIND_HOTSPOT_CODE;
                 default -> false;
             };

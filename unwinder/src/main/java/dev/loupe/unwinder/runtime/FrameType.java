@@ -11,7 +11,9 @@ public enum FrameType {
     /** HotSpot's template interpreter: the frame's {@code Method*} and bci (hotspot.bpf.h, {@code hotspot.InterpreterFrameStep.value}). */
     HOTSPOT_METHOD(0x40, "FRAME_TYPE_HOTSPOT_METHOD", "interpreted Java method"),
     /** CPython's interpreter frames: a code object and instruction index (python.bpf.h, {@code python.PythonFrameStep}). */
-    PYTHON(0x41, "FRAME_TYPE_PYTHON", "Python frame");
+    PYTHON(0x41, "FRAME_TYPE_PYTHON", "Python frame"),
+    /** V8's JavaScript frames: a SharedFunctionInfo and bytecode offset (v8.bpf.h, {@code v8.V8FrameStep}). */
+    V8(0x42, "FRAME_TYPE_V8", "JavaScript frame");
 
     /** Where the type starts in a tagged frame (loupe_abi.h's {@code FRAME_TYPE_SHIFT}). */
     public static final int SHIFT = 56;

@@ -104,6 +104,7 @@ public final class FuzzTargets {
             target("dev.loupe.unwinder.perfmap.PerfMapFuzzTarget", 16384, GROW_AT_ONCE),
             target("dev.loupe.unwinder.proc.ProcFuzzTarget", 16384),
             target("dev.loupe.unwinder.python.CodeObjectFuzzTarget", 8192),
+            target("dev.loupe.unwinder.v8.V8ObjectFuzzTarget", 1024),
             target("dev.loupe.agent.labels.CgroupFuzzTarget", 8192),
             target("dev.loupe.agent.relabel.RelabelFuzzTarget", 4096, NO_REGEX_INJECTION),
             target("dev.loupe.agent.jvm.JvmProcessFuzzTarget", 65600));
