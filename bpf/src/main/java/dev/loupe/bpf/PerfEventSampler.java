@@ -59,8 +59,11 @@ public final class PerfEventSampler implements AutoCloseable {
 
     /** The off-CPU program, in an object of its own that shares every map of the sampler's (see {@link #offCpu}). */
     static final String OFF_CPU_PROGRAM = "off_cpu_switch";
-    /** Waits recorded at switch-out whose switch-in is awaited, at most: beyond, the oldest are dropped as unmatched. */
-    static final int MAX_PENDING_WAITS = 65536;
+    /**
+     * Waits recorded at switch-out whose switch-in is awaited, at most: beyond, the oldest are dropped as unmatched. As
+     * many as the kernel's off_cpu_since map holds (LRU): a wait it has evicted never gets its switch-in record anyway.
+     */
+    static final int MAX_PENDING_WAITS = 16384;
 
     private final int frequencyHz;
     private boolean filterPids;
