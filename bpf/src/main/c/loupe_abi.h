@@ -57,10 +57,11 @@ struct sample {
 	__u64 ktime_ns;
 	__u32 flags;          /* SAMPLE_F_* */
 	__u16 mappings;       /* struct sampled_mapping entries right after the used frames */
-	__u16 reserved;
+	__u16 off_cpu_state;  /* SAMPLE_F_OFF_CPU: enum off_cpu_state; else 0 */
 	__u64 start_boottime; /* process start, ns since boot: /proc/PID/stat's starttime, exact (PID reuse) */
 	__u32 host_pid;       /* tgid and tid in the initial PID namespace, as the kernel names them */
 	__u32 host_tid;
+	__u64 off_cpu_ns;     /* SAMPLE_F_OFF_CPU_END: how long the wait lasted; else 0 */
 	__u64 frames[MAX_FRAMES]; /* kernel frames (leaf first), then user frames (leaf first) */
 	/*
 	 * Room only: the record carries its `mappings` entries right after its used frames (at
@@ -86,6 +87,21 @@ enum sample_flag {
 	 * needs per-process state for, FILE_F_NEEDS_PROCESS) and the process has no unwind entry.
 	 */
 	SAMPLE_F_NEEDS_PROCESS   = 128,
+	/*
+	 * Off-CPU (sched_switch): a thread switched out, its stack where it waits; ktime_ns is the switch-out, the state
+	 * off_cpu_state. Its wait's length comes later, when it is switched in again, in a header-only record
+	 * SAMPLE_F_OFF_CPU_END of the same host_tid and ktime_ns, with off_cpu_ns set: Java joins the two.
+	 */
+	SAMPLE_F_OFF_CPU         = 256,
+	SAMPLE_F_OFF_CPU_END     = 512,
+};
+
+/* Why a recorded thread left the CPU: sched_switch's prev_state (and preempt). */
+enum off_cpu_state {
+	OFF_CPU_RUNNABLE = 1, /* preempted or yielded while runnable: the wait is run-queue time */
+	OFF_CPU_SLEEPING = 2, /* TASK_INTERRUPTIBLE: sleep, poll, futex, socket */
+	OFF_CPU_BLOCKED  = 3, /* TASK_UNINTERRUPTIBLE (D): disk I/O, some locks */
+	OFF_CPU_STOPPED  = 4, /* any other state: stopped, traced */
 };
 
 /*
@@ -118,6 +134,10 @@ enum stat {
 	STAT_VMA_LOOKUPS,      /* mappings the walk found itself (bpf_find_vma) */
 	STAT_VMA_LOOKUP_FAILURES, /* bpf_find_vma found no mapping or could not take the mm's lock (the walk stops there) */
 	STAT_FILE_TABLE_MISSES,   /* mappings found of files with no table in the kernel (or an older file's): frame pointers */
+	STAT_OFF_CPU_SWITCHES,    /* switch-outs of user threads seen by the off-CPU program (before the probability gate) */
+	STAT_OFF_CPU_RECORDED,    /* switch-outs recorded (their stack written) */
+	STAT_OFF_CPU_DROPS,       /* switch-out records lost: ring buffer full */
+	STAT_OFF_CPU_END_DROPS,   /* switch-in records lost: ring buffer full (Java drops the stack it waits for) */
 	STAT_MAX
 };
 
@@ -125,6 +145,10 @@ enum stat {
 struct config {
 	__u32 filter_pids;  /* 1: only pids in pid_filter */
 	__u32 wakeup_bytes; /* wake user space once this much data is waiting */
+	/* Off-CPU: a switch-out is recorded when bpf_get_prandom_u32() < this (probability * 2^32; 0: never). */
+	__u64 off_cpu_threshold;
+	__u32 skip_tgid;    /* the kernel's tgid of a process whose waits are not recorded (the agent's own); 0: none */
+	__u32 reserved;
 };
 
 /*
@@ -385,6 +409,7 @@ enum row_search {
 struct abi_constants {
 	enum sample_limit sample_limit;
 	enum sample_flag sample_flag;
+	enum off_cpu_state off_cpu_state;
 	enum unwind_marker unwind_marker;
 	enum stat stat;
 	enum rule_kind rule_kind;

@@ -897,7 +897,7 @@ static long fp_only_step(__u32 i, struct walk *w)
  * frame pointers only. Java loads one of them (--unwind-tables), so the frame-pointer-only agent neither
  * pays the verifier for the table walk at start nor looks anything up per sample.
  */
-static __always_inline int sample(struct perf_event_ctx *ctx, const int tables)
+static __always_inline int sample(void *ctx, const int tables, const int off_cpu, __u64 now, __u16 state)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 host_tgid = pid_tgid >> 32;
@@ -916,10 +916,12 @@ static __always_inline int sample(struct perf_event_ctx *ctx, const int tables)
 		return 0;
 	/* Java's pids: a task outside its namespace is in no filter it can write. */
 	if (cfg->filter_pids && (outside || !bpf_map_lookup_elem(&pid_filter, &tgid))) {
-		count(STAT_FILTERED);
+		if (!off_cpu)
+			count(STAT_FILTERED);
 		return 0;
 	}
-	count(STAT_SAMPLES);
+	if (!off_cpu)
+		count(STAT_SAMPLES);
 	if (outside)
 		count(STAT_PID_OUTSIDE);
 
@@ -931,10 +933,11 @@ static __always_inline int sample(struct perf_event_ctx *ctx, const int tables)
 	s->pid = tgid;
 	s->tid = tid;
 	s->cpu = bpf_get_smp_processor_id();
-	s->ktime_ns = bpf_ktime_get_ns();
-	s->flags = 0;
+	s->ktime_ns = off_cpu ? now : bpf_ktime_get_ns();
+	s->flags = off_cpu ? SAMPLE_F_OFF_CPU : 0;
 	s->mappings = 0;
-	s->reserved = 0;
+	s->off_cpu_state = state;
+	s->off_cpu_ns = 0;
 	bpf_get_current_comm(s->thread_comm, sizeof(s->thread_comm));
 	bpf_core_read_str(s->comm, sizeof(s->comm), &task->group_leader->comm);
 	s->start_boottime = BPF_CORE_READ(task, group_leader, start_boottime);
@@ -943,7 +946,8 @@ static __always_inline int sample(struct perf_event_ctx *ctx, const int tables)
 	if (outside)
 		s->flags |= SAMPLE_F_PID_OUTSIDE;
 
-	int user_mode = (ctx->regs.cs & 3) == 3;
+	/* Off-CPU: in schedule, so in the kernel; the user registers are those saved at kernel entry. */
+	int user_mode = off_cpu ? 0 : (((struct perf_event_ctx *)ctx)->regs.cs & 3) == 3;
 	__u32 nk = 0;
 	if (!user_mode) {
 		long n = bpf_get_stack(ctx, s->frames, MAX_KERNEL_FRAMES * sizeof(__u64), 0);
@@ -984,10 +988,11 @@ static __always_inline int sample(struct perf_event_ctx *ctx, const int tables)
 	__u64 r13 = 0; /* the leaf's, for HotSpot's interpreter (its bcp) */
 	if (!no_user) {
 		if (user_mode) {
-			w.pc = ctx->regs.ip;
-			w.sp = ctx->regs.sp;
-			w.bp = ctx->regs.bp;
-			r13 = ctx->regs.r13;
+			struct perf_event_ctx *pctx = ctx;
+			w.pc = pctx->regs.ip;
+			w.sp = pctx->regs.sp;
+			w.bp = pctx->regs.bp;
+			r13 = pctx->regs.r13;
 		} else {
 			/* In the kernel: the user registers saved at kernel entry. */
 			struct pt_regs *uregs = (struct pt_regs *)bpf_task_pt_regs(task);
@@ -1090,21 +1095,106 @@ static __always_inline int sample(struct perf_event_ctx *ctx, const int tables)
 			wake = BPF_RB_FORCE_WAKEUP;
 		}
 	}
-	if (bpf_ringbuf_output(&samples, s, size, wake))
-		count(STAT_RINGBUF_DROPS);
-	return 0;
+	if (bpf_ringbuf_output(&samples, s, size, wake)) {
+		count(off_cpu ? STAT_OFF_CPU_DROPS : STAT_RINGBUF_DROPS);
+		return 0;
+	}
+	return 1;
 }
 
 SEC("perf_event")
 int sample_cpu(struct perf_event_ctx *ctx)
 {
-	return sample(ctx, 1);
+	sample(ctx, 1, 0, 0, 0);
+	return 0;
 }
 
 SEC("perf_event")
 int sample_cpu_fp(struct perf_event_ctx *ctx)
 {
-	return sample(ctx, 0);
+	sample(ctx, 0, 0, 0, 0);
+	return 0;
+}
+
+/*
+ * Off-CPU. Threads recorded at their switch-out whose switch-in is awaited, by the kernel's tid: the switch-out's
+ * time. LRU: an entry whose thread never runs again (it was killed while waiting) ages out.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u64);
+} off_cpu_since SEC(".maps");
+
+#define LOUPE_TASK_INTERRUPTIBLE 0x1
+#define LOUPE_TASK_UNINTERRUPTIBLE 0x2
+#define LOUPE_TASK_DEAD 0x80
+#define LOUPE_EXIT_DEAD 0x10
+#define LOUPE_EXIT_ZOMBIE 0x20
+
+/*
+ * sched_switch(preempt, prev, next, prev_state) (prev_state an argument since Linux 5.18), in the switching CPU's
+ * context with interrupts off: current is still prev, so prev's stack is walked here by the same walker as a CPU
+ * sample's (its user registers saved at kernel entry, bpf_get_stack from the tracepoint: schedule <- do_nanosleep ...).
+ * No hook runs in the context of the task coming back on every kernel (finish_task_switch is static, often
+ * finish_task_switch.isra.0, and kprobes may be missing): so the switch-out writes the stack and remembers the time,
+ * and next's switch-in writes a header-only record with the wait's length that Java joins to it. A probability gate
+ * (config.off_cpu_threshold) bounds the cost; the switch-in side costs one hash lookup per switch.
+ */
+SEC("raw_tracepoint/sched_switch")
+int off_cpu_switch(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct task_struct *prev = (struct task_struct *)ctx->args[1];
+	struct task_struct *next = (struct task_struct *)ctx->args[2];
+	__u32 prev_state = (__u32)ctx->args[3];
+	int preempt = ctx->args[0] & 1;
+	__u64 now = bpf_ktime_get_ns();
+	__u32 zero = 0;
+	struct config *cfg = bpf_map_lookup_elem(&config, &zero);
+	if (!cfg)
+		return 0;
+
+	__u32 next_tid = BPF_CORE_READ(next, pid);
+	__u64 *since = next_tid ? bpf_map_lookup_elem(&off_cpu_since, &next_tid) : 0;
+	if (since) {
+		__u64 start = *since;
+		bpf_map_delete_elem(&off_cpu_since, &next_tid);
+		struct sample *e = bpf_ringbuf_reserve(&samples, __builtin_offsetof(struct sample, frames), 0);
+		if (!e) {
+			count(STAT_OFF_CPU_END_DROPS);
+		} else {
+			__builtin_memset(e, 0, __builtin_offsetof(struct sample, frames));
+			e->host_pid = BPF_CORE_READ(next, tgid);
+			e->host_tid = next_tid;
+			e->cpu = bpf_get_smp_processor_id();
+			e->ktime_ns = start;
+			e->off_cpu_ns = now - start;
+			e->flags = SAMPLE_F_OFF_CPU_END;
+			__u64 wake = bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) >= cfg->wakeup_bytes
+				? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+			bpf_ringbuf_submit(e, wake);
+		}
+	}
+
+	/* prev is current: the idle task (pid 0) and kernel threads have no user stack; an exiting thread no return. */
+	__u32 prev_tid = BPF_CORE_READ(prev, pid);
+	if (prev_tid == 0 || (BPF_CORE_READ(prev, flags) & PF_KTHREAD) ||
+	    (prev_state & (LOUPE_TASK_DEAD | LOUPE_EXIT_DEAD | LOUPE_EXIT_ZOMBIE)))
+		return 0;
+	count(STAT_OFF_CPU_SWITCHES);
+	if ((__u64)bpf_get_prandom_u32() >= cfg->off_cpu_threshold)
+		return 0;
+	if (cfg->skip_tgid && (__u32)BPF_CORE_READ(prev, tgid) == cfg->skip_tgid)
+		return 0;
+	__u16 state = preempt || prev_state == 0 ? OFF_CPU_RUNNABLE
+		: (prev_state & LOUPE_TASK_UNINTERRUPTIBLE) ? OFF_CPU_BLOCKED
+		: (prev_state & LOUPE_TASK_INTERRUPTIBLE) ? OFF_CPU_SLEEPING : OFF_CPU_STOPPED;
+	if (!sample(ctx, 1, 1, now, state))
+		return 0; /* filtered out, or its record lost (counted) */
+	count(STAT_OFF_CPU_RECORDED);
+	bpf_map_update_elem(&off_cpu_since, &prev_tid, &now, BPF_ANY);
+	return 0;
 }
 
 /*
@@ -1156,7 +1246,8 @@ int process_exit(void *ctx)
 	s->ktime_ns = bpf_ktime_get_ns();
 	s->flags = SAMPLE_F_PROCESS_EXIT;
 	s->mappings = 0;
-	s->reserved = 0;
+	s->off_cpu_state = 0;
+	s->off_cpu_ns = 0;
 	s->start_boottime = BPF_CORE_READ(task, group_leader, start_boottime);
 	s->host_pid = host_tgid;
 	s->host_tid = host_tid;

@@ -8,6 +8,7 @@ import dev.loupe.agent.logging.LogFormat;
 import dev.loupe.agent.sampling.Agent;
 import dev.loupe.agent.sampling.Clocks;
 import dev.loupe.agent.sampling.KernelSampleSource;
+import dev.loupe.agent.sampling.OffCpuProfiles;
 import dev.loupe.agent.service.SdNotify;
 import dev.loupe.agent.sink.ProfileSink;
 import dev.loupe.agent.unwind.KernelUnwindTarget;
@@ -218,6 +219,27 @@ public final class Main {
                     agent.reportProcessStates("jvm_symbols", j::tracked);
                 });
             }
+            // Always there, so that a reload can turn it on; the kernel side is loaded the first time it is.
+            OffCpuProfiles offCpu = agent.offCpuProfiles(new OffCpuProfiles.Control() {
+                @Override
+                public void probability(double p) throws BpfException {
+                    sampler.offCpu(p, selfHostTgid());
+                }
+
+                @Override
+                public long[] counters() {
+                    PerfEventSampler.OffCpuStats s = sampler.offCpuStats();
+                    return new long[] {s.switches(), s.recorded(), s.drops() + s.endDrops(), s.delivered(), s.unmatched()};
+                }
+            });
+            if (config.offCpuThreshold() > 0) {
+                try {
+                    offCpu.probability(config.offCpuThreshold());
+                } catch (Exception e) {
+                    throw new IllegalStateException("off-CPU profiles (--off-cpu-threshold " + config.offCpuThreshold()
+                            + ") cannot start: " + e.getMessage(), e);
+                }
+            }
             // Always there, so that a reload can add probes; the kernel side is loaded with the first probe.
             // Caller stacks (stacks: true) are symbolized by a symbolizer of their own (one thread each) over the shared registry.
             ProbeManager.start(config.probes(), ProbeManager.Options.defaults(config.probesMaxFunctions()),
@@ -230,6 +252,23 @@ public final class Main {
             throw e;
         }
         return agent;
+    }
+
+    /**
+     * This process's tgid as the kernel names it (the first of /proc/self/status's NSpid, when /proc is the host's):
+     * off-CPU profiles leave the agent's own waits out. Its pid here when that cannot be read.
+     */
+    static int selfHostTgid() {
+        try {
+            for (String line : java.nio.file.Files.readAllLines(Path.of("/proc/self/status"))) {
+                if (line.startsWith("NSpid:")) {
+                    return Integer.parseInt(line.substring(6).trim().split("\\s+")[0]);
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            // below
+        }
+        return (int) ProcessHandle.current().pid();
     }
 
     /** HotSpot JVMs' JIT symbols (--jvm-symbols on); without /proc/self/status the agent runs without them. */

@@ -51,6 +51,11 @@ public final class BpfMap {
         return name;
     }
 
+    /** The map's fd (another object shares the map by it: {@link BpfObject#shareMapsOf}). */
+    int fd() {
+        return fd;
+    }
+
     int fdForRingBuffer() {
         return fd;
     }

@@ -91,6 +91,27 @@ public final class BpfObject implements AutoCloseable {
                 value.byteSize());
     }
 
+    /**
+     * Makes this object, before {@link #load()}, use every map of {@code other} (loaded, of the same BPF source)
+     * instead of creating its own: its programs then share the other's maps, so one can be added to a running
+     * object later (the off-CPU program, at a reload) without verifying the others again.
+     */
+    public void shareMapsOf(BpfObject other) throws BpfException {
+        checkOpen();
+        if (loaded) {
+            throw new IllegalStateException("maps can only be shared before load");
+        }
+        MemorySegment m = MemorySegment.NULL;
+        while (true) {
+            m = (MemorySegment) LibBpf.OBJECT_NEXT_MAP.raw(object, m);
+            if (m.address() == 0) {
+                return;
+            }
+            String mapName = ((MemorySegment) LibBpf.MAP_NAME.raw(m)).reinterpret(512).getString(0);
+            LibBpf.MAP_REUSE_FD.status(mapName, m, other.map(mapName).fd());
+        }
+    }
+
     /** Whether {@link #load()} verifies and loads this program (all do by default); only before load. */
     public void autoload(String programName, boolean autoload) throws BpfException {
         checkOpen();

@@ -59,10 +59,11 @@ public final class KernelAbi {
             JAVA_LONG.withName("ktime_ns"),
             JAVA_INT.withName("flags"),
             JAVA_SHORT.withName("mappings"),
-            JAVA_SHORT.withName("reserved"),
+            JAVA_SHORT.withName("off_cpu_state"),
             JAVA_LONG.withName("start_boottime"),
             JAVA_INT.withName("host_pid"),
             JAVA_INT.withName("host_tid"),
+            JAVA_LONG.withName("off_cpu_ns"),
             MemoryLayout.sequenceLayout(MAX_KERNEL_FRAMES + MAX_USER_FRAMES, JAVA_LONG).withName("frames"),
             MemoryLayout.sequenceLayout(MAX_SAMPLE_MAPPINGS, SAMPLED_MAPPING).withName("mapping_room")
     ).withName("sample");
@@ -70,7 +71,10 @@ public final class KernelAbi {
     /** struct config: written once before sampling. */
     static final StructLayout CONFIG = MemoryLayout.structLayout(
             JAVA_INT.withName("filter_pids"),
-            JAVA_INT.withName("wakeup_bytes")
+            JAVA_INT.withName("wakeup_bytes"),
+            JAVA_LONG.withName("off_cpu_threshold"),
+            JAVA_INT.withName("skip_tgid"),
+            JAVA_INT.withName("reserved")
     ).withName("config");
 
     /** struct pid_ns_config (pid_ns_abi.h, in both objects): which pids are reported; section {@code .rodata.pid_ns}. */
@@ -89,7 +93,8 @@ public final class KernelAbi {
     static final List<String> STATS = List.of("STAT_SAMPLES", "STAT_IDLE", "STAT_FILTERED", "STAT_RINGBUF_DROPS",
             "STAT_USER_READ_ERRORS", "STAT_USER_TRUNCATED", "STAT_KERNEL_ERRORS", "STAT_FP_FALLBACK", "STAT_UNWIND_STOPPED",
             "STAT_TABLE_FRAMES", "STAT_FP_FRAMES", "STAT_PID_OUTSIDE", "STAT_FP_NO_FDE_FRAMES", "STAT_PROCESS_EXITS",
-            "STAT_EXIT_DROPS", "STAT_VMA_LOOKUPS", "STAT_VMA_LOOKUP_FAILURES", "STAT_FILE_TABLE_MISSES", "STAT_MAX");
+            "STAT_EXIT_DROPS", "STAT_VMA_LOOKUPS", "STAT_VMA_LOOKUP_FAILURES", "STAT_FILE_TABLE_MISSES", "STAT_OFF_CPU_SWITCHES",
+            "STAT_OFF_CPU_RECORDED", "STAT_OFF_CPU_DROPS", "STAT_OFF_CPU_END_DROPS", "STAT_MAX");
 
     /** struct unwind_table: where a table's pages, rows and rules start in the shared arrays. */
     static final StructLayout UNWIND_TABLE = MemoryLayout.structLayout(
@@ -150,24 +155,28 @@ public final class KernelAbi {
             "python_abi", "python_variant", "python_error", "v8_abi", "v8_error");
 
     /** The C enums of loupe_abi.h defined in Java here, by enum name: enumerator to Java's value. */
-    static final Map<String, Map<String, Long>> PROFILER_ENUMS = Map.of(
-            "sample_limit", Map.of("MAX_KERNEL_FRAMES", (long) MAX_KERNEL_FRAMES, "MAX_USER_FRAMES", (long) MAX_USER_FRAMES,
-                    "TASK_COMM_LEN", (long) TASK_COMM_LEN, "MAX_SAMPLE_MAPPINGS", (long) MAX_SAMPLE_MAPPINGS),
-            "sample_flag", Map.of("SAMPLE_F_USER_TRUNCATED", (long) RawSample.USER_TRUNCATED,
+    static final Map<String, Map<String, Long>> PROFILER_ENUMS = Map.ofEntries(
+            Map.entry("sample_limit", Map.of("MAX_KERNEL_FRAMES", (long) MAX_KERNEL_FRAMES, "MAX_USER_FRAMES", (long) MAX_USER_FRAMES,
+                    "TASK_COMM_LEN", (long) TASK_COMM_LEN, "MAX_SAMPLE_MAPPINGS", (long) MAX_SAMPLE_MAPPINGS)),
+            Map.entry("sample_flag", Map.of("SAMPLE_F_USER_TRUNCATED", (long) RawSample.USER_TRUNCATED,
                     "SAMPLE_F_USER_READ_ERROR", (long) RawSample.USER_READ_ERROR, "SAMPLE_F_KERNEL_ERROR", (long) RawSample.KERNEL_ERROR,
                     "SAMPLE_F_FP_FALLBACK", (long) RawSample.FP_FALLBACK, "SAMPLE_F_UNWIND_STOPPED", (long) RawSample.UNWIND_STOPPED,
                     "SAMPLE_F_PID_OUTSIDE", (long) RawSample.PID_OUTSIDE, "SAMPLE_F_PROCESS_EXIT", (long) RawSample.PROCESS_EXIT,
-                    "SAMPLE_F_NEEDS_PROCESS", (long) RawSample.NEEDS_PROCESS),
-            "unwind_marker", Map.of("UNWIND_REASON_BITS", (long) UNWIND_REASON_BITS),
-            "mapping_search", Map.of("MAPPING_SEARCH_STEPS", (long) UnwindMaps.MAPPING_SEARCH_STEPS),
-            "stat", ordinals(STATS),
-            "mapping_kind", Map.of("MAPPING_FP", (long) UnwindMaps.KIND_FRAME_POINTERS, "MAPPING_TABLE", (long) UnwindMaps.KIND_TABLE,
-                    "MAPPING_STOP", (long) UnwindMaps.KIND_STOP),
-            "pid_ns_mode", PID_NS_MODES,
-            "sampled_mapping_kind", Map.of("SAMPLED_FILE", (long) RawSample.MAPPING_FILE, "SAMPLED_VDSO", (long) RawSample.MAPPING_VDSO,
-                    "SAMPLED_ANON", (long) RawSample.MAPPING_ANONYMOUS),
-            "file_table_flag", Map.of("FILE_F_NEEDS_PROCESS", (long) UnwindMaps.FILE_NEEDS_PROCESS),
-            "vdso_key", Map.of("VDSO_KEY_DEV", UnwindMaps.VDSO_DEVICE, "VDSO_KEY_INO", UnwindMaps.VDSO_INODE));
+                    "SAMPLE_F_NEEDS_PROCESS", (long) RawSample.NEEDS_PROCESS, "SAMPLE_F_OFF_CPU", (long) RawSample.OFF_CPU,
+                    "SAMPLE_F_OFF_CPU_END", (long) RawSample.OFF_CPU_END)),
+            Map.entry("off_cpu_state", Map.of("OFF_CPU_RUNNABLE", (long) OffCpuState.RUNNABLE.code(), "OFF_CPU_SLEEPING",
+                    (long) OffCpuState.SLEEPING.code(), "OFF_CPU_BLOCKED", (long) OffCpuState.BLOCKED.code(), "OFF_CPU_STOPPED",
+                    (long) OffCpuState.STOPPED.code())),
+            Map.entry("unwind_marker", Map.of("UNWIND_REASON_BITS", (long) UNWIND_REASON_BITS)),
+            Map.entry("mapping_search", Map.of("MAPPING_SEARCH_STEPS", (long) UnwindMaps.MAPPING_SEARCH_STEPS)),
+            Map.entry("stat", ordinals(STATS)),
+            Map.entry("mapping_kind", Map.of("MAPPING_FP", (long) UnwindMaps.KIND_FRAME_POINTERS, "MAPPING_TABLE", (long) UnwindMaps.KIND_TABLE,
+                    "MAPPING_STOP", (long) UnwindMaps.KIND_STOP)),
+            Map.entry("pid_ns_mode", PID_NS_MODES),
+            Map.entry("sampled_mapping_kind", Map.of("SAMPLED_FILE", (long) RawSample.MAPPING_FILE, "SAMPLED_VDSO", (long) RawSample.MAPPING_VDSO,
+                    "SAMPLED_ANON", (long) RawSample.MAPPING_ANONYMOUS)),
+            Map.entry("file_table_flag", Map.of("FILE_F_NEEDS_PROCESS", (long) UnwindMaps.FILE_NEEDS_PROCESS)),
+            Map.entry("vdso_key", Map.of("VDSO_KEY_DEV", UnwindMaps.VDSO_DEVICE, "VDSO_KEY_INO", UnwindMaps.VDSO_INODE)));
 
     static final long SAMPLE_HEADER_SIZE = offset(SAMPLE, "frames");
 

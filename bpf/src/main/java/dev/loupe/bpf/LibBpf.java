@@ -164,6 +164,9 @@ final class LibBpf {
     static final Fn MAP_VALUE_SIZE = fn("bpf_map__value_size", i32(ADDRESS), false);
     static final Fn MAP_TYPE = fn("bpf_map__type", i32(ADDRESS), false);
     static final Fn MAP_SET_INITIAL_VALUE = fn("bpf_map__set_initial_value", i32(ADDRESS, ADDRESS, JAVA_LONG), false);
+    static final Fn OBJECT_NEXT_MAP = fn("bpf_object__next_map", ptr(ADDRESS, ADDRESS), false);
+    static final Fn MAP_NAME = fn("bpf_map__name", ptr(ADDRESS), false);
+    static final Fn MAP_REUSE_FD = fn("bpf_map__reuse_fd", i32(ADDRESS, JAVA_INT), false);
     // maps (fd level)
     static final Fn MAP_UPDATE_ELEM = fn("bpf_map_update_elem", i32(JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG), false);
     static final Fn MAP_LOOKUP_ELEM = fn("bpf_map_lookup_elem", i32(JAVA_INT, ADDRESS, ADDRESS), false);

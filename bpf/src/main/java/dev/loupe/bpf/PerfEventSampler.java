@@ -45,6 +45,26 @@ public final class PerfEventSampler implements AutoCloseable {
     /** The BPF program's cumulative run time and count (kernel.bpf_stats_enabled). */
     public record ProgramStats(long runTimeNs, long runCount) {}
 
+    /**
+     * Off-CPU counters since start.
+     *
+     * @param switches  switch-outs of user threads the off-CPU program saw (before its probability gate)
+     * @param recorded  switch-outs recorded (their stack written)
+     * @param drops     switch-out records lost to a full ring buffer
+     * @param endDrops  switch-in records lost to a full ring buffer (their waits are lost)
+     * @param delivered waits handed to the consumer (stack and length joined)
+     * @param unmatched records whose other half never came (lost, or the thread's pending wait was replaced)
+     */
+    public record OffCpuStats(long switches, long recorded, long drops, long endDrops, long delivered, long unmatched) {}
+
+    /** The off-CPU program, in an object of its own that shares every map of the sampler's (see {@link #offCpu}). */
+    static final String OFF_CPU_PROGRAM = "off_cpu_switch";
+    /**
+     * Waits recorded at switch-out whose switch-in is awaited, at most: beyond, the oldest are dropped as unmatched. As
+     * many as the kernel's off_cpu_since map holds (LRU): a wait it has evicted never gets its switch-in record anyway.
+     */
+    static final int MAX_PENDING_WAITS = 16384;
+
     private final int frequencyHz;
     private boolean filterPids;
     private int wakeupBytes;
@@ -62,6 +82,17 @@ public final class PerfEventSampler implements AutoCloseable {
     private final AtomicLong consumerErrors = new AtomicLong();
     private volatile boolean consumerErrorLogged;
     private volatile boolean closed;
+    // Off-CPU: its object and link (under offCpuLock: a reload sets them while the sampling thread polls).
+    private final Object offCpuLock = new Object();
+    private BpfObject offCpuObject;
+    private BpfLink offCpuLink;
+    private volatile long offCpuThreshold;
+    private volatile int skipTgid;
+    private String objectResource;
+    // Switch-out records by the kernel's tid, waiting for their switch-in record (poll thread only).
+    private final java.util.LinkedHashMap<Integer, RawSample> pendingWaits = new java.util.LinkedHashMap<>();
+    private final AtomicLong waitsDelivered = new AtomicLong();
+    private final AtomicLong waitsUnmatched = new AtomicLong();
 
     private PerfEventSampler(int frequencyHz) {
         this.frequencyHz = frequencyHz;
@@ -255,7 +286,9 @@ public final class PerfEventSampler implements AutoCloseable {
 
     private void start(Set<Integer> pids, UnwindMaps.Capacity unwind, boolean tables,
                        Optional<Map<String, Long>> unwinderConstants, SampledPids sampledPids) throws BpfException {
-        object = openObject(unwinderConstants);
+        objectResource = kernelHasVmaIterator() ? OBJECT_RESOURCE : NO_ITERATOR_OBJECT_RESOURCE;
+        object = openObject(objectResource, unwinderConstants);
+        object.autoload(OFF_CPU_PROGRAM, false); // loaded apart, when asked for (offCpu)
         String programName = tables ? "sample_cpu" : "sample_cpu_fp";
         object.autoload(tables ? "sample_cpu_fp" : "sample_cpu", false);
         boolean follow = tables && kernelHasVmaIterator(); // the programs that follow processes' mappings
@@ -363,6 +396,10 @@ public final class PerfEventSampler implements AutoCloseable {
             return;
         }
         try {
+            if ((sample.flags() & (RawSample.OFF_CPU | RawSample.OFF_CPU_END)) != 0) {
+                onWait(sample);
+                return;
+            }
             if ((sample.flags() & RawSample.PROCESS_EXIT) != 0) {
                 exits.exited(sample.pid(), sample.processStartNs());
                 exitsDelivered.incrementAndGet();
@@ -379,6 +416,106 @@ public final class PerfEventSampler implements AutoCloseable {
         }
     }
 
+    /**
+     * Joins a wait's two records: the switch-out's (the stack) waits here for the switch-in's (the length), which the
+     * kernel writes after it; the joined wait goes to the consumer as one sample ({@link RawSample#offCpuNs}).
+     */
+    private void onWait(RawSample r) {
+        if ((r.flags() & RawSample.OFF_CPU) != 0) {
+            if (pendingWaits.size() >= MAX_PENDING_WAITS) {
+                var oldest = pendingWaits.keySet().iterator();
+                oldest.next();
+                oldest.remove();
+                waitsUnmatched.incrementAndGet();
+            }
+            if (pendingWaits.put(r.hostTid(), r) != null) {
+                waitsUnmatched.incrementAndGet(); // its switch-in record was lost
+            }
+            return;
+        }
+        RawSample start = pendingWaits.get(r.hostTid());
+        if (start == null || start.ktimeNs() != r.ktimeNs()) {
+            waitsUnmatched.incrementAndGet(); // its switch-out record was lost, or another one replaced it
+            return;
+        }
+        pendingWaits.remove(r.hostTid());
+        sink.accept(start.withOffCpuNs(r.offCpuNs()));
+        waitsDelivered.incrementAndGet();
+    }
+
+    /**
+     * Records off-CPU waits with this probability per switch-out (0 to 1; 0 detaches the program, so it costs nothing).
+     * The program is loaded the first time it is asked for, in an object of its own that shares this one's maps, so a
+     * sampler started without it never pays for its verification. The agent's own process ({@code selfHostTgid}, as
+     * the kernel names it; 0: none) is left out.
+     */
+    public void offCpu(double probability, int selfHostTgid) throws BpfException {
+        if (!(probability >= 0 && probability <= 1)) {
+            throw new IllegalArgumentException("off-CPU probability " + probability + " is outside 0..1");
+        }
+        synchronized (offCpuLock) {
+            if (closed) {
+                throw new IllegalStateException("sampler closed");
+            }
+            offCpuThreshold = Math.round(probability * 0x1p32);
+            skipTgid = selfHostTgid;
+            if (probability > 0 && offCpuObject == null) {
+                BpfObject o = openObject(objectResource, Optional.empty());
+                try {
+                    o.autoload("sample_cpu", false);
+                    o.autoload("sample_cpu_fp", false);
+                    o.autoload("process_exit", false);
+                    for (String p : FOLLOWERS) {
+                        o.autoload(p, false);
+                    }
+                    o.shareMapsOf(object);
+                    o.load();
+                } catch (BpfException | RuntimeException e) {
+                    o.close();
+                    throw e;
+                }
+                offCpuObject = o;
+            }
+            writeConfig();
+            if (probability > 0 && offCpuLink == null) {
+                offCpuLink = offCpuObject.program(OFF_CPU_PROGRAM).attachRawTracepoint("sched_switch");
+            } else if (probability == 0 && offCpuLink != null) {
+                offCpuLink.close();
+                offCpuLink = null;
+            }
+        }
+        LOG.log(System.Logger.Level.INFO, probability > 0 ? "off-CPU: recording a switch-out with probability " + probability
+                : "off-CPU: off");
+    }
+
+    /** Off-CPU counters since start. Never waits for a poll in progress. */
+    public OffCpuStats offCpuStats() {
+        long[] v = new long[4];
+        BpfMap m = stats;
+        int first = KernelAbi.STATS.indexOf("STAT_OFF_CPU_SWITCHES");
+        if (!closed && m != null) {
+            try {
+                for (int i = 0; i < v.length; i++) {
+                    v[i] = m.sumPerCpuLong(first + i);
+                }
+            } catch (BpfException | IllegalStateException e) {
+                LOG.log(System.Logger.Level.WARNING, "cannot read off-CPU statistics: " + e.getMessage());
+            }
+        }
+        return new OffCpuStats(v[0], v[1], v[2], v[3], waitsDelivered.get(), waitsUnmatched.get());
+    }
+
+    /** The off-CPU program's cumulative run time and count (kernel.bpf_stats_enabled); zeros when it was never loaded. */
+    public ProgramStats offCpuProgramStats() throws BpfException {
+        synchronized (offCpuLock) {
+            if (offCpuObject == null) {
+                return new ProgramStats(0, 0);
+            }
+            BpfProgram.RunStats r = offCpuObject.program(OFF_CPU_PROGRAM).runStats();
+            return new ProgramStats(r.runTimeNs(), r.runCount());
+        }
+    }
+
     // Not under the poll monitor: poll() holds it while it waits. A map update needs no lock of ours.
     private void writeConfig() throws BpfException {
         try (Arena a = Arena.ofConfined()) {
@@ -386,6 +523,8 @@ public final class PerfEventSampler implements AutoCloseable {
             MemorySegment cfg = a.allocate(KernelAbi.CONFIG);
             cfg.set(JAVA_INT, KernelAbi.offset(KernelAbi.CONFIG, "filter_pids"), filterPids ? 1 : 0);
             cfg.set(JAVA_INT, KernelAbi.offset(KernelAbi.CONFIG, "wakeup_bytes"), wakeupBytes);
+            cfg.set(java.lang.foreign.ValueLayout.JAVA_LONG, KernelAbi.offset(KernelAbi.CONFIG, "off_cpu_threshold"), offCpuThreshold);
+            cfg.set(JAVA_INT, KernelAbi.offset(KernelAbi.CONFIG, "skip_tgid"), skipTgid);
             object.map("config").update(0, cfg, BpfMap.BPF_ANY);
         }
     }
@@ -473,6 +612,16 @@ public final class PerfEventSampler implements AutoCloseable {
             return;
         }
         closed = true;
+        synchronized (offCpuLock) {
+            if (offCpuLink != null) {
+                offCpuLink.close();
+                offCpuLink = null;
+            }
+            if (offCpuObject != null) {
+                offCpuObject.close();
+                offCpuObject = null;
+            }
+        }
         for (BpfLink link : links) {
             link.close(); // closes the perf fd too
         }

@@ -20,9 +20,17 @@ package dev.loupe.bpf;
  * @param mappings     the mappings the walk found itself in the process's memory map, {@link #MAPPING_WORDS} words each
  *                     (start, end, file offset at start, device as the kernel encodes it, inode, {@code MAPPING_*} kind):
  *                     enough to name the frames in them once the process has exited; empty when the walk found none
+ * @param offCpuState  {@link #OFF_CPU}: why the thread left the CPU ({@link OffCpuState#code()}); else 0
+ * @param offCpuNs     {@link #OFF_CPU} as the sampler delivers it: how long the thread waited; else 0
  */
 public record RawSample(int pid, int tid, int hostPid, int hostTid, int cpu, String comm, String threadComm, long ktimeNs, long processStartNs, int flags,
-                        long[] kernelStack, long[] userStack, long[] mappings) {
+                        long[] kernelStack, long[] userStack, long[] mappings, int offCpuState, long offCpuNs) {
+    /** A CPU sample. */
+    public RawSample(int pid, int tid, int hostPid, int hostTid, int cpu, String comm, String threadComm, long ktimeNs,
+                     long processStartNs, int flags, long[] kernelStack, long[] userStack, long[] mappings) {
+        this(pid, tid, hostPid, hostTid, cpu, comm, threadComm, ktimeNs, processStartNs, flags, kernelStack, userStack, mappings, 0, 0);
+    }
+
     /** A sample that carries no mappings. */
     public RawSample(int pid, int tid, int hostPid, int hostTid, int cpu, String comm, String threadComm, long ktimeNs,
                      long processStartNs, int flags, long[] kernelStack, long[] userStack) {
@@ -60,6 +68,24 @@ public record RawSample(int pid, int tid, int hostPid, int hostTid, int cpu, Str
      * file) and the process has no registration.
      */
     public static final int NEEDS_PROCESS = 128;
+    /**
+     * Not a CPU sample: a thread's wait off the CPU, its stack where it was switched out ({@code ktimeNs}), why in
+     * {@code offCpuState}; the sampler delivers it once the thread ran again, with {@code offCpuNs} set.
+     */
+    public static final int OFF_CPU = 256;
+    /** The kernel's second record of a wait (header only: host tid, switch-out time, length); never delivered. */
+    public static final int OFF_CPU_END = 512;
+
+    /** Whether this is an off-CPU wait rather than a CPU sample. */
+    public boolean offCpu() {
+        return (flags & OFF_CPU) != 0;
+    }
+
+    /** The same wait with its length known. */
+    RawSample withOffCpuNs(long ns) {
+        return new RawSample(pid, tid, hostPid, hostTid, cpu, comm, threadComm, ktimeNs, processStartNs, flags, kernelStack,
+                userStack, mappings, offCpuState, ns);
+    }
 
     /** Whether a user "address" is a stop marker; its reason code is {@link #markerReason}. */
     public static boolean isUnwindMarker(long address) {

@@ -27,6 +27,8 @@ final class RawSampleDecoder {
     private static final long HOST_PID = offset(SAMPLE, "host_pid");
     private static final long HOST_TID = offset(SAMPLE, "host_tid");
     private static final long MAPPINGS = offset(SAMPLE, "mappings");
+    private static final long OFF_CPU_STATE = offset(SAMPLE, "off_cpu_state");
+    private static final long OFF_CPU_NS = offset(SAMPLE, "off_cpu_ns");
     private static final long MAPPING_SIZE = KernelAbi.SAMPLED_MAPPING.byteSize();
     private static final long M_START = offset(KernelAbi.SAMPLED_MAPPING, "start");
     private static final long M_END = offset(KernelAbi.SAMPLED_MAPPING, "end");
@@ -75,7 +77,8 @@ final class RawSampleDecoder {
         MemorySegment.copy(rec, U64, HEADER_SIZE + 8L * nk, user, 0, nu);
         return new RawSample(rec.get(U32, PID), rec.get(U32, TID), rec.get(U32, HOST_PID), rec.get(U32, HOST_TID), rec.get(U32, CPU),
                 cString(rec, COMM, KernelAbi.TASK_COMM_LEN), cString(rec, THREAD_COMM, KernelAbi.TASK_COMM_LEN),
-                rec.get(U64, KTIME), rec.get(U64, START), rec.get(U32, FLAGS), kernel, user, mappings);
+                rec.get(U64, KTIME), rec.get(U64, START), rec.get(U32, FLAGS), kernel, user, mappings,
+                Short.toUnsignedInt(rec.get(U16, OFF_CPU_STATE)), rec.get(U64, OFF_CPU_NS));
     }
 
     private static String cString(MemorySegment rec, long offset, int max) {

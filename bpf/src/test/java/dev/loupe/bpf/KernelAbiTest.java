@@ -42,9 +42,9 @@ class KernelAbiTest {
             assertEquals(List.of(), KernelAbi.structProblems(btf, KernelAbi.SAMPLE));
             assertEquals(List.of(), KernelAbi.structProblems(btf, KernelAbi.CONFIG));
             assertEquals(List.of(), KernelAbi.structProblems(btf, KernelAbi.PID_NS_CONFIG));
-            assertEquals(80, KernelAbi.SAMPLE_HEADER_SIZE, "the header the design notes describe");
+            assertEquals(88, KernelAbi.SAMPLE_HEADER_SIZE, "the header the design notes describe");
             Btf.Struct sample = btf.struct("sample").orElseThrow();
-            assertEquals(80 + 8 * 254 + 48 * 8, sample.size(), "the header, 254 frames, room for 8 mappings");
+            assertEquals(88 + 8 * 254 + 48 * 8, sample.size(), "the header, 254 frames, room for 8 mappings");
             assertEquals(List.of(), KernelAbi.structProblems(btf, KernelAbi.SAMPLED_MAPPING));
             assertEquals(List.of(), KernelAbi.structProblems(btf, KernelAbi.FILE_KEY));
             assertEquals(List.of(), KernelAbi.structProblems(btf, KernelAbi.FILE_TABLE));

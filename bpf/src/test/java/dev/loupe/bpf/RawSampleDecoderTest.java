@@ -20,7 +20,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class RawSampleDecoderTest {
     static byte[] record(int nk, int nu) {
-        ByteBuffer b = ByteBuffer.allocate(80 + 8 * (nk + nu)).order(ByteOrder.LITTLE_ENDIAN);
+        ByteBuffer b = ByteBuffer.allocate(88 + 8 * (nk + nu)).order(ByteOrder.LITTLE_ENDIAN);
         b.putInt(0, 1234).putInt(4, 1240).putInt(8, 1);
         b.putShort(12, (short) nk).putShort(14, (short) nu);
         b.put(16, "myproc".getBytes(StandardCharsets.US_ASCII));
@@ -28,10 +28,10 @@ class RawSampleDecoderTest {
         b.putLong(48, 987654321L).putInt(56, RawSample.USER_READ_ERROR).putLong(64, 5_550_000_000L);
         b.putInt(72, 401234).putInt(76, 401240);
         for (int i = 0; i < nk; i++) {
-            b.putLong(80 + 8 * i, 0xffffffff81000000L + i);
+            b.putLong(88 + 8 * i, 0xffffffff81000000L + i);
         }
         for (int i = 0; i < nu; i++) {
-            b.putLong(80 + 8 * (nk + i), 0x401000L + i);
+            b.putLong(88 + 8 * (nk + i), 0x401000L + i);
         }
         return b.array();
     }
@@ -106,9 +106,9 @@ class RawSampleDecoderTest {
         }
         Map<String, Integer> expected = Map.ofEntries(Map.entry("pid", 0), Map.entry("tid", 4), Map.entry("cpu", 8),
                 Map.entry("kernel_frames", 12), Map.entry("user_frames", 14), Map.entry("comm", 16),
-                Map.entry("thread_comm", 32), Map.entry("ktime_ns", 48), Map.entry("flags", 56), Map.entry("mappings", 60), Map.entry("reserved", 62),
+                Map.entry("thread_comm", 32), Map.entry("ktime_ns", 48), Map.entry("flags", 56), Map.entry("mappings", 60), Map.entry("off_cpu_state", 62),
                 Map.entry("start_boottime", 64), Map.entry("host_pid", 72), Map.entry("host_tid", 76),
-                Map.entry("frames", 80), Map.entry("mapping_room", 80 + 8 * 254));
+                Map.entry("off_cpu_ns", 80), Map.entry("frames", 88), Map.entry("mapping_room", 88 + 8 * 254));
         for (var e : expected.entrySet()) {
             assertEquals(e.getValue(), offsets.get(e.getKey()), e.getKey());
         }

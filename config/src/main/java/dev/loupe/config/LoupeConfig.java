@@ -82,6 +82,11 @@ public final class LoupeConfig {
         return get(Options.FREQUENCY);
     }
 
+    /** The probability that a switch-out is recorded for off-CPU profiles; 0: none. */
+    public double offCpuThreshold() {
+        return get(Options.OFF_CPU_THRESHOLD);
+    }
+
     /** Nanoseconds between samples on one CPU: the pprof period. */
     public long periodNanos() {
         return 1_000_000_000L / frequencyHz();

@@ -29,6 +29,12 @@ public final class Options {
     public static final Option<Integer> FREQUENCY = Option.value("frequency", "--frequency", "HZ", Values::frequency)
             .byDefault("19").help("samples per second per CPU (Hz), " + Values.MIN_HZ + ".." + Values.MAX_HZ);
 
+    public static final Option<Double> OFF_CPU_THRESHOLD = Option.value("off-cpu-threshold", "--off-cpu-threshold", "P",
+                    Options::offCpuThreshold)
+            .byDefault("0").reloadable().help("off-CPU profiles (offcpu-TIME.pb.gz: where threads wait, and how long): the "
+                    + "probability, 0..1, that a thread's switch-out is recorded (each wait weighted 1/P); 0: off. "
+                    + "0.01 keeps a busy host's cost low (docs/performance.md)");
+
     public static final Option<Duration> INTERVAL = Option.value("interval", "--interval", "DURATION", Values::interval)
             .byDefault("10s").help("one host-wide profile per interval (1s..1h)");
 
@@ -267,7 +273,7 @@ public final class Options {
                     + "json: a JSON array, one object per function");
 
     /** Every option, in the order of help and documentation. */
-    public static final List<Option<?>> ALL = List.of(CONFIG, FREQUENCY, INTERVAL, DURATION, OUTPUT, PIDS, HTTP, HTTP_PROFILES,
+    public static final List<Option<?>> ALL = List.of(CONFIG, FREQUENCY, OFF_CPU_THRESHOLD, INTERVAL, DURATION, OUTPUT, PIDS, HTTP, HTTP_PROFILES,
             HTTP_BEARER_TOKEN_FILE, HTTP_TLS_CERT_FILE, HTTP_TLS_KEY_FILE, HTTP_SOCKET,
             OUTPUT_RETENTION, OUTPUT_MAX_BYTES, STATE_DIR, LOG_LEVEL, UNWIND_TABLES, UNWIND_TABLE_BUDGET, JVM_SYMBOLS, JVM_CODE_CACHE,
             NODE_FRAMES, LINES, REMOTE_STORE_ADDRESS, REMOTE_STORE_INSECURE, REMOTE_STORE_INSECURE_SKIP_VERIFY,
@@ -374,6 +380,19 @@ public final class Options {
             throw new IllegalArgumentException("must be between 2 and 1000000000, got " + text);
         }
         return n;
+    }
+
+    static double offCpuThreshold(String text) {
+        double p;
+        try {
+            p = Double.parseDouble(text.trim());
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("not a probability: " + text + " (0..1; 0 turns off-CPU profiles off)");
+        }
+        if (!(p >= 0 && p <= 1)) {
+            throw new IllegalArgumentException("a probability is between 0 and 1 (0: off), got " + text);
+        }
+        return p;
     }
 
     static double regressionThreshold(String text) {

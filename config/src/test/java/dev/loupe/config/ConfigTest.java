@@ -134,6 +134,18 @@ class ConfigTest {
     }
 
     @Test
+    void offCpuThresholdIsAProbabilityZeroByDefault() throws Exception {
+        assertEquals(0.0, CommandLine.parse(new String[] {}).config().offCpuThreshold());
+        assertEquals(0.01, CommandLine.parse(new String[] {"--off-cpu-threshold", "0.01"}).config().offCpuThreshold());
+        assertEquals("--off-cpu-threshold: a probability is between 0 and 1 (0: off), got 1.5",
+                assertThrows(ConfigException.class, () -> CommandLine.parse(new String[] {"--off-cpu-threshold", "1.5"}))
+                        .getMessage());
+        assertEquals("--off-cpu-threshold: not a probability: often (0..1; 0 turns off-CPU profiles off)",
+                assertThrows(ConfigException.class, () -> CommandLine.parse(new String[] {"--off-cpu-threshold", "often"}))
+                        .getMessage());
+    }
+
+    @Test
     void commandLineErrors() {
         assertEquals("--frequency: must be an integer between 1 and 1000 Hz, got \"0\"",
                 assertThrows(ConfigException.class, () -> CommandLine.parse(new String[] {"--frequency", "0"})).getMessage());

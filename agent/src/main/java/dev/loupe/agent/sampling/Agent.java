@@ -201,6 +201,19 @@ public final class Agent {
     private volatile UnwindTableUploader unwind;
     private final List<SideProfileSource> sideProfiles = new java.util.concurrent.CopyOnWriteArrayList<>();
 
+    /**
+     * Off-CPU profiles from the waits among the source's samples, the kernel side turned on and off by {@code control}:
+     * made and added as a side profile here (before start); its probability is set by the caller (0 until then).
+     */
+    public OffCpuProfiles offCpuProfiles(OffCpuProfiles.Control control) {
+        OffCpuProfiles o = new OffCpuProfiles(processor, clocks, control);
+        sideProfiles.add(o);
+        offCpu = o;
+        return o;
+    }
+
+    private volatile OffCpuProfiles offCpu;
+
     /** A profile to make each interval beside the CPU profile (before start). */
     public void addSideProfiles(SideProfileSource s) {
         sideProfiles.add(s);
@@ -287,6 +300,10 @@ public final class Agent {
         lastPollNanos = clocks.nanoTime();
         ProfileWindow first = newWindow();
         processor.open(first);
+        OffCpuProfiles o = offCpu;
+        if (o != null) {
+            o.start(); // the same interval as the CPU profile's
+        }
         loop = new Thread(() -> run(first), "loupe-sampler");
         loop.start();
     }

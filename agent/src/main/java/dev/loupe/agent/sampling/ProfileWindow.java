@@ -18,9 +18,22 @@ final class ProfileWindow {
 
     /** A window opened at {@code startWallNanos} (written into the profile) and {@code startMonotonicNanos}. */
     ProfileWindow(long periodNanos, long startWallNanos, long startMonotonicNanos) {
-        this.builder = new ProfileBuilder(periodNanos, startWallNanos);
+        this(new ProfileBuilder(periodNanos, startWallNanos), startWallNanos, startMonotonicNanos);
+    }
+
+    private ProfileWindow(ProfileBuilder builder, long startWallNanos, long startMonotonicNanos) {
+        this.builder = builder;
         this.startWallNanos = startWallNanos;
         this.startMonotonicNanos = startMonotonicNanos;
+    }
+
+    /** Off-CPU profile types: waits (each weighted 1/P) and their time in nanoseconds, the period one nanosecond. */
+    static final List<ProfileBuilder.SampleType> OFF_CPU_TYPES = List.of(new ProfileBuilder.SampleType("events", "count"),
+            new ProfileBuilder.SampleType("off_cpu", "nanoseconds"));
+
+    /** A window of an off-CPU profile ({@link #OFF_CPU_TYPES}; samples added with their values). */
+    static ProfileWindow offCpu(long startWallNanos, long startMonotonicNanos) {
+        return new ProfileWindow(new ProfileBuilder(startWallNanos, OFF_CPU_TYPES, 1, 1), startWallNanos, startMonotonicNanos);
     }
 
     long startMonotonicNanos() {
@@ -32,6 +45,18 @@ final class ProfileWindow {
         if (finished) {
             return;
         }
+        builder.addSample(locations(frames), 1, labels);
+    }
+
+    /** Adds one sample of a window with its own sample types ({@link #offCpu}): one value per type. */
+    synchronized void add(List<Frame> frames, List<Label> labels, long[] values) {
+        if (finished) {
+            return;
+        }
+        builder.addSample(locations(frames), values, labels);
+    }
+
+    private long[] locations(List<Frame> frames) {
         long[] ids = new long[frames.size()];
         MappingRef previous = null; // neighbouring frames mostly share a mapping (one MappingRef instance each)
         long mappingId = 0;
@@ -55,7 +80,7 @@ final class ProfileWindow {
                         : builder.locationAt(mappingId, f.address(), f.function(), f.inlined());
             }
         }
-        builder.addSample(ids, 1, labels);
+        return ids;
     }
 
     /** The symbolizer's lines as pprof's (made once per new location). */

@@ -55,8 +55,15 @@ final class SampleProcessor implements Consumer<RawSample> {
 
     private final Symbolizer symbolizer;
     private final List<ProfileWindow> windows = new CopyOnWriteArrayList<>();
+    /** Off-CPU waits go to these windows (never to the CPU profile's). */
+    private final List<ProfileWindow> offCpuWindows = new CopyOnWriteArrayList<>();
+    /** The probability a switch-out is recorded with now: each wait stands for 1/P waits. */
+    private volatile double offCpuProbability;
+    private final java.util.SplittableRandom rounding = new java.util.SplittableRandom();
+    private final Map<String, Label> stateLabels = new HashMap<>();
     private final List<Frame> frames = new ArrayList<>(256);
     private final AtomicLong processed = new AtomicLong();
+    private final AtomicLong offCpuProcessed = new AtomicLong();
     private final AtomicLong empty = new AtomicLong();
     private volatile UnwindTableUploader unwind;
     private final List<SampleObserver> observers = new CopyOnWriteArrayList<>();
@@ -180,6 +187,18 @@ final class SampleProcessor implements Consumer<RawSample> {
         windows.remove(w);
     }
 
+    void openOffCpu(ProfileWindow w) {
+        offCpuWindows.add(w);
+    }
+
+    void closeOffCpu(ProfileWindow w) {
+        offCpuWindows.remove(w);
+    }
+
+    void offCpuProbability(double p) {
+        offCpuProbability = p;
+    }
+
     @Override
     public void accept(RawSample s) {
         if ((s.flags() & RawSample.PID_OUTSIDE) != 0) {
@@ -223,10 +242,62 @@ final class SampleProcessor implements Consumer<RawSample> {
         }
         // Without tables (--unwind-tables off) frame pointers are the choice, not a fallback: no label.
         List<Label> labels = labels(s, u != null && (s.flags() & RawSample.FP_FALLBACK) != 0);
+        if (s.offCpu()) {
+            addWait(s, labels);
+            return;
+        }
         for (ProfileWindow w : windows) {
             w.add(frames, labels);
         }
         processed.incrementAndGet();
+    }
+
+    /**
+     * An off-CPU wait: the CPU profile's labels plus {@code state}, weighted by 1/P (the count rounded at random, up or
+     * down by its fraction, so that sums stay unbiased).
+     */
+    private void addWait(RawSample s, List<Label> labels) {
+        double p = offCpuProbability;
+        if (p <= 0) {
+            return; // recorded before off-CPU was turned off
+        }
+        // The stack was taken in the tracepoint: the program's own frames and the tracepoint's lead to __schedule.
+        int tracing = 0;
+        while (tracing < frames.size() && isTracingFrame(frames.get(tracing).function())) {
+            tracing++;
+        }
+        if (tracing > 0) {
+            frames.subList(0, tracing).clear();
+        }
+        String state = dev.loupe.bpf.OffCpuState.ofCode(s.offCpuState()).map(dev.loupe.bpf.OffCpuState::label)
+                .orElse("unknown");
+        Label stateLabel = stateLabels.computeIfAbsent(state, v -> Label.str("state", v));
+        List<Label> withState = new ArrayList<>(labels.size() + 1);
+        withState.addAll(labels);
+        withState.add(stateLabel);
+        double weight = 1 / p;
+        long count = (long) weight;
+        if (rounding.nextDouble() < weight - count) {
+            count++;
+        }
+        long[] values = {count, Math.round(s.offCpuNs() * weight)};
+        if (count == 0 && values[1] == 0) {
+            return;
+        }
+        for (ProfileWindow w : offCpuWindows) {
+            w.add(frames, withState, values);
+        }
+        offCpuProcessed.incrementAndGet();
+    }
+
+    /** A kernel frame of the BPF program or of the tracepoint's call into it. */
+    static boolean isTracingFrame(String function) {
+        return function != null && (function.startsWith("bpf_prog_") || function.startsWith("bpf_trace_run")
+                || function.startsWith("__bpf_trace_") || function.startsWith("__traceiter_"));
+    }
+
+    long offCpuProcessed() {
+        return offCpuProcessed.get();
     }
 
     /** Nothing of it is looked up by pid: its pid here is unknown, and a pid it has elsewhere names another process here. */
@@ -241,6 +312,10 @@ final class SampleProcessor implements Consumer<RawSample> {
             }
             labels = List.of(Label.str("comm", s.comm()), PID_OUTSIDE);
             outsideLabelsByComm.put(s.comm(), labels);
+        }
+        if (s.offCpu()) {
+            addWait(s, labels);
+            return;
         }
         for (ProfileWindow w : windows) {
             w.add(frames, labels);

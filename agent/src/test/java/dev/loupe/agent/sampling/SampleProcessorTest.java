@@ -89,6 +89,37 @@ class SampleProcessorTest {
                 "[outside the agent's PID namespace]", "comm=host_app,pid_namespace=outside"), byStack);
     }
 
+    /**
+     * An off-CPU wait goes to the off-CPU windows only, weighted 1/P (P = 0.25: 4 waits, 4 × its nanoseconds), with the
+     * CPU labels and its state; a CPU sample goes to the CPU windows only.
+     */
+    @Test
+    void offCpuWaitsAreWeightedAndLabelledAndKeptApartFromCpuSamples() {
+        SampleProcessor processor = new SampleProcessor(new RecordingSymbolizer(), pid -> "0::/\n", System::nanoTime);
+        ProfileWindow cpu = new ProfileWindow(1_000_000L, 1_700_000_000_000_000_000L, 0);
+        ProfileWindow offCpu = ProfileWindow.offCpu(1_700_000_000_000_000_000L, 0);
+        processor.open(cpu);
+        processor.openOffCpu(offCpu);
+        processor.offCpuProbability(0.25);
+        processor.accept(new RawSample(7, 8, 7, 8, 0, "app", "worker", 0, 0, RawSample.OFF_CPU, new long[0],
+                new long[] {0x1100}, RawSample.NO_MAPPINGS, dev.loupe.bpf.OffCpuState.SLEEPING.code(), 3_000_000L));
+        processor.accept(new RawSample(7, 8, 7, 8, 0, "app", "worker", 0, 0, 0, new long[0], new long[] {0x1200}));
+        Profile waits = offCpu.finish(1_000_000_000L);
+        Profile samples = cpu.finish(1_000_000_000L);
+        assertEquals(1, waits.getSampleCount());
+        assertEquals(List.of(4L, 12_000_000L), waits.getSample(0).getValueList());
+        List<String> labels = new ArrayList<>();
+        waits.getSample(0).getLabelList().forEach(l -> labels.add(waits.getStringTable((int) l.getKey()) + "="
+                + (l.getStr() != 0 ? waits.getStringTable((int) l.getStr()) : Long.toString(l.getNum()))));
+        assertEquals(List.of("pid=7", "tid=8", "comm=app", "thread_comm=worker", "state=sleeping"), labels);
+        assertEquals("events", waits.getStringTable((int) waits.getSampleType(0).getType()));
+        assertEquals("off_cpu", waits.getStringTable((int) waits.getSampleType(1).getType()));
+        assertEquals(1, samples.getSampleCount(), "the CPU sample only");
+        assertEquals("fn_1200", samples.getStringTable((int) samples.getFunction(0).getName()));
+        assertEquals(1, processor.offCpuProcessed());
+        assertEquals(1, processor.processed());
+    }
+
     /** JIT code sits in anonymous memory: a frame there without a name is what asks a JVM for a new perf map. */
     private static final long START = 123_000_000_000L;
 
