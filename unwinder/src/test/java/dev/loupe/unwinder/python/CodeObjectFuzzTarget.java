@@ -12,7 +12,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 
 /**
- * Fuzz target for the code object reader ({@link CodeObjects}) and the line table ({@link LineTable#line311}): a
+ * Fuzz target for the code object reader ({@link CodeObjects}) and the line tables ({@link LineTable#line311}, and
+ * the same bytes read as 3.10's and 3.9's formats: {@link LineTable#linetable310}, {@link LineTable#lnotab39}): a
  * process's memory holding one CPython 3.11 code object and the str and bytes objects it points to, every header
  * field (type, first line, each str's state and length, the table's size, any pointer) from the input, and the
  * table's bytes and the instruction index looked up. Memory outside the objects is not mapped.
@@ -96,6 +97,8 @@ public final class CodeObjectFuzzTarget {
             throw new IllegalStateException("read " + code + ", wrote " + filename.text + " " + qualname.text);
         }
         LineTable.line311(code.lineTable(), code.firstLine(), index);
+        LineTable.linetable310(code.lineTable(), code.firstLine(), 2 * index);
+        LineTable.lnotab39(code.lineTable(), code.firstLine(), index);
     }
 
     private static long align(long a) {

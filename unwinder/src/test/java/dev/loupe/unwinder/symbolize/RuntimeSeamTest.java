@@ -70,6 +70,9 @@ class RuntimeSeamTest {
             return Optional.of(new RuntimeProcess() {
                 @Override
                 public RuntimeFrame taggedFrame(FrameType type, long value) {
+                    if (value == 0xbeef) { // an interpreter's frame that knows its function's first line (CPython's)
+                        return RuntimeFrame.at("vm.started", "/srv/vm.src", 12, 9, "[interpreted] vm");
+                    }
                     return value == 0xdead ? new RuntimeFrame(null, null, 0, List.of(), "[interpreted] vm")
                             : new RuntimeFrame("vm.method_" + Long.toHexString(value), "/srv/vm.src", (int) value & 0xff, List.of(),
                             "[interpreted] vm");
@@ -117,7 +120,8 @@ class RuntimeSeamTest {
         List<Integer> hints = new ArrayList<>();
         try (Symbolizer cpu = Symbolizer.create(o, registry, runtimes); Symbolizer latency = Symbolizer.create(o, registry, runtimes)) {
             long tagged = FrameType.HOTSPOT_METHOD.frame(0x7f30_0000_1234L);
-            List<Frame> f = stack(cpu, 500, 1000, hints, JIT + 0x10, tagged, JIT + 0x2000, FrameType.HOTSPOT_METHOD.frame(0xdead));
+            List<Frame> f = stack(cpu, 500, 1000, hints, JIT + 0x10, tagged, JIT + 0x2000, FrameType.HOTSPOT_METHOD.frame(0xbeef),
+                    FrameType.HOTSPOT_METHOD.frame(0xdead));
             assertEquals("jit.outer", f.get(0).function());
             assertEquals(List.of("jit.inner"), f.get(0).inlined());
             assertEquals("/srv/jit.src", f.get(0).file());
@@ -133,8 +137,13 @@ class RuntimeSeamTest {
 
             assertNull(f.get(2).function(), "code the runtime does not know");
             assertSame(f.get(0).mapping(), f.get(2).mapping(), "the mapping keeps the runtime's name");
-            assertEquals("[interpreted Java method]", f.get(3).function(), "a tagged frame the runtime cannot name");
-            assertSame(f.get(1).mapping(), f.get(3).mapping(), "one mapping per process and frame type");
+            assertEquals(List.of(), f.get(1).sourceLines(), "no start line given: the file and line alone");
+            assertEquals("/srv/vm.src", f.get(3).file());
+            assertEquals(12, f.get(3).line());
+            assertEquals(List.of(new dev.loupe.unwinder.lines.SourceLine("vm.started", "/srv/vm.src", 12, 9)), f.get(3).sourceLines(),
+                    "the function's first line goes to the profile as the one source line that carries it");
+            assertEquals("[interpreted Java method]", f.get(4).function(), "a tagged frame the runtime cannot name");
+            assertSame(f.get(1).mapping(), f.get(4).mapping(), "one mapping per process and frame type");
             assertEquals(0, hints.get(0), "unnamed code in a mapping the runtime names is its own to read again; the last frame is tagged");
 
             List<Frame> g = stack(latency, 500, 1000, hints, JIT + 0x2000, JIT + 0x21);
