@@ -25,7 +25,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * {@code offcpu-TIME.pb.gz} beside each {@code cpu-TIME.pb.gz} for the same interval; the second interval's (after
  * start-up) is read through the real {@code go tool pprof} and Parca's rules, then by its values: the split within 5 points, the waiter's total within
  * 10 % (P = 1) and 15 % (P = 0.1) of the interval, stacks from schedule in the kernel to the thread's start, and the
- * spinners' waits all {@code runnable}.
+ * spinners' waits all {@code runnable}. {@code /debug/pprof/offcpu?seconds=2} serves the same live.
  */
 class OffCpuProfileTest {
     @TempDir
@@ -139,6 +139,38 @@ class OffCpuProfileTest {
                 + (tabled - tabledParts) + " of " + tabled + " ns");
         assertTrue(tabled >= 0.95 * total, "frame-pointer fallback waits in the second interval: " + (total - tabled)
                 + " of " + total + " ns");
+    }
+
+    /** {@code /debug/pprof/offcpu?seconds=2} is served live, as the CPU profile is, with the same access rules. */
+    @Test
+    void offCpuProfilesAreServedLive() throws Exception {
+        int port = FreePort.next();
+        try (AgentProcess agent = AgentProcess.start(dir, "--pid", Long.toString(target.pid()), "--off-cpu-threshold", "1",
+                "--duration", "120s", "--output", "off", "--http", "127.0.0.1:" + port, "--http-profiles", "unauthenticated")) {
+            agent.awaitSampling(Duration.ofSeconds(90));
+            java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient();
+            long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+            while (true) { // the endpoint comes up beside the sampler
+                try {
+                    http.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:" + port + "/healthz"))
+                            .build(), java.net.http.HttpResponse.BodyHandlers.discarding());
+                    break;
+                } catch (java.net.ConnectException e) {
+                    if (System.nanoTime() > deadline) {
+                        throw new AssertionError("the HTTP endpoint did not come up within 30 s:\n" + agent.log(), e);
+                    }
+                    Thread.sleep(100);
+                }
+            }
+            java.net.http.HttpResponse<byte[]> live = http.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create(
+                    "http://127.0.0.1:" + port + "/debug/pprof/offcpu?seconds=2")).build(),
+                    java.net.http.HttpResponse.BodyHandlers.ofByteArray());
+            assertEquals(200, live.statusCode(), new String(live.body(), java.nio.charset.StandardCharsets.UTF_8));
+            Profile served = Profile.parseFrom(new java.util.zip.GZIPInputStream(new java.io.ByteArrayInputStream(live.body())));
+            assertEquals(List.of(), dev.loupe.pprof.ParcaRules.violations(served));
+            assertTrue(Profiles.stacks(served).stream().anyMatch(st -> "waiter".equals(st.labels().get("thread_comm"))
+                    && st.functions().contains("poll_part")), "the waiter's waits in /debug/pprof/offcpu");
+        }
     }
 
     @Test
