@@ -87,6 +87,7 @@ public final class DebugInfo {
     private DebugInfo sup; // the supplementary file (dwz's alternate file), null if none
     private SplitFiles splitFiles; // where skeleton units' split units are read, null: not read
     private final Map<Integer, DebugInfo> splits = new LinkedHashMap<>(4, 0.75f, true); // by skeleton unit
+    private final java.util.BitSet whole = new java.util.BitSet(); // units known to be no skeleton: not re-read
     private final java.util.Set<String> missingSplits = new java.util.HashSet<>(); // said once each, at most 64
     private Bases bases; // in a split file's reader: its unit's bases, from the skeleton
     private int splitUnit = -1; // in a split file's reader: the split unit's index
@@ -393,16 +394,14 @@ public final class DebugInfo {
      */
     private DebugInfo split(int ui) throws DwarfException {
         DebugInfo hit = splits.get(ui);
-        if (hit != null || splitFiles == null) {
+        if (hit != null || splitFiles == null || whole.get(ui)) {
             return hit;
         }
         Unit u = unit(ui);
-        if (!u.code()) {
-            return null;
-        }
         DieReader r = reader();
-        DieReader.Die d = r.read(r.cursor(u.dieStart(), u.end()), u, abbrev(u));
+        DieReader.Die d = u.code() ? r.read(r.cursor(u.dieStart(), u.end()), u, abbrev(u)) : null;
         if (d == null || d.dwoNameForm == 0) {
+            whole.set(ui);
             return null;
         }
         String dwoName = r.string(u, d.dwoNameForm, d.dwoNameValue);
