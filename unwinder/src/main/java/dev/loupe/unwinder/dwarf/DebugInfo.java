@@ -83,11 +83,12 @@ public final class DebugInfo {
     private final Map<Long, DebugAbbrev> abbrevs = new LinkedHashMap<>(16, 0.75f, true);
     private final Map<Integer, UnitScopes> scopes = new LinkedHashMap<>(16, 0.75f, true);
     private final Map<Long, Scope> names = new LinkedHashMap<>(64, 0.75f, true);
-    private long held; // abbrevs and scopes cached now, the line-table key
+    private long held; // abbrevs and scopes cached now, the line-table key, split readers' reserves
     private DebugInfo sup; // the supplementary file (dwz's alternate file), null if none
     private SplitFiles splitFiles; // where skeleton units' split units are read, null: not read
     private final Map<Integer, DebugInfo> splits = new LinkedHashMap<>(4, 0.75f, true); // by skeleton unit
-    private final java.util.Set<String> missingSplits = new java.util.HashSet<>(); // said once each, at most 64
+    private final java.util.BitSet whole = new java.util.BitSet(); // units read whole here (no skeleton, or no .dwo)
+    private final java.util.Set<String> missingSplits = new java.util.HashSet<>(); // said once each, at most 64 said
     private Bases bases; // in a split file's reader: its unit's bases, from the skeleton
     private int splitUnit = -1; // in a split file's reader: the split unit's index
     private long[] stmtLists; // each code unit's DW_AT_stmt_list << 20 | its index, sorted; built by compDir
@@ -171,7 +172,8 @@ public final class DebugInfo {
             throw new DwarfException(name + ": .debug_info or .debug_abbrev is missing");
         }
         List<Unit> units = new ArrayList<>();
-        for (long p = 0; s.info() != null && p < s.info().limit(); ) { // none: the file holds only strings // each unit consumes its header at least
+        // No .debug_info: the file holds only strings. Each unit consumes its header at least.
+        for (long p = 0; s.info() != null && p < s.info().limit(); ) {
             Unit header = header(name, s.info(), p);
             units.add(header);
             if (64 + units.size() * 120L > budget) {
@@ -393,27 +395,27 @@ public final class DebugInfo {
      */
     private DebugInfo split(int ui) throws DwarfException {
         DebugInfo hit = splits.get(ui);
-        if (hit != null || splitFiles == null) {
+        if (hit != null || splitFiles == null || whole.get(ui)) {
             return hit;
         }
         Unit u = unit(ui);
-        if (!u.code()) {
-            return null;
-        }
         DieReader r = reader();
-        DieReader.Die d = r.read(r.cursor(u.dieStart(), u.end()), u, abbrev(u));
+        DieReader.Die d = u.code() ? r.read(r.cursor(u.dieStart(), u.end()), u, abbrev(u)) : null;
         if (d == null || d.dwoNameForm == 0) {
+            whole.set(ui);
             return null;
         }
         String dwoName = r.string(u, d.dwoNameForm, d.dwoNameValue);
         String compDir = d.compDirForm == 0 ? null : r.string(u, d.compDirForm, d.compDirValue);
         long id = u.version() >= 5 ? dwoId(name, s.info(), u) : d.gnuDwoId;
         long gnuRangesBase = d.gnuRangesBase;
-        if (dwoName == null || missingSplits.contains(dwoName)) {
+        if (dwoName == null) {
+            whole.set(ui);
             return null;
         }
         SplitFile f = splitFiles.open(dwoName, compDir);
         if (f == null) {
+            whole.set(ui); // not looked for again
             if (missingSplits.size() < 64 && missingSplits.add(dwoName)) {
                 LOG.log(System.Logger.Level.INFO, () -> name + ": split unit file " + dwoName + " (in " + compDir
                         + ") not found: its code keeps plain source lines");

@@ -46,8 +46,8 @@ public final class DwarfLineTable implements LineTable {
 
     private final String name;
     private final String supName; // the supplementary file, null if none
-    private Path file; // the file read, and the process's root: where split units' files are looked for (null: not)
-    private Path root;
+    private final Path file; // the file read, and the process's root: where split units' files are looked for (null: not)
+    private final Path root;
     private final ByteBuffer[] raw; // SECTIONS then SUP_SECTIONS as mapped (compressed or not)
     private final boolean[] compressed;
     private final ByteBuffer[] inflated = new ByteBuffer[SECTIONS.length + SUP_SECTIONS.length]; // once inflated
@@ -67,13 +67,15 @@ public final class DwarfLineTable implements LineTable {
     private final long weight;
 
     private DwarfLineTable(String name, String supName, ByteBuffer[] raw, boolean[] compressed, SymbolTable symbols) {
-        this(name, supName, raw, compressed, symbols, MAX_INLINE_BYTES);
+        this(name, supName, null, null, raw, compressed, symbols, MAX_INLINE_BYTES);
     }
 
-    private DwarfLineTable(String name, String supName, ByteBuffer[] raw, boolean[] compressed, SymbolTable symbols,
-                           long maxInlineBytes) {
+    private DwarfLineTable(String name, String supName, Path file, Path root, ByteBuffer[] raw, boolean[] compressed,
+                           SymbolTable symbols, long maxInlineBytes) {
         this.name = name;
         this.supName = supName;
+        this.file = file;
+        this.root = root;
         this.raw = raw;
         this.compressed = compressed;
         this.symbols = symbols;
@@ -142,10 +144,8 @@ public final class DwarfLineTable implements LineTable {
             java.util.Arrays.fill(raw, SUP, raw.length, null);
             sup = null;
         }
-        DwarfLineTable t = new DwarfLineTable(dwarfFile.toString(), sup == null ? null : sup.toString(), raw, compressed, symbols);
-        t.file = dwarfFile;
-        t.root = root;
-        return t;
+        return new DwarfLineTable(dwarfFile.toString(), sup == null ? null : sup.toString(), dwarfFile, root, raw, compressed,
+                symbols, MAX_INLINE_BYTES);
     }
 
     /** Maps {@code names}' sections of {@code file} into {@code raw} from {@code at}: absent ones stay null. */
@@ -188,7 +188,7 @@ public final class DwarfLineTable implements LineTable {
             raw[SUP + i] = sections.get("sup" + SUP_SECTIONS[i]);
         }
         boolean sup = sections.keySet().stream().anyMatch(k -> k.startsWith("sup."));
-        return new DwarfLineTable(name, sup ? name + " (supplementary)" : null, raw, new boolean[raw.length],
+        return new DwarfLineTable(name, sup ? name + " (supplementary)" : null, null, null, raw, new boolean[raw.length],
                 symbols, maxInlineBytes);
     }
 

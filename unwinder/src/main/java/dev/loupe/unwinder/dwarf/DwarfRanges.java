@@ -73,9 +73,10 @@ final class DwarfRanges {
         return new Cursor(name + ": " + section, b, 0, b.limit());
     }
 
+    /** DWARF 2-4 {@code .debug_ranges}; a GNU split unit's offsets are from its skeleton's DW_AT_GNU_ranges_base. */
     private void readRanges(DebugInfo.Unit u, long offset, Pairs out) throws DwarfException {
         Cursor c = cursor(ranges, ".debug_ranges");
-        c.pos = offset;
+        c.pos = u.rnglistsBase() + offset;
         long base = u.lowPc();
         long max = u.addrSize() == 4 ? 0xffffffffL : -1L;
         while (true) { // each entry consumes 2 addresses: bounded by the section

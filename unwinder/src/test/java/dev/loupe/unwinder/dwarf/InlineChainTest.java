@@ -249,6 +249,45 @@ public class InlineChainTest {
         }
     }
 
+    /**
+     * Two split units linked together: the second skeleton's bases are not zero (DWARF 4: DW_AT_GNU_ranges_base into the
+     * binary's .debug_ranges; DWARF 5: its own .debug_addr base), and each .dwo is read with its own skeleton's.
+     */
+    @Test
+    void twoSplitUnitsEachUseTheirSkeletonsBases() throws Exception {
+        String other = """
+                static inline __attribute__((always_inline)) unsigned long twist(unsigned long x) { return (x << 3) ^ (x >> 5); }
+                __attribute__((noinline)) unsigned long other(unsigned long n) {
+                    unsigned long s = 0;
+                    for (unsigned long i = 0; i < n; i++) { if (i & 1) s += twist(i); else s -= twist(s); }
+                    return s;
+                }
+                """;
+        String main = SOURCE.replace("sink = hot((unsigned long) argc * 1000);",
+                "extern unsigned long other(unsigned long); sink = hot((unsigned long) argc * 1000) + other(argc);");
+        for (String v : List.of("-gdwarf-4", "-gdwarf-5")) {
+            Path d = Files.createDirectories(dir.resolve("two" + v));
+            Files.writeString(d.resolve("other.c"), other);
+            Files.writeString(d.resolve("inl.c"), main);
+            String cc = "cd '" + d + "' && gcc -fno-omit-frame-pointer -O2 " + v + " other.c inl.c -o ";
+            TestPrograms.run(List.of("sh", "-c", cc + "whole"));
+            TestPrograms.run(List.of("sh", "-c", cc.replace(" other.c", " -gsplit-dwarf other.c") + "split"));
+            Path whole = d.resolve("whole");
+            Path split = d.resolve("split");
+            assertEquals(text(whole), text(split), v);
+            if (v.equals("-gdwarf-4")) {
+                assertTrue(TestPrograms.run(List.of("readelf", "--debug-dump=info", split.toString()))
+                        .matches("(?s).*DW_AT_GNU_ranges_base: 0x[1-9a-f].*"), "the second skeleton's ranges base is not 0");
+            }
+            SymbolTable symbols = ElfFile.open(split).symbols();
+            int inlined = 0;
+            for (String f : List.of("hot", "other")) {
+                inlined += compare(split, whole, symbols, f, false) > 0 ? 1 : 0;
+            }
+            assertEquals(2, inlined, v + ": both units' functions have inlined functions");
+        }
+    }
+
     private static String text(Path bin) throws Exception {
         return TestPrograms.run(List.of("sh", "-c", "objcopy -O binary -j .text '" + bin + "' /dev/stdout | od -An -tx1 | tr -d ' \\n'"));
     }
