@@ -15,14 +15,34 @@ public final class GoBuild {
 
     private GoBuild() {}
 
+    /** Debian 11's Go 1.15 (integration-tests/scripts/bullseye-go.sh, run by ./loupe test): the pre-1.18 pclntab. */
+    public static final Path GO115_ROOT = Path.of("/var/cache/loupe/bullseye-go/usr/lib/go-1.15");
+
     /** {@code go build FLAGS -o out main.go} in {@code sources}, with its build cache in {@code cache}. */
     public static Path build(Path sources, Path out, Path cache, String... flags) throws IOException, InterruptedException {
         ServerProcess.requireInstalled(GO, "golang-1.19");
-        List<String> cmd = new ArrayList<>(List.of(GO.toString(), "build", "-o", out.toString()));
+        return build(GO, sources, out, cache, flags);
+    }
+
+    /** The same with Go 1.15 ({@link #GO115_ROOT}), run from its Debian 11 root as it is (GOROOT says where). */
+    public static Path build115(Path sources, Path out, Path cache, String... flags) throws IOException, InterruptedException {
+        if (!Files.isExecutable(GO115_ROOT.resolve("bin/go"))) {
+            throw new IllegalStateException(GO115_ROOT + "/bin/go is missing: run integration-tests/scripts/bullseye-go.sh "
+                    + "/var/cache/loupe/bullseye-go (./loupe test does)");
+        }
+        return build(GO115_ROOT.resolve("bin/go"), sources, out, cache, flags);
+    }
+
+    private static Path build(Path go, Path sources, Path out, Path cache, String... flags) throws IOException, InterruptedException {
+        List<String> cmd = new ArrayList<>(List.of(go.toString(), "build", "-o", out.toString()));
         cmd.addAll(List.of(flags));
         cmd.add("main.go");
         ProcessBuilder pb = new ProcessBuilder(cmd).directory(sources.toFile()).redirectErrorStream(true);
         pb.environment().put("GO111MODULE", "off");
+        if (!go.equals(GO)) {
+            pb.environment().put("GOROOT", go.getParent().getParent().toString());
+            pb.environment().put("CGO_ENABLED", "0");
+        }
         pb.environment().put("GOCACHE", cache.toString());
         pb.environment().putIfAbsent("HOME", cache.toString());
         Process p = pb.start();

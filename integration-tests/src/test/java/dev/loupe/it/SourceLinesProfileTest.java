@@ -71,10 +71,20 @@ class SourceLinesProfileTest {
         builds.put("pie", GoBuild.build(src, dir.resolve("pie"), cache, "-buildmode=pie"));
         builds.put("stripped", GoBuild.build(src, dir.resolve("lines-stripped"), cache, "-ldflags=-s -w"));
         builds.put("stripped-pie", GoBuild.build(src, dir.resolve("lines-stripped-pie"), cache, "-buildmode=pie", "-ldflags=-s -w"));
+        // Go 1.15 (the 0xfffffffb pclntab): the same source, lines from its own objdump.
+        Path cache115 = dir.resolve("gocache115");
+        builds.put("go1.15", GoBuild.build115(src, dir.resolve("go115"), cache115));
+        builds.put("go1.15-pie", GoBuild.build115(src, dir.resolve("go115-pie"), cache115, "-buildmode=pie"));
+        builds.put("go1.15-stripped", GoBuild.build115(src, dir.resolve("go115-stripped"), cache115, "-ldflags=-s -w"));
+        builds.put("go1.15-stripped-pie", GoBuild.build115(src, dir.resolve("go115-stripped-pie"), cache115, "-buildmode=pie", "-ldflags=-s -w"));
         Process stripped = new ProcessBuilder(builds.get("stripped").toString()).start();
         Process strippedPie = new ProcessBuilder(builds.get("stripped-pie").toString()).start();
+        Process stripped115 = new ProcessBuilder(builds.get("go1.15-stripped").toString()).start();
+        Process strippedPie115 = new ProcessBuilder(builds.get("go1.15-stripped-pie").toString()).start();
         targets.add(stripped);
         targets.add(strippedPie);
+        targets.add(stripped115);
+        targets.add(strippedPie115);
         // C: -g, the debug file split off to where Debian's -dbgsym packages put theirs, the binary stripped of all symbols.
         cHot = Targets.build("lines_hot.c", dir, "lines_hot", "-O1", "-g", "-Wl,--build-id");
         Path unstripped = dir.resolve("lines_hot.unstripped");
@@ -101,11 +111,13 @@ class SourceLinesProfileTest {
         Path out = dir.resolve("profiles");
         ParcaStandIn standIn = new ParcaStandIn().start();
         try {
-            try (AgentProcess agent = AgentProcess.start(dir, "--pid", stripped.pid() + "," + strippedPie.pid() + "," + cTarget.pid() + ","
+            try (AgentProcess agent = AgentProcess.start(dir, "--pid", stripped.pid() + "," + strippedPie.pid() + ","
+                    + stripped115.pid() + "," + strippedPie115.pid() + "," + cTarget.pid() + ","
                     + libcTarget.pid() + "," + cInlineTarget.pid(), "--frequency", "99",
                     "--duration", "12s", "--interval", "60s", "--output", out.toString(), "--http", "off",
                     "--remote-store-address", standIn.address(), "--remote-store-insecure", "--spool-dir", dir.resolve("spool").toString())) {
-                assertEquals(0, agent.awaitExit(Duration.ofSeconds(120)), agent.log());
+                // Seven busy targets share the 2 cores with the agent: its start alone can take minutes.
+                assertEquals(0, agent.awaitExit(Duration.ofSeconds(300)), agent.log());
             }
             for (var r : standIn.accepted()) {
                 for (var s : r.request().getSeriesList()) {
@@ -291,8 +303,10 @@ class SourceLinesProfileTest {
 
     /** objdump's (address → "file:line") of main.hot in {@code build}, lines taken from the non-PIE unstripped build. */
     private static Map<Long, String> truth(String build) throws Exception {
-        List<String[]> reference = objdump(builds.get("normal"));
-        List<String[]> own = objdump(builds.get(build.replace("stripped-pie", "pie").replace("stripped", "normal")));
+        boolean go115 = build.startsWith("go1.15");
+        List<String[]> reference = objdump(builds.get(go115 ? "go1.15" : "normal"), go115);
+        String unstripped = go115 ? build.replace("-stripped", "") : build.replace("stripped-pie", "pie").replace("stripped", "normal");
+        List<String[]> own = objdump(builds.get(unstripped), go115);
         assertEquals(reference.size(), own.size(), build + ": main.hot's instructions");
         Map<Long, String> out = new HashMap<>();
         for (int i = 0; i < own.size(); i++) {
@@ -302,8 +316,11 @@ class SourceLinesProfileTest {
         return out;
     }
 
-    private static List<String[]> objdump(Path binary) throws Exception {
-        Commands.Result r = Commands.run(List.of(GoBuild.GO.toString(), "tool", "objdump", "-s", "^main.hot$", binary.toString()), 60);
+    private static List<String[]> objdump(Path binary, boolean go115) throws Exception {
+        Commands.Result r = Commands.run(go115
+                ? List.of("env", "GOROOT=" + GoBuild.GO115_ROOT, GoBuild.GO115_ROOT.resolve("bin/go").toString(), "tool", "objdump", "-s",
+                        "^main.hot$", binary.toString())
+                : List.of(GoBuild.GO.toString(), "tool", "objdump", "-s", "^main.hot$", binary.toString()), 60);
         r.check();
         List<String[]> out = new ArrayList<>();
         for (String line : r.output().split("\n")) {
@@ -378,6 +395,17 @@ class SourceLinesProfileTest {
         assertExactLines("stripped-pie");
     }
 
+    /** Go 1.15's pclntab (0xfffffffb), stripped; its inline tree gives the inlined mix. */
+    @Test
+    void strippedGo115BinaryLeafSamplesHaveTheirExactLine() throws Exception {
+        assertExactLines("go1.15-stripped");
+    }
+
+    @Test
+    void strippedGo115PieLeafSamplesHaveTheirExactLine() throws Exception {
+        assertExactLines("go1.15-stripped-pie");
+    }
+
     /** The real go tool pprof -lines shows the hot lines, the inlined mix marked "(inline)". */
     @Test
     void goToolPprofLinesShowsTheHotLinesAndTheInlinedCall() throws Exception {
@@ -395,7 +423,8 @@ class SourceLinesProfileTest {
         Process target = targets.get(0);
         try (AgentProcess agent = AgentProcess.start(dir, "--pid", Long.toString(target.pid()), "--frequency", "99",
                 "--duration", "5s", "--interval", "60s", "--output", out.toString(), "--http", "off", "--lines", "off")) {
-            assertEquals(0, agent.awaitExit(Duration.ofSeconds(120)), agent.log());
+            // Seven busy targets share the 2 cores with the agent: its start alone can take minutes.
+            assertEquals(0, agent.awaitExit(Duration.ofSeconds(300)), agent.log());
         }
         Profile p = Profiles.checked(Profiles.files(out).get(0));
         long hot = 0;

@@ -106,6 +106,17 @@ final class BinaryImage {
         return b;
     }
 
+    /** Whether {@code len} bytes at {@code vaddr} lie in one PT_LOAD's zero-filled part (past its file contents). */
+    boolean inZeroFill(long vaddr, int len) {
+        for (LoadSegment s : loads) {
+            long off = vaddr - s.vaddr();
+            if (off >= s.fileSize() && off >= 0 && off <= s.memSize() - len) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     /** {@code len} bytes at a virtual address, all inside one PT_LOAD's file part. */
     byte[] readVaddr(long vaddr, int len, String what) throws GoBinaryException {
         long off = fileOffset(vaddr);

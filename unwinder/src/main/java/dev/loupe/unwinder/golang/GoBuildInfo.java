@@ -132,6 +132,9 @@ public record GoBuildInfo(String version, Optional<String> modulePath) {
             throw new GoBinaryException(where + ": " + what + " pointer runs past the end");
         }
         long hdr = ptr(b, at, ptrSize);
+        if (img.inZeroFill(hdr, 2 * ptrSize)) {
+            return ""; // a string variable the program never set (e.g. modinfo of a GOPATH build) lies in .bss: empty
+        }
         byte[] h = img.readVaddr(hdr, 2 * ptrSize, what + " string header");
         long data = ptr(h, 0, ptrSize);
         long len = ptr(h, ptrSize, ptrSize);

@@ -147,8 +147,11 @@ class GoLineTableTest {
         Path bin = builds.get("normal");
         ByteBuffer whole = ElfFile.open(bin).section(".gopclntab").orElseThrow();
         GoBinaryException e = assertThrows(GoBinaryException.class,
+                () -> GoLineTable.parse("t", ByteBuffer.wrap(new byte[] {(byte) 0xfe, -1, -1, -1, 0, 0, 1, 8}), 0x401000));
+        assertTrue(e.getMessage().contains("magic 0xfffffffe: not a Go 1.2+ pclntab"), e.getMessage());
+        GoBinaryException shortHeader = assertThrows(GoBinaryException.class,
                 () -> GoLineTable.parse("t", ByteBuffer.wrap(new byte[] {(byte) 0xfb, -1, -1, -1, 0, 0, 1, 8}), 0x401000));
-        assertTrue(e.getMessage().contains("Go 1.18+ pclntabs only"), e.getMessage());
+        assertTrue(shortHeader.getMessage().contains("field at offset 8 lies outside the 8-byte pclntab"), shortHeader.getMessage());
         GoBinaryException cut = assertThrows(GoBinaryException.class, () -> GoLineTable.parse("cut", whole.slice(0, 4000), 0x401000));
         assertTrue(cut.getMessage().contains("does not fit in 4000 bytes"), cut.getMessage());
         // Every function record overwritten with 0xff: lookups find offsets outside the table and give no lines, never throw.

@@ -18,7 +18,8 @@ import java.util.Optional;
  * byte, the .text address and runtime.text symbol the caller would pass, up to three PT_LOAD segments
  * (vaddr, size, flags), then the section's bytes. {@link GoBinaryException} is what bad input must give;
  * anything else escaping, a table whose functions are out of order or named with a NUL, or a lookup that
- * disagrees with the table is a finding.
+ * disagrees with the table is a finding. The same bytes go to {@link GoLineTable} (every layout's line tables): it
+ * must fail with a GoBinaryException or answer every pc (no exception, no hang; a pc it cannot read has no lines).
  */
 public final class GoPclntabFuzzTarget {
     private GoPclntabFuzzTarget() {}
@@ -36,6 +37,7 @@ public final class GoPclntabFuzzTarget {
             loads.add(new LoadSegment(0, vaddr, size, size, in.u8()));
         }
         byte[] tab = in.rest();
+        lines(tab, sectionText);
         GoPclntab t;
         try {
             t = GoPclntab.parse("fuzz", tab, sectionText, runtimeText, loads);
@@ -46,6 +48,29 @@ public final class GoPclntabFuzzTarget {
             return;
         }
         check(t, tab.length);
+    }
+
+    private static void lines(byte[] tab, long textStart) {
+        GoLineTable lines;
+        try {
+            lines = GoLineTable.parse("fuzz", ByteBuffer.wrap(tab), textStart);
+        } catch (GoBinaryException e) {
+            if (e.getMessage() == null || !e.getMessage().startsWith("fuzz: .gopclntab lines: ")) {
+                throw new IllegalStateException("error without the file and section named: " + e.getMessage(), e);
+            }
+            return;
+        }
+        // Pcs near the text start and near the functions' entries (1.2-1.17: absolute; 1.18+: offsets).
+        ByteBuffer b = ByteBuffer.wrap(tab).order(ByteOrder.LITTLE_ENDIAN);
+        for (int i = 0; i < 32 && 16 + 16 * i + 8 <= tab.length; i++) {
+            for (long pc : new long[] {textStart + 17L * i, b.getLong(16 + 16 * i), b.getLong(16 + 16 * i) + 3}) {
+                for (dev.loupe.unwinder.lines.SourceLine l : lines.lines(pc)) {
+                    if (l.function() == null || l.line() < 0) {
+                        throw new IllegalStateException("line " + l + " at 0x" + Long.toHexString(pc));
+                    }
+                }
+            }
+        }
     }
 
     static void check(GoPclntab t, int bytes) {
@@ -93,6 +118,8 @@ public final class GoPclntabFuzzTarget {
         List<LoadSegment> exec = List.of(new LoadSegment(0x1000, text, 0x10000, 0x10000, 5));
         write(dir, "go1.2", text, 0, exec, GoSeeds.pclntab("go1.2", GoSeeds.FUNCS, text, 0));
         write(dir, "go1.16", text, 0, exec, GoSeeds.pclntab("go1.16", GoSeeds.FUNCS, text, 0));
+        write(dir, "go1.2-lines", text, 0, exec, GoSeeds.linesPclntab("go1.2", text));
+        write(dir, "go1.16-lines", text, 0, exec, GoSeeds.linesPclntab("go1.16", text));
         write(dir, "go1.18-header-text", text, 0, exec, GoSeeds.pclntab("go1.18", GoSeeds.FUNCS, text, text));
         write(dir, "go1.20-runtime-text", text, text + 0x20, exec, GoSeeds.pclntab("go1.20", GoSeeds.FUNCS, text, 0));
         write(dir, "go1.20-pie-section-text", 0x1000, 0, List.of(new LoadSegment(0x1000, 0x1000, 0x8000, 0x8000, 5)),

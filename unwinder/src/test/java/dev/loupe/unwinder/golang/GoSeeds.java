@@ -101,6 +101,103 @@ final class GoSeeds {
         }
     }
 
+    /** The file every function of {@link #linesPclntab} is in. */
+    static final String LINES_FILE = "/src/seed/main.go";
+
+    /** The line of function {@code i} of {@link #linesPclntab} at pc offset {@code off} of {@code size} bytes. */
+    static int seedLine(int i, long off, long size) {
+        return off < size / 2 ? 10 + i : 11 + i;
+    }
+
+    /**
+     * A pre-1.18 pclntab ("go1.2": Go 1.2-1.15, "go1.16": 1.16-1.17) of {@link #FUNCS} at {@code textStart} with line
+     * tables: every function in {@link #LINES_FILE}, at {@link #seedLine}. Laid out as go1.15.15's and go1.16.15's
+     * src/debug/gosym/pclntab.go read them: 1.2's offsets count from the table's start and its file table is a count
+     * then name offsets, indexed by the pcfile value (from 1); 1.16's header gives funcname, cu, filetab, pctab and
+     * pcln offsets and a function's file is filetab + cutab[cuOffset + pcfile value] (from 0).
+     */
+    static byte[] linesPclntab(String format, long textStart) {
+        boolean go12 = format.equals("go1.2");
+        List<Fn> fns = FUNCS;
+        int n = fns.size();
+        ByteArrayOutputStream strings = new ByteArrayOutputStream();
+        List<Integer> nameOffs = new ArrayList<>();
+        for (Fn f : fns) {
+            nameOffs.add(strings.size());
+            strings.writeBytes(f.name().getBytes(StandardCharsets.UTF_8));
+            strings.write(0);
+        }
+        ByteArrayOutputStream files = new ByteArrayOutputStream();
+        files.writeBytes(LINES_FILE.getBytes(StandardCharsets.UTF_8));
+        files.write(0);
+        // pc-value tables: (zig-zag value delta from -1, pc delta) varint pairs, a 0 ends each.
+        ByteArrayOutputStream pctab = new ByteArrayOutputStream();
+        pctab.write(0); // offset 0 means "no table"
+        List<int[]> tables = new ArrayList<>(); // {pcfile, pcln}
+        for (int i = 0; i < n; i++) {
+            long size = fns.get(i).size();
+            int pcfile = pctab.size();
+            varint(pctab, go12 ? 4 : 2); // -1 -> 1 (1.2: file numbers from 1), -1 -> 0 (1.16)
+            varint(pctab, (int) size);
+            pctab.write(0);
+            int pcln = pctab.size();
+            varint(pctab, 2 * (11 + i));
+            varint(pctab, (int) (size / 2));
+            varint(pctab, 2);
+            varint(pctab, (int) (size - size / 2));
+            pctab.write(0);
+            tables.add(new int[] {pcfile, pcln});
+        }
+        long end = fns.get(n - 1).offset() + fns.get(n - 1).size();
+        int funcSize = go12 ? 40 : 44;
+        if (go12) {
+            int functab = 16;
+            int filetabOffAt = functab + 16 * n + 8;
+            int funcs = filetabOffAt + 8;
+            int filetab = funcs + funcSize * n;
+            int names = filetab + 8;
+            int fileNames = names + strings.size();
+            int pcs = fileNames + files.size();
+            ByteBuffer b = le(pcs + pctab.size());
+            b.putInt(0, 0xfffffffb).put(6, (byte) 1).put(7, (byte) 8).putLong(8, n).putInt(filetabOffAt, filetab);
+            for (int i = 0; i < n; i++) {
+                int f = funcs + funcSize * i;
+                b.putLong(functab + 16 * i, textStart + fns.get(i).offset()).putLong(functab + 16 * i + 8, f);
+                b.putLong(f, textStart + fns.get(i).offset()).putInt(f + 8, names + nameOffs.get(i))
+                        .putInt(f + 24, pcs + tables.get(i)[0]).putInt(f + 28, pcs + tables.get(i)[1]);
+            }
+            b.putLong(functab + 16 * n, textStart + end);
+            b.putInt(filetab, 2).putInt(filetab + 4, fileNames);
+            b.put(names, strings.toByteArray()).put(fileNames, files.toByteArray()).put(pcs, pctab.toByteArray());
+            return b.array();
+        }
+        int funcname = 64;
+        int cu = funcname + strings.size() + 3 & ~3;
+        int filetab = cu + 4;
+        int pcs = filetab + files.size();
+        int pcln = pcs + pctab.size() + 7 & ~7;
+        int funcs = 16 * n + 8;
+        ByteBuffer b = le(pcln + funcs + funcSize * n);
+        b.putInt(0, 0xfffffffa).put(6, (byte) 1).put(7, (byte) 8).putLong(8, n).putLong(16, 1)
+                .putLong(24, funcname).putLong(32, cu).putLong(40, filetab).putLong(48, pcs).putLong(56, pcln);
+        b.put(funcname, strings.toByteArray()).putInt(cu, 0).put(filetab, files.toByteArray()).put(pcs, pctab.toByteArray());
+        for (int i = 0; i < n; i++) {
+            int f = funcs + funcSize * i;
+            b.putLong(pcln + 16 * i, textStart + fns.get(i).offset()).putLong(pcln + 16 * i + 8, f);
+            b.putLong(pcln + f, textStart + fns.get(i).offset()).putInt(pcln + f + 8, nameOffs.get(i))
+                    .putInt(pcln + f + 24, tables.get(i)[0]).putInt(pcln + f + 28, tables.get(i)[1]).putInt(pcln + f + 36, 0);
+        }
+        b.putLong(pcln + 16 * n, textStart + end);
+        return b.array();
+    }
+
+    private static void varint(ByteArrayOutputStream out, int v) {
+        for (; (v & ~0x7f) != 0; v >>>= 7) {
+            out.write(v & 0x7f | 0x80);
+        }
+        out.write(v);
+    }
+
     /** Go 1.18+ build info: the 32-byte header (flags: inline strings), then varint-length version and module info. */
     static byte[] buildInfo(String version, String modinfo) {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
