@@ -90,7 +90,13 @@ final class V8Objects {
         ByteBuffer slots = read(untag(scopeInfo) + 8 + 8L * from, 8 * SCOPE_INFO_SLOTS);
         for (int i = 0; i < SCOPE_INFO_SLOTS; i++) {
             long w = slots.getLong(8 * i);
-            if (l.isHeapObject(w) && type(w) < l.i(Field.FIRST_NONSTRING_TYPE)) {
+            int type;
+            try {
+                type = l.isHeapObject(w) ? type(w) : Integer.MAX_VALUE;
+            } catch (NotObject pastTheEnd) {
+                return null; // no object: past the ScopeInfo's end (a script's top level has no name), so no name in it
+            }
+            if (type < l.i(Field.FIRST_NONSTRING_TYPE)) {
                 String s = string(w);
                 if (!s.isEmpty()) {
                     return s; // the function's own name, else (empty) its inferred name, which follows

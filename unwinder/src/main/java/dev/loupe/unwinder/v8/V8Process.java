@@ -28,6 +28,7 @@ import java.util.function.LongSupplier;
  * <p>Thread-safe: the symbolizers and the unwind table thread share it, under this object's lock.
  */
 final class V8Process implements RuntimeProcess {
+    private static final System.Logger LOG = System.getLogger(V8Process.class.getName());
     static final long CACHE_BYTES = 8L << 20;
 
     private final V8Runtime runtime;
@@ -45,6 +46,7 @@ final class V8Process implements RuntimeProcess {
     private CodeTable table;
     private int generation;
     private int handedOut;
+    private boolean badObjectLogged;
 
     V8Process(V8Runtime runtime, Path procRoot, int pid, ProcessMemory mem, V8Layout layout, String exe, LongSupplier nanoTime) {
         this.runtime = runtime;
@@ -74,6 +76,11 @@ final class V8Process implements RuntimeProcess {
                 shared = objects.shared(address);
             } catch (V8Objects.NotObject e) {
                 runtime.badObjects.incrementAndGet();
+                if (!badObjectLogged) {
+                    badObjectLogged = true; // why the first frame could not be named (a layout problem shows here)
+                    LOG.log(System.Logger.Level.INFO, "v8: pid " + pid + ": a frame's SharedFunctionInfo at 0x"
+                            + Long.toHexString(address) + " not read: " + e.getMessage() + " (said once for the process)");
+                }
                 return RuntimeFrame.of("[v8: not a function]", mapping);
             } catch (IOException e) {
                 return RuntimeFrame.of("[v8: process gone]", mapping);
