@@ -9,7 +9,6 @@ import dev.loupe.unwinder.runtime.RuntimeFrame;
 import dev.loupe.unwinder.runtime.RuntimeProcess;
 
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -72,7 +71,7 @@ final class PythonProcess implements RuntimeProcess {
         if (found == null) {
             return Optional.empty();
         }
-        PythonBinary bin = runtime.binary(found, readable(procRoot, pid, found));
+        PythonBinary bin = runtime.binary(found, found.readableFile(procRoot, pid));
         long bias;
         try {
             bias = ElfLoadSegments.bias(bin.symbols().loadSegments(), found.start(), found.offset());
@@ -90,18 +89,6 @@ final class PythonProcess implements RuntimeProcess {
         return new PythonProcess(runtime, layout, mem, codeType, exe, runtimeAddress);
     }
 
-    static Path readable(Path procRoot, int pid, MapEntry m) throws IOException {
-        Path pidDir = procRoot.resolve(Integer.toString(pid));
-        Path viaMapFiles = pidDir.resolve("map_files").resolve(m.mapFilesName());
-        if (Files.isReadable(viaMapFiles)) {
-            return viaMapFiles;
-        }
-        Path viaRoot = pidDir.resolve("root").resolve(m.path().substring(1));
-        if (!m.deleted() && Files.isReadable(viaRoot)) {
-            return viaRoot;
-        }
-        throw new IOException(m.path() + " of pid " + pid + " is not readable");
-    }
 
     /** The layout in use (for tests: the walker's view of this process). */
     PythonLayout layout() {

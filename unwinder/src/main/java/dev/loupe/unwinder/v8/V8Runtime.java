@@ -91,7 +91,7 @@ public final class V8Runtime implements ManagedRuntime {
         }
         Binary bin;
         try {
-            bin = binary(found, readable(procRoot, pid, found));
+            bin = binary(found, found.readableFile(procRoot, pid));
         } catch (V8Layout.Unsupported e) {
             return Optional.empty(); // said once for its binary
         }
@@ -163,18 +163,6 @@ public final class V8Runtime implements ManagedRuntime {
         return (Binary) read;
     }
 
-    static Path readable(Path procRoot, int pid, MapEntry m) throws IOException {
-        Path pidDir = procRoot.resolve(Integer.toString(pid));
-        Path viaMapFiles = pidDir.resolve("map_files").resolve(m.mapFilesName());
-        if (Files.isReadable(viaMapFiles)) {
-            return viaMapFiles;
-        }
-        Path viaRoot = pidDir.resolve("root").resolve(m.path().substring(1));
-        if (!m.deleted() && Files.isReadable(viaRoot)) {
-            return viaRoot;
-        }
-        throw new IOException(m.path() + " of pid " + pid + " is not readable");
-    }
 
     @Override
     public Set<FrameType> frameTypes() {
