@@ -14,9 +14,10 @@ import java.util.Optional;
  * What this package needs from one CPython binary ({@code python3.X}, or {@code libpython3.X.so} for embedders), read
  * once per file and shared by every process that maps it: its version (from its name), the few symbols, and the
  * version's layout: a table for 3.9 to 3.12, the binary's own {@code _Py_DebugOffsets} for 3.13+ (the head of
- * {@code _PyRuntime}, statically initialized, so the file holds what a process's memory would).
+ * {@code _PyRuntime}, statically initialized, so the file holds what a process's memory would), and the code objects
+ * read from its initialized data ({@link StaticCodes}).
  */
-record PythonBinary(int major, int minor, PythonSymbols symbols, PythonLayout layout) {
+record PythonBinary(int major, int minor, PythonSymbols symbols, PythonLayout layout, StaticCodes statics) {
 
     /**
      * Reads the binary {@code path} names (as a mapping does) from {@code file}.
@@ -47,7 +48,7 @@ record PythonBinary(int major, int minor, PythonSymbols symbols, PythonLayout la
         }
         PythonLayout layout = table.isPresent() ? table.get()
                 : DebugOffsets.parse(initialBytes(file, syms, rt, 8 * DebugOffsets.words(v[1])), v[0], v[1]);
-        return new PythonBinary(v[0], v[1], syms, layout);
+        return new PythonBinary(v[0], v[1], syms, layout, new StaticCodes(syms.loadSegments()));
     }
 
     /** {@code length} bytes the file initializes at virtual address {@code vaddr} (in a segment's file part). */

@@ -39,17 +39,21 @@ final class PythonProcess implements RuntimeProcess {
     private final CodeObjects codes;
     private final String mapping;
     private final long runtimeAddress;
+    private final long bias; // the binary's load bias: a static code object's address less it is the file's
+    private final StaticCodes statics;
     private long cachedBytes;
     private final Map<Long, CodeObjects.Code> cache = new LinkedHashMap<>(256, 0.75f, true);
 
     private PythonProcess(PythonRuntime runtime, PythonLayout layout, ProcessMemory mem, long codeType, String exe,
-                          long runtimeAddress) {
+                          long runtimeAddress, long bias, StaticCodes statics) {
         this.runtime = runtime;
         this.layout = layout;
         this.mem = mem;
         this.codes = new CodeObjects(mem, layout.code(), codeType);
         this.mapping = "[python] " + exe;
         this.runtimeAddress = runtimeAddress;
+        this.bias = bias;
+        this.statics = statics;
     }
 
     /**
@@ -80,13 +84,19 @@ final class PythonProcess implements RuntimeProcess {
         }
         ProcessMemory mem = ProcessMemory.open(procRoot, pid);
         return Optional.of(new PythonProcess(runtime, bin.layout(), mem, bin.codeTypeVaddr() + bias, exe,
-                bin.runtimeVaddr() + bias));
+                bin.runtimeVaddr() + bias, bias, bin.statics()));
     }
 
     /** A process read through {@code mem} with a layout given (for tests: a fake process's memory). */
     static PythonProcess over(PythonRuntime runtime, PythonLayout layout, ProcessMemory mem, long codeType, String exe,
                               long runtimeAddress) {
-        return new PythonProcess(runtime, layout, mem, codeType, exe, runtimeAddress);
+        return over(runtime, layout, mem, codeType, exe, runtimeAddress, 0, StaticCodes.NONE);
+    }
+
+    /** As above, with the binary's load bias and its static code objects (for tests: processes sharing a binary). */
+    static PythonProcess over(PythonRuntime runtime, PythonLayout layout, ProcessMemory mem, long codeType, String exe,
+                              long runtimeAddress, long bias, StaticCodes statics) {
+        return new PythonProcess(runtime, layout, mem, codeType, exe, runtimeAddress, bias, statics);
     }
 
 
@@ -112,14 +122,23 @@ final class PythonProcess implements RuntimeProcess {
         }
         CodeObjects.Code code = cache.get(address);
         if (code == null) {
-            try {
-                runtime.codeReads.incrementAndGet();
-                code = codes.read(address);
-            } catch (CodeObjects.NotCode e) {
-                runtime.badCode.incrementAndGet();
-                return RuntimeFrame.of("[python: not a code object]", mapping);
-            } catch (IOException e) {
-                return RuntimeFrame.of("[python: process gone]", mapping);
+            boolean isStatic = statics.holds(address - bias);
+            code = isStatic ? statics.get(address - bias) : null;
+            if (code != null) {
+                runtime.staticCodeHits.incrementAndGet();
+            } else {
+                try {
+                    runtime.codeReads.incrementAndGet();
+                    code = codes.read(address);
+                } catch (CodeObjects.NotCode e) {
+                    runtime.badCode.incrementAndGet();
+                    return RuntimeFrame.of("[python: not a code object]", mapping);
+                } catch (IOException e) {
+                    return RuntimeFrame.of("[python: process gone]", mapping);
+                }
+                if (isStatic) {
+                    statics.put(address - bias, code);
+                }
             }
             cache.put(address, code);
             cachedBytes += code.bytes();

@@ -46,6 +46,7 @@ public final class PythonRuntime implements ManagedRuntime {
     final AtomicLong unknownVersions = new AtomicLong();
     final AtomicLong codeReads = new AtomicLong();
     final AtomicLong badCode = new AtomicLong();
+    final AtomicLong staticCodeHits = new AtomicLong(); // code objects of a binary's own data, read by an earlier process
 
     private PythonRuntime(Path procRoot) {
         this.procRoot = procRoot;
@@ -170,6 +171,6 @@ public final class PythonRuntime implements ManagedRuntime {
     @Override
     public Map<String, Long> counters() {
         return Map.of("opened", opened.get(), "unknown_versions", unknownVersions.get(), "code_reads", codeReads.get(),
-                "bad_code", badCode.get(), "binaries_read", binariesRead.get());
+                "bad_code", badCode.get(), "binaries_read", binariesRead.get(), "static_code_hits", staticCodeHits.get());
     }
 }
