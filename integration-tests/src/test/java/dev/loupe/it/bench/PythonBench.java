@@ -43,6 +43,7 @@ public final class PythonBench extends RuntimeVersusNative {
                 "== 2. agent CPU and RSS: %d busy Python processes vs %d busy native processes",
                 "== 3. time from a Python process's start to its named Python frames in the agent's profile",
                 "Python, interpreter frames", 27, "Python", "python", "Python processes", "Python", "_start", "Python leaf r"),
+                // rounds, seconds, depth, processes, cpu-seconds, warmup, starts
                 new Options(allParts(), 3, 10, 40, 10, 40, 10, 5));
     }
 

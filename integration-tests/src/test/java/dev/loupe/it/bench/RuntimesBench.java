@@ -44,6 +44,7 @@ public final class RuntimesBench extends RuntimeVersusNative {
                 "== 2. agent CPU and RSS: %d busy JVMs vs %d busy native processes",
                 "== 3. time from a JVM's start to named Java frames in the agent's profile",
                 "Java, code cache tables", 26, "JVMs", "java", "JVMs", "JVM", "the root", "Java leaf"),
+                // rounds, seconds, depth, jvms, cpu-seconds, warmup, starts
                 new Options(allParts(), 3, 8, 40, 10, 60, 15, 3));
     }
 
