@@ -22,16 +22,24 @@ import java.util.List;
  *   <li>the interpreter: {@link UnwindRule#KIND_JAVA_INTERP}, with the offsets of its frames' bci;</li>
  *   <li>the vtable and itable stubs ("vtable chunks"): CFA = RSP + 8 throughout (each stub loads the method and jumps to
  *       it, pushing nothing);</li>
+ *   <li>a generated stub that begins with {@code enter()} ({@code push rbp; mov rbp, rsp}; arraycopy, CRC, crypto: most
+ *       of the StubRoutines blobs', whose blobs record no frame size): CFA = RSP + 8 at its first byte, RSP + 16 after
+ *       the push, then RBP + 16 with the caller's RBP at CFA-16. The walker's checked frame-pointer step cannot take
+ *       their frames: the caller (C2 code) keeps no frame pointer, so the RBP the stub saved is no frame's;</li>
  *   <li>anything else (adapters, buffer blobs, gaps): no unwind info, so the walker's checked frame-pointer step
  *       applies (the call stub keeps RBP).</li>
  * </ul>
- * Not exact: in an epilogue (after {@code add rsp; pop rbp}) and in the prologue's one instruction between
- * {@code push rbp} and {@code sub rsp} the frame-size rule is wrong; a sample lands there rarely, and the walk then
+ * Not exact: in an epilogue (after {@code add rsp; pop rbp}, or a stub's {@code leave}) and in the prologue's one
+ * instruction between {@code push rbp} and {@code sub rsp} the frame-size rule is wrong; a sample lands there rarely, and the walk then
  * stops or skips a frame rather than crashing anything. PCs are runtime addresses (the table's bias is 0).
  */
 public final class CodeCacheUnwindTable {
     private static final long FRAME_RSP_AT_ENTRY = UnwindRule.cfa(UnwindRule.KIND_CFA_RSP, 8, UnwindRule.RBP_UNCHANGED, 0);
     private static final long NO_INFO = UnwindRule.stop(StopReason.NO_UNWIND_INFO);
+    /** After a stub's {@code push rbp}: the return address above the saved RBP. */
+    private static final long STUB_PUSHED_RBP = UnwindRule.cfa(UnwindRule.KIND_CFA_RSP, 16, UnwindRule.RBP_SAVED, -16);
+    /** After a stub's {@code mov rbp, rsp}: its frame is RBP's. */
+    private static final long STUB_FRAMED = UnwindRule.cfa(UnwindRule.KIND_CFA_RBP, 16, UnwindRule.RBP_SAVED, -16);
     private static final long FRESH_CODE = UnwindRule.KIND_HOTSPOT_CODE;
     /** HotSpot's blob of vtable and itable stubs (VtableBlob, or a BufferBlob on JDK 8): none pushes anything. */
     static final String VTABLE_STUBS = "vtable chunks";
@@ -41,15 +49,20 @@ public final class CodeCacheUnwindTable {
     private CodeCacheUnwindTable() {}
 
     /** Counts of what the table describes, for logs and tests. */
-    public record Built(UnwindTable table, int compiledBlobs, int interpreterBlobs, int undescribedBlobs) {}
+    public record Built(UnwindTable table, int compiledBlobs, int interpreterBlobs, int undescribedBlobs, int framedStubs) {}
 
     public static Built build(String name, CodeCache cache) throws EhFrameException {
+        return build(name, cache, List.of());
+    }
+
+    /** As {@link #build(String, CodeCache)}, with the stubs that begin with {@code enter()} ({@link HotSpotJvm#framedStubs}). */
+    public static Built build(String name, CodeCache cache, List<HotSpotJvm.Stub> framedStubs) throws EhFrameException {
         if (cache.segmentMapRules() != null && !cache.heaps().isEmpty()) {
-            return withSegmentMaps(name, cache);
+            return withSegmentMaps(name, cache, framedStubs);
         }
         List<CodeBlob> blobs = new ArrayList<>(cache.blobs());
         blobs.sort(Comparator.comparingLong(CodeBlob::start));
-        Rows r = new Rows(blobs.size() * 3 + 2 * cache.heaps().size() + 2, cache.interpreterRule());
+        Rows r = new Rows(blobs.size() * 3 + 2 * cache.heaps().size() + 2, cache.interpreterRule(), framedStubs);
         long covered = Long.MIN_VALUE; // end of the last blob's rows
         for (CodeBlob b : blobs) {
             if (b.end() <= b.start() || b.start() < covered) {
@@ -74,7 +87,7 @@ public final class CodeCacheUnwindTable {
      * the blobs' rows as above, and everything else of the heap's committed memory (free blocks, code made after this
      * read) {@link UnwindRule#KIND_HOTSPOT_CODE}; no info between heaps and after the last.
      */
-    private static Built withSegmentMaps(String name, CodeCache cache) throws EhFrameException {
+    private static Built withSegmentMaps(String name, CodeCache cache, List<HotSpotJvm.Stub> framedStubs) throws EhFrameException {
         List<CodeCache.Range> heaps = new ArrayList<>(cache.heaps());
         heaps.sort(Comparator.comparingLong(CodeCache.Range::low));
         List<CodeBlob> blobs = new ArrayList<>(cache.blobs());
@@ -85,7 +98,7 @@ public final class CodeCacheUnwindTable {
             throw new EhFrameException(EhFrameException.Problem.BAD_CFA_PROGRAM, name + ": no page below the code heap at 0x"
                     + Long.toHexString(heaps.getFirst().low()));
         }
-        Rows r = new Rows(words.length + 1 + blobs.size() * 3 + heaps.size() * 2 + 2, cache.interpreterRule());
+        Rows r = new Rows(words.length + 1 + blobs.size() * 3 + heaps.size() * 2 + 2, cache.interpreterRule(), framedStubs);
         for (int k = 0; k < words.length; k++) {
             r.add(dataPage + 8L * k, words[k]);
         }
@@ -135,10 +148,14 @@ public final class CodeCacheUnwindTable {
         int undescribed;
         final long interpreterRule;
 
-        Rows(int capacity, long interpreterRule) {
-            pcs = new long[capacity];
-            rules = new long[capacity];
+        final List<HotSpotJvm.Stub> framedStubs; // sorted by begin
+        int framed; // stubs given rows
+
+        Rows(int capacity, long interpreterRule, List<HotSpotJvm.Stub> framedStubs) {
+            pcs = new long[capacity + 4 * framedStubs.size()];
+            rules = new long[capacity + 4 * framedStubs.size()];
             this.interpreterRule = interpreterRule;
+            this.framedStubs = framedStubs;
         }
 
         void add(long pc, long rule) {
@@ -162,15 +179,47 @@ public final class CodeCacheUnwindTable {
             } else if (b.name().equals(VTABLE_STUBS)) {
                 add(b.start(), FRAME_RSP_AT_ENTRY); // each stub jumps on to its method without a frame: the return address at RSP
                 compiled++;
-            } else {
+            } else if (!stubs(b)) {
                 add(b.start(), NO_INFO);
                 undescribed++;
             }
         }
 
+        /** Rows for the framed stubs inside {@code b} (no info between them); false if it holds none. */
+        private boolean stubs(CodeBlob b) {
+            int i = 0;
+            while (i < framedStubs.size() && framedStubs.get(i).begin() < b.start()) {
+                i++;
+            }
+            long covered = b.start();
+            boolean any = false;
+            for (; i < framedStubs.size() && framedStubs.get(i).end() <= b.end(); i++) {
+                HotSpotJvm.Stub st = framedStubs.get(i);
+                if (st.begin() < covered) {
+                    continue; // overlapping the one before: not believed
+                }
+                if (st.begin() > covered) {
+                    add(covered, NO_INFO); // the blob's code before it, or between two stubs
+                }
+                add(st.begin(), FRAME_RSP_AT_ENTRY);
+                add(st.begin() + 1, STUB_PUSHED_RBP);
+                add(st.begin() + 4, STUB_FRAMED);
+                covered = st.end();
+                any = true;
+                framed++;
+            }
+            if (any && covered < b.end()) {
+                add(covered, NO_INFO);
+            }
+            if (any) {
+                compiled++;
+            }
+            return any;
+        }
+
         Built built(String name) throws EhFrameException {
             UnwindTable table = UnwindTableBuilder.fromRows(name, Arrays.copyOf(pcs, n), Arrays.copyOf(rules, n), n);
-            return new Built(table, compiled, interpreter, undescribed);
+            return new Built(table, compiled, interpreter, undescribed, framed);
         }
     }
 

@@ -194,6 +194,28 @@ public final class HotSpotJvm implements AutoCloseable {
         return List.copyOf(out);
     }
 
+    /** {@code push rbp; mov rbp, rsp}: the prologue of {@code MacroAssembler::enter()}, which most stubs begin with. */
+    private static final int ENTER = 0xe5_89_48_55; // bytes 55 48 89 e5, little-endian
+
+    /**
+     * Of {@code stubs}, those whose code begins with {@code enter()} ({@code push rbp; mov rbp, rsp}), read from the
+     * process's memory: their frames can be stepped by RBP (arraycopy, CRC, crypto...), although their blobs record no
+     * frame size. A stub that cannot be read is left out.
+     */
+    public List<Stub> framedStubs(List<Stub> stubs) {
+        List<Stub> out = new ArrayList<>();
+        for (Stub st : stubs) {
+            try {
+                if (st.end() - st.begin() > 4 && mem.read(st.begin(), 4).getInt(0) == ENTER) {
+                    out.add(st);
+                }
+            } catch (IOException e) {
+                // unmapped or gone: no rows for it
+            }
+        }
+        return List.copyOf(out);
+    }
+
     private static boolean stubRange(java.nio.ByteBuffer d, int word) {
         long begin = d.getLong(8 * word);
         long end = d.getLong(8 * word + 8);

@@ -42,6 +42,7 @@ final class HotSpotProcess implements RuntimeProcess {
     private long callStubReturn; // StubRoutines::_call_stub_return_address, once read (0 until then)
     private final RuntimeFrame callStub;
     private Stubs stubs; // null: read when next needed
+    private List<HotSpotJvm.Stub> framed; // null: read at the next table build
     private boolean read; // a read of the blobs succeeded once
     private long fingerprint;
     private long lastFullRead;
@@ -222,6 +223,21 @@ final class HotSpotProcess implements RuntimeProcess {
         return i >= 0 && addr < stubs.ends[i] ? stubs.frames[i] : null;
     }
 
+    /**
+     * The generated stubs that begin with {@code enter()}, read again with the stub list (after a change of the code
+     * cache); none when the list cannot be read.
+     */
+    private List<HotSpotJvm.Stub> framedStubs() {
+        if (framed == null) {
+            try {
+                framed = jvm.framedStubs(jvm.stubs());
+            } catch (IOException | RuntimeException e) {
+                return List.of(); // gone, or a list that does not read: asked again at the next build
+            }
+        }
+        return framed;
+    }
+
     /** HotSpot's generated stubs, sorted by begin. */
     private record Stubs(long[] begins, long[] ends, RuntimeFrame[] frames) {
         static final Stubs EMPTY = new Stubs(new long[0], new long[0], new RuntimeFrame[0]);
@@ -286,6 +302,7 @@ final class HotSpotProcess implements RuntimeProcess {
                     signature = sig;
                     blobs = Blobs.of(cache, jitMapping);
                     stubs = null;
+                    framed = null;
                     scopes.clear();
                     fresh.clear();
                     freshMisses.clear();
@@ -309,11 +326,12 @@ final class HotSpotProcess implements RuntimeProcess {
     private void build(CodeCache cache) {
         try {
             String name = "[jit] pid " + pid;
-            CodeCacheUnwindTable.Built built = CodeCacheUnwindTable.build(name, cache);
+            CodeCacheUnwindTable.Built built = CodeCacheUnwindTable.build(name, cache, framedStubs());
             if (table == null) {
                 LOG.log(System.Logger.Level.INFO, "jit tables: pid " + pid + " (" + jvm.vmVersion() + "): "
                         + built.compiledBlobs() + " compiled blobs, " + built.interpreterBlobs() + " interpreter, "
-                        + built.undescribedBlobs() + " without a frame size; " + built.table().rowCount() + " rows");
+                        + built.undescribedBlobs() + " without a frame size, " + built.framedStubs() + " stubs framed by RBP; "
+                        + built.table().rowCount() + " rows");
             }
             table = new CodeTable(built.table(), cache.heaps().stream().map(h -> new CodeTable.Range(h.low(), h.high())).toList(),
                     ++generation);

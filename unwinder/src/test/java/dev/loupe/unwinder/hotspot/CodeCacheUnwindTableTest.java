@@ -66,6 +66,36 @@ class CodeCacheUnwindTableTest {
         assertEquals(NO_INFO, t.lookup(0x12010), "other stubs: the checked frame-pointer step");
     }
 
+    /**
+     * Stubs that begin with {@code enter()} (arraycopy, CRC...) inside a StubRoutines blob, which records no frame size:
+     * the return address at RSP on their first byte, above the pushed RBP on the next, then RBP's frame; the blob's other
+     * code (a stub that keeps no frame, the gaps) keeps no unwind info.
+     */
+    @Test
+    void stubsThatBeginWithEnterAreSteppedByRbp() throws Exception {
+        CodeBlob routines = new CodeBlob(CodeBlob.Kind.BUFFER_BLOB, 0x12000 - 0x100, 0x12000, 0x12400, -1, 0, "StubRoutines (2)", 0);
+        CodeCache cache = new CodeCache(List.of(new CodeCache.Range(0x10000, 0x20000)), List.of(routines));
+        List<HotSpotJvm.Stub> framed = List.of(
+                new HotSpotJvm.Stub("StubRoutines::jbyte_arraycopy", 0x12000, 0x12100), // at the blob's start
+                new HotSpotJvm.Stub("StubRoutines::jint_arraycopy", 0x12100, 0x12180), // right after it
+                new HotSpotJvm.Stub("StubRoutines::updateBytesCRC32", 0x12200, 0x12300)); // after a frameless stub
+        CodeCacheUnwindTable.Built built = CodeCacheUnwindTable.build("t", cache, framed);
+        assertEquals(3, built.framedStubs());
+        assertEquals(List.of(1, 0, 0), List.of(built.compiledBlobs(), built.interpreterBlobs(), built.undescribedBlobs()));
+        UnwindTable t = built.table();
+        String entry = "rsp+8", pushed = "rsp+16 rbp=c-16", framedRule = "rbp+16 rbp=c-16";
+        Map<Long, String> expected = new java.util.TreeMap<>(Map.ofEntries(
+                Map.entry(0x12000L, entry), Map.entry(0x12001L, pushed), Map.entry(0x12003L, pushed),
+                Map.entry(0x12004L, framedRule), Map.entry(0x120ffL, framedRule),
+                Map.entry(0x12100L, entry), Map.entry(0x12101L, pushed), Map.entry(0x12104L, framedRule),
+                Map.entry(0x1217fL, framedRule),
+                Map.entry(0x12180L, UnwindRule.toString(NO_INFO)), Map.entry(0x121ffL, UnwindRule.toString(NO_INFO)),
+                Map.entry(0x12200L, entry), Map.entry(0x12204L, framedRule), Map.entry(0x122ffL, framedRule),
+                Map.entry(0x12300L, UnwindRule.toString(NO_INFO)), Map.entry(0x123ffL, UnwindRule.toString(NO_INFO))));
+        expected.forEach((pc, rule) -> assertEquals(rule, UnwindRule.toString(t.lookup(pc)), "at 0x" + Long.toHexString(pc)));
+        assertEquals("rsp+8", UnwindRule.toString(UnwindRule.cfa(UnwindRule.KIND_CFA_RSP, 8, UnwindRule.RBP_UNCHANGED, 0)));
+    }
+
     @Test
     void overlappingAndEmptyBlobsAreLeftUndescribed() throws Exception {
         CodeCache cache = new CodeCache(List.of(new CodeCache.Range(0x10000, 0x20000)), List.of(
