@@ -94,6 +94,7 @@ final class SyntheticJvm {
             nmethod::_compile_id|int|212
             Method::_constMethod|ConstMethod*|8
             ConstMethod::_constants|ConstantPool*|8
+            ConstMethod::_code_size|u2|34
             ConstMethod::_name_index|u2|36
             ConstantPool::_tags|Array<u1>*|8
             ConstantPool::_pool_holder|InstanceKlass*|24
@@ -167,6 +168,7 @@ final class SyntheticJvm {
             nmethod::_compile_id|int|304
             Method::_constMethod|ConstMethod*|8
             ConstMethod::_constants|ConstantPool*|8
+            ConstMethod::_code_size|u2|32
             ConstMethod::_name_index|u2|34
             ConstantPool::_tags|Array<u1>*|8
             ConstantPool::_pool_holder|InstanceKlass*|24
