@@ -65,7 +65,7 @@ final class CodeCacheReader {
         }
         // JDK 8 (its one code heap) has no mirror slot in its interpreter frames, so its bcp is a word nearer RBP
         long interpreter = InterpreterFrameStep.rule(l.singleHeap ? InterpreterFrameStep.BCP_SLOT_JDK8 : InterpreterFrameStep.BCP_SLOT,
-                l.methodConstMethod.offset(), l.constMethodSize, l.constMethodCodeSize.width() == 2 ? l.constMethodCodeSize.offset() : -1);
+                l.methodConstMethod.offset(), l.constMethodSize, l.constMethodCodeSize != null && l.constMethodCodeSize.width() == 2 ? l.constMethodCodeSize.offset() : -1);
         return new CodeCache(heaps, blobs, SegmentMapStep.rules(l, segmaps), interpreter);
     }
 

@@ -57,7 +57,7 @@ final class Layout {
     final long blobReadBytes;              // bytes of a blob header to read to see every field above
     // Metadata
     final Scalar methodConstMethod;
-    final Scalar constMethodCodeSize;      // ConstMethod::_code_size: the bytecodes follow the ConstMethod
+    final Scalar constMethodCodeSize;      // ConstMethod::_code_size: the bytecodes follow the ConstMethod; null if absent
     final long constMethodSize;            // sizeof(ConstMethod): where the bytecodes start
     final Scalar constMethodConstants;
     final Scalar constMethodNameIndex;
@@ -161,7 +161,8 @@ final class Layout {
 
         methodConstMethod = pointer(vs, "Method", "_constMethod");
         constMethodConstants = pointer(vs, "ConstMethod", "_constants");
-        constMethodCodeSize = scalar(vs, "ConstMethod", "_code_size");
+        // Only interpreted frames' lines need it: a table without it (a build that drops it, a fake) keeps every name.
+        constMethodCodeSize = vs.field("ConstMethod", "_code_size").isPresent() ? scalar(vs, "ConstMethod", "_code_size") : null;
         constMethodSize = vs.sizeOf("ConstMethod");
         constMethodNameIndex = scalar(vs, "ConstMethod", "_name_index");
         cpTags = pointer(vs, "ConstantPool", "_tags");
