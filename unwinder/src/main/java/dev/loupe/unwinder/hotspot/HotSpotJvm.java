@@ -194,8 +194,12 @@ public final class HotSpotJvm implements AutoCloseable {
         return List.copyOf(out);
     }
 
-    /** {@code push rbp; mov rbp, rsp}: the prologue of {@code MacroAssembler::enter()}, which most stubs begin with. */
-    private static final int ENTER = 0xe5_89_48_55; // bytes 55 48 89 e5, little-endian
+    /**
+     * {@code push rbp; mov rbp, rsp}: the prologue of {@code MacroAssembler::enter()}, which most stubs begin with. HotSpot's
+     * assembler encodes the move as 48 8b ec (seen in JDK 25's arraycopy stubs); 48 89 e5 is the same move as gcc writes it.
+     */
+    private static final int ENTER = 0xec_8b_48_55; // bytes 55 48 8b ec, little-endian
+    private static final int ENTER_GCC = 0xe5_89_48_55; // bytes 55 48 89 e5
 
     /**
      * Of {@code stubs}, those whose code begins with {@code enter()} ({@code push rbp; mov rbp, rsp}), read from the
@@ -206,7 +210,8 @@ public final class HotSpotJvm implements AutoCloseable {
         List<Stub> out = new ArrayList<>();
         for (Stub st : stubs) {
             try {
-                if (st.end() - st.begin() > 4 && mem.read(st.begin(), 4).getInt(0) == ENTER) {
+                int first = st.end() - st.begin() > 4 ? mem.read(st.begin(), 4).getInt(0) : 0;
+                if (first == ENTER || first == ENTER_GCC) {
                     out.add(st);
                 }
             } catch (IOException e) {

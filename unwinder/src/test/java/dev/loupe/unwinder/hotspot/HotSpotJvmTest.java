@@ -235,6 +235,11 @@ class HotSpotJvmTest {
             assertTrue(cc.blobs().stream().anyMatch(b -> b.method() == 0 && b.start() <= st.begin() && st.end() <= b.end()),
                     st + " lies in a stub blob");
         }
+        // The arraycopy stubs begin with enter() (so does the call stub, an RBP frame too): the table steps them by RBP.
+        List<HotSpotJvm.Stub> framed = jvm.framedStubs(stubs);
+        System.out.printf("JDK %s: %d stubs begin with enter()%n", version, framed.size());
+        assertTrue(framed.stream().anyMatch(st -> st.name().matches("StubRoutines::jlong_disjoint_arraycopy(_avx3)?")), framed.toString());
+        assertTrue(framed.size() < stubs.size(), "not every stub: " + framed.size() + " of " + stubs.size()); // fill stubs keep no frame
     }
 
     /** 1 for an nmethod of spinA, whose frame must be a compiled one (size, frame-complete point); else 0. */
