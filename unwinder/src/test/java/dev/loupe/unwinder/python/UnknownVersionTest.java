@@ -51,7 +51,8 @@ class UnknownVersionTest {
             assertTrue(runtime.detect(ProcMaps.read(Path.of("/proc"), (int) p.pid()).stream().filter(m -> m.executable()).toList()));
             assertTrue(runtime.open((int) p.pid(), "python3.7").isEmpty());
             assertTrue(runtime.open((int) p.pid(), "python3.7").isEmpty(), "asked again (another consumer, a later process)");
-            assertEquals(Map.of("opened", 0L, "unknown_versions", 1L, "code_reads", 0L, "bad_code", 0L, "binaries_read", 0L),
+            assertEquals(Map.of("opened", 0L, "unknown_versions", 1L, "code_reads", 0L, "bad_code", 0L, "binaries_read", 0L,
+                    "static_code_hits", 0L),
                     runtime.counters(), "the binary found unreadable once, and said once");
             dev.loupe.unwinder.proc.MapEntry exec = ProcMaps.read(Path.of("/proc"), (int) p.pid()).stream()
                     .filter(m -> m.executable() && m.path().equals(python37.toString())).findFirst().orElseThrow();
