@@ -73,8 +73,26 @@ class OffCpuTest {
             s.offCpu(0, 0); // detached: nothing more comes
             s.poll(Duration.ofMillis(200), r -> { });
             long recorded = s.offCpuStats().recorded();
-            Thread.sleep(300);
+            // The shell goes on switching out (a wait per child): once it has done so 5 more times, none may be recorded.
+            long switches = voluntarySwitches(pid);
+            long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+            while (voluntarySwitches(pid) < switches + 5) {
+                if (System.nanoTime() > deadline) {
+                    fail("the shell did not switch out 5 times in 10 s");
+                }
+                s.poll(Duration.ofMillis(20), r -> { });
+            }
             assertEquals(recorded, s.offCpuStats().recorded(), "no switch recorded once detached");
         }
+    }
+
+    /** The task's voluntary context switches so far ({@code /proc/PID/status}). */
+    private static long voluntarySwitches(int pid) throws java.io.IOException {
+        for (String line : java.nio.file.Files.readAllLines(java.nio.file.Path.of("/proc", Integer.toString(pid), "status"))) {
+            if (line.startsWith("voluntary_ctxt_switches:")) {
+                return Long.parseLong(line.substring(line.indexOf(':') + 1).trim());
+            }
+        }
+        throw new AssertionError("no voluntary_ctxt_switches in /proc/" + pid + "/status");
     }
 }

@@ -1,6 +1,7 @@
 package dev.loupe.unwinder.python;
 
 import dev.loupe.unwinder.proc.ProcessMemory;
+import dev.loupe.unwinder.runtime.PackedFrameValue;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -29,7 +30,7 @@ public final class PythonFrameStep {
     private PythonFrameStep() {}
 
     /** Why the walker could not report a call's interpreter frames ({@code enum python_error}). */
-    public enum Error {
+    public enum Error implements PackedFrameValue.StepError {
         NO_THREAD(1, "no thread state"),
         READ(2, "frame chain unreadable"),
         BAD_CODE(3, "bad code object pointer"),
@@ -44,39 +45,38 @@ public final class PythonFrameStep {
             this.text = text;
         }
 
+        @Override
+        public int code() {
+            return code;
+        }
+
+        @Override
         public String text() {
             return text;
         }
-
-        static Error of(long code) {
-            for (Error e : values()) {
-                if (e.code == code) {
-                    return e;
-                }
-            }
-            return null;
-        }
     }
+
+    private static final Error[] ERRORS = Error.values(); // not a copy per frame
+    static final PackedFrameValue PACKED = new PackedFrameValue(CODE_SHIFT, INDEX_BITS);
 
     /** The code object's address in a frame value (0 for an error frame). */
     public static long codeAddress(long value) {
-        return (value >>> INDEX_BITS) << CODE_SHIFT;
+        return PACKED.object(value);
     }
 
     /** The instruction index in code units, or -1 when unknown. */
     public static int instructionIndex(long value) {
-        int i = (int) (value & INDEX_UNKNOWN);
-        return i == INDEX_UNKNOWN ? -1 : i;
+        return PACKED.offset(value);
     }
 
     /** The value the walker writes for a code object and an index (for tests and fakes). */
     public static long value(long codeAddress, int index) {
-        return (codeAddress >>> CODE_SHIFT) << INDEX_BITS | (index < 0 || index >= INDEX_UNKNOWN ? INDEX_UNKNOWN : index);
+        return PACKED.value(codeAddress, index);
     }
 
     /** The error of an error frame's value, or null when the value names a code object. */
     public static Error error(long value) {
-        return codeAddress(value) == 0 ? Error.of(value & INDEX_UNKNOWN) : null;
+        return PACKED.error(value, ERRORS);
     }
 
     /**

@@ -4,6 +4,7 @@ import dev.loupe.unwinder.ehframe.ReferenceUnwinder;
 import dev.loupe.unwinder.ehframe.StopReason;
 import dev.loupe.unwinder.ehframe.UnwindRule;
 import dev.loupe.unwinder.runtime.FrameType;
+import dev.loupe.unwinder.runtime.PackedFrameValue;
 
 import java.util.HashMap;
 import java.util.Map;
@@ -30,7 +31,7 @@ public final class V8FrameStep {
     private V8FrameStep() {}
 
     /** Why the walker could not name a JavaScript frame ({@code enum v8_error}). */
-    public enum Error {
+    public enum Error implements PackedFrameValue.StepError {
         BAD_FUNCTION(1, "function slot holds no object"),
         READ(2, "function unreadable"),
         BAD_SHARED(3, "function's shared info is no object"),
@@ -44,40 +45,38 @@ public final class V8FrameStep {
             this.text = text;
         }
 
+        @Override
+        public int code() {
+            return code;
+        }
+
+        @Override
         public String text() {
             return text;
         }
-
-        static Error of(long code) {
-            for (Error e : values()) {
-                if (e.code == code) {
-                    return e;
-                }
-            }
-            return null;
-        }
     }
+
+    private static final Error[] ERRORS = Error.values(); // not a copy per frame
+    static final PackedFrameValue PACKED = new PackedFrameValue(OBJECT_SHIFT, OFFSET_BITS);
 
     /** The SharedFunctionInfo's (untagged) address in a frame value, 0 for an error frame. */
     public static long sharedAddress(long value) {
-        return (value >>> OFFSET_BITS) << OBJECT_SHIFT;
+        return PACKED.object(value);
     }
 
     /** The bytecode offset as the frame holds it, or -1 when unknown. */
     public static int rawOffset(long value) {
-        int o = (int) (value & OFFSET_UNKNOWN);
-        return o == OFFSET_UNKNOWN ? -1 : o;
+        return PACKED.offset(value);
     }
 
     /** The value the walker writes (for tests and fakes). */
     public static long value(long sharedAddress, int rawOffset) {
-        return (sharedAddress >>> OBJECT_SHIFT) << OFFSET_BITS
-                | (rawOffset < 0 || rawOffset >= OFFSET_UNKNOWN ? OFFSET_UNKNOWN : rawOffset);
+        return PACKED.value(sharedAddress, rawOffset);
     }
 
     /** An error frame's error, or null when the value names an object. */
     public static Error error(long value) {
-        return sharedAddress(value) == 0 ? Error.of(value & OFFSET_UNKNOWN) : null;
+        return PACKED.error(value, ERRORS);
     }
 
     /** The layout word ({@link UnwindRule#KIND_V8_DATA}) for {@code layout}. */
