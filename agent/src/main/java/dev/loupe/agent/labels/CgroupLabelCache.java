@@ -1,7 +1,6 @@
 package dev.loupe.agent.labels;
 
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.LinkedHashMap;
@@ -58,7 +57,7 @@ public final class CgroupLabelCache {
 
     /** Reading {@code PROC/PID/cgroup} files. */
     public static Reader procReader(Path procRoot) {
-        return pid -> Files.readString(procRoot.resolve(Integer.toString(pid)).resolve("cgroup"));
+        return pid -> dev.loupe.unwinder.proc.ProcMaps.readText(procRoot.resolve(Integer.toString(pid)).resolve("cgroup"));
     }
 
     /** The labels of the process {@code pid} that started at {@code startTime} (any unit, as long as it is fixed). */

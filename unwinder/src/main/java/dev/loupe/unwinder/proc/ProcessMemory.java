@@ -23,6 +23,14 @@ public interface ProcessMemory extends AutoCloseable {
         return ProcMemFile.open(procDir.resolve("mem"));
     }
 
+    /**
+     * As {@link #open(Path, int)}, but the file is opened at the first read: a reader that may need no read of the
+     * process at all (names it found elsewhere) costs no open. A process gone by then fails that read, as any read.
+     */
+    static ProcessMemory openOnRead(Path procRoot, int pid) {
+        return new OpenOnReadMemory(procRoot.resolve(Integer.toString(pid)));
+    }
+
     /** Fills {@code dst} from its position to its limit with the bytes at {@code address} onwards. */
     void read(long address, ByteBuffer dst) throws IOException;
 

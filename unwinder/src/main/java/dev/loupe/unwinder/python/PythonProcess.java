@@ -75,14 +75,18 @@ final class PythonProcess implements RuntimeProcess {
         if (found == null) {
             return Optional.empty();
         }
-        PythonBinary bin = runtime.binary(found, found.readableFile(procRoot, pid));
+        PythonBinary bin = runtime.cachedBinary(found);
+        if (bin == null) {
+            bin = runtime.binary(found, found.readableFile(procRoot, pid));
+        }
         long bias;
         try {
             bias = ElfLoadSegments.bias(bin.symbols().loadSegments(), found.start(), found.offset());
         } catch (ElfException e) {
             throw new Unsupported(found.path() + ": " + e.getMessage());
         }
-        ProcessMemory mem = ProcessMemory.open(procRoot, pid);
+        // Opened at the first code object this process holds itself: a short run's frames may all be the binary's own.
+        ProcessMemory mem = ProcessMemory.openOnRead(procRoot, pid);
         return Optional.of(new PythonProcess(runtime, bin.layout(), mem, bin.codeTypeVaddr() + bias, exe,
                 bin.runtimeVaddr() + bias, bias, bin.statics()));
     }

@@ -163,6 +163,29 @@ public final class PythonRuntime implements ManagedRuntime {
         return (PythonBinary) read;
     }
 
+    /** Its binary is found by the file's identity alone, read already for the kernel's table of it. */
+    @Override
+    public boolean opensFromSampledMappings() {
+        return true;
+    }
+
+    /**
+     * The binary read already for the file {@code m} maps, by device and inode alone (no I/O: a sample's mapping names
+     * the file the kernel walked, whose table it checked against the file's size and mtime), or null.
+     */
+    PythonBinary cachedBinary(MapEntry m) {
+        long device = FileKey.device(m.devMajor(), m.devMinor());
+        synchronized (binaries) {
+            PythonBinary found = null;
+            for (Map.Entry<FileKey, Object> e : binaries.entrySet()) {
+                if (e.getKey().device() == device && e.getKey().inode() == m.inode() && e.getValue() instanceof PythonBinary b) {
+                    found = b; // the last match is the most recently used (access order)
+                }
+            }
+            return found;
+        }
+    }
+
     @Override
     public Set<FrameType> frameTypes() {
         return Set.of(FrameType.PYTHON);

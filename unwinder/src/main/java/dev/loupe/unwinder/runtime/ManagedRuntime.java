@@ -44,6 +44,16 @@ public interface ManagedRuntime {
     }
 
     /**
+     * Whether {@link #open(int, String, List)} works from the mappings a sample's walk carried (the files it found, by
+     * their identity, named by the binary cache; no anonymous memory, at most a few), so that the frames of a process
+     * that exits within its first samples are named without reading its {@code /proc/PID/maps}. False (the default):
+     * the runtime is opened once the process's maps are read.
+     */
+    default boolean opensFromSampledMappings() {
+        return false;
+    }
+
+    /**
      * The table the kernel walks one of this runtime's files with, in place of the file's {@code own}, for every
      * process that maps it (an interpreter loop's rows of the runtime's kind): in the file's addresses, like
      * {@code own}, so that no process needs a table of its own for it. Empty (the default): the file's own table.

@@ -59,6 +59,18 @@ public final class RuntimeRegistry implements ProcessRegistry.Listener, AutoClos
      * opened now if they were not yet for this process start; {@link ProcessRuntimes#NONE} when it runs none.
      */
     public ProcessRuntimes of(int pid, long startTicks, List<MapEntry> executable) {
+        return of(pid, startTicks, executable, false);
+    }
+
+    /**
+     * As {@link #of}, from the mappings a sample carried rather than the process's maps: only runtimes that
+     * {@link ManagedRuntime#opensFromSampledMappings open from them} are looked for; the others wait for {@link #of}.
+     */
+    public ProcessRuntimes ofSampled(int pid, long startTicks, List<MapEntry> sampled) {
+        return of(pid, startTicks, sampled, true);
+    }
+
+    private ProcessRuntimes of(int pid, long startTicks, List<MapEntry> executable, boolean sampled) {
         if (runtimes.isEmpty() || pid == self) {
             return ProcessRuntimes.NONE;
         }
@@ -74,7 +86,7 @@ public final class RuntimeRegistry implements ProcessRegistry.Listener, AutoClos
             return new Entry(startTicks, runtimes.size());
         });
         e.accessed = now;
-        return e.attach(pid, executable);
+        return e.attach(pid, executable, sampled);
     }
 
     /** Counters of every runtime, prefixed with its name. */
@@ -145,14 +157,15 @@ public final class RuntimeRegistry implements ProcessRegistry.Listener, AutoClos
             this.failed = new boolean[n];
         }
 
-        synchronized ProcessRuntimes attach(int pid, List<MapEntry> executable) {
+        synchronized ProcessRuntimes attach(int pid, List<MapEntry> executable, boolean sampled) {
             if (closed) {
                 return ProcessRuntimes.NONE;
             }
             boolean changed = false;
             String exe = null;
             for (int i = 0; i < opened.length; i++) {
-                if (opened[i] != null || failed[i] || !runtimes.get(i).detect(executable)) {
+                if (opened[i] != null || failed[i] || sampled && !runtimes.get(i).opensFromSampledMappings()
+                        || !runtimes.get(i).detect(executable)) {
                     continue;
                 }
                 if (exe == null) {

@@ -86,9 +86,20 @@ final class ProcSymbolizer implements Symbolizer {
             ProcessRuntimes processRuntimes = ProcessRuntimes.NONE;
             // Per sampled mapping, its binary and pprof mapping as first found: most frames share a few mappings.
             SampledBinary[] sampledBinaries = fromSample ? new SampledBinary[sampledMappings.length / SampledMappings.WORDS] : null;
+            ProcessRuntimes sampledRuntimes = null; // the runtimes opened from the sample's mappings, once looked for
             for (int i = 0; i < n; i++) {
                 FrameType tagged = FrameType.of(addrs[i]);
                 long addr = i == 0 ? addrs[i] : addrs[i] - 1; // return address -> inside the call
+                if (tagged != null && fromSample && proc == null) {
+                    if (sampledRuntimes == null) {
+                        sampledRuntimes = sampledRuntimes(pid, startTicks, sampledMappings, sampledBinaries);
+                    }
+                    Frame f = sampledTagged(sampledRuntimes, tagged, addrs[i]);
+                    if (f != null) {
+                        out.add(f);
+                        continue;
+                    }
+                }
                 if (tagged == null && fromSample) {
                     Frame f = sampledFrame(pid, sampledMappings, sampledBinaries, addr);
                     if (f != null) {
@@ -167,6 +178,67 @@ final class ProcSymbolizer implements Symbolizer {
         }
         return withLines(new Frame(addr, sb.ref(), sb.binary().symbols().lookup(vaddr), false), sb.binary(), vaddr);
     }
+
+    /**
+     * The runtimes of a process not read from /proc that open from a sample's mappings (an interpreter whose binary
+     * the kernel's table came from): the sample's file mappings whose binaries are cached, by the path they were
+     * cached under.
+     */
+    private ProcessRuntimes sampledRuntimes(int pid, long startTicks, long[] mappings, SampledBinary[] memo) {
+        List<MapEntry> files = new java.util.ArrayList<>(mappings.length / SampledMappings.WORDS);
+        for (int w = 0; w + SampledMappings.WORDS <= mappings.length; w += SampledMappings.WORDS) {
+            if (mappings[w + SampledMappings.KIND] != SampledMappings.FILE) {
+                continue;
+            }
+            SampledBinary sb = memo[w / SampledMappings.WORDS];
+            if (sb == null) {
+                sb = sampledBinary(pid, mappings, w);
+                memo[w / SampledMappings.WORDS] = sb;
+            }
+            if (sb == SampledBinary.NONE) {
+                continue;
+            }
+            long device = mappings[w + SampledMappings.DEVICE];
+            files.add(new MapEntry(mappings[w + SampledMappings.START], mappings[w + SampledMappings.END], "r-xp",
+                    mappings[w + SampledMappings.OFFSET], SampledMappings.major(device), SampledMappings.minor(device),
+                    mappings[w + SampledMappings.INODE], sb.ref().path(), false));
+        }
+        return files.isEmpty() ? ProcessRuntimes.NONE : runtimes.ofSampled(pid, startTicks, files);
+    }
+
+    /** A tagged frame named by runtimes opened from the sample's mappings; null if they cannot (/proc is read then). */
+    private Frame sampledTagged(ProcessRuntimes rs, FrameType type, long frame) {
+        RuntimeFrame rf = rs.isEmpty() ? null : rs.taggedFrame(type, type.value(frame));
+        if (rf == null) {
+            return null;
+        }
+        fromSampledMappings.incrementAndGet();
+        MappingRef m = sharedTaggedMapping(type, rf.mapping());
+        if (rf.function() == null) {
+            unresolved.incrementAndGet();
+            return new Frame(frame, m, "[" + type.description() + "]", false);
+        }
+        return frame(frame, m, rf);
+    }
+
+    /**
+     * The mapping of tagged frames of {@code type} named {@code name} for processes named from their samples: one per
+     * name for all of them (a process read from /proc has its own, {@link ProcessState#taggedMapping}), a few at most.
+     */
+    private MappingRef sharedTaggedMapping(FrameType type, String name) {
+        String key = type.name() + '\0' + name;
+        MappingRef m = sharedTaggedMappings.get(key);
+        if (m == null) {
+            if (sharedTaggedMappings.size() >= 256) {
+                sharedTaggedMappings.clear(); // bounded; names are few (one per interpreter binary)
+            }
+            m = new MappingRef(type.rangeStart(), type.rangeEnd(), 0, name, null, true);
+            sharedTaggedMappings.put(key, m);
+        }
+        return m;
+    }
+
+    private final java.util.Map<String, MappingRef> sharedTaggedMappings = new java.util.HashMap<>();
 
     /** A sampled mapping's cached binary and its pprof mapping; {@link #NONE} when there is none to name it by. */
     private record SampledBinary(Binary.Loaded binary, MappingRef ref) {

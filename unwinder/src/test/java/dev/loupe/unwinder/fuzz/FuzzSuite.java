@@ -40,6 +40,9 @@ public final class FuzzSuite {
      * A Jazzer run of the target from its kept inputs (which hold what its {@code writeSeeds} makes: see {@link #main});
      * fails on any finding.
      */
+    /** What a working harness runs without a finding, however slow the machine. */
+    static final int MIN_EXECUTIONS = 100;
+
     public static Jazzer.Run jazzerRun(FuzzTargets.Target t, Path tmp) throws Exception {
         int seconds = Integer.getInteger("loupe.fuzz.seconds", SHORT_SECONDS);
         String corpusRoot = System.getProperty("loupe.fuzz.corpus", "").strip();
@@ -47,12 +50,20 @@ public final class FuzzSuite {
         String cp = System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
         Path artifacts = moduleDir().resolve("target/fuzz-findings").resolve(t.simpleName());
         Jazzer.Run run = Jazzer.run(t, seconds, List.of(t.regressionDir(moduleDir())), corpus, artifacts, cp);
+        long executions = Math.max(0, run.runs());
+        // On a loaded machine a short window is mostly the child JVM's start-up: the run goes on from the corpus it
+        // left, in longer windows, until the harness has run MIN_EXECUTIONS inputs (a count, not a speed).
+        for (int more = seconds * 4; executions < MIN_EXECUTIONS && more <= seconds * 64 && run.findings().isEmpty(); more *= 4) {
+            System.out.println(run.summary() + "; " + executions + " executions so far: going on for " + more + " s");
+            run = Jazzer.run(t, more, List.of(), corpus, artifacts, cp);
+            executions += Math.max(0, run.runs());
+        }
         synchronized (RUNS) {
             RUNS.add(run);
         }
         System.out.println(run.summary());
         run.assertNoFinding();
-        assertTrue(run.runs() >= 100, t + ": too few executions for a working harness: " + run.runs());
+        assertTrue(executions >= MIN_EXECUTIONS, t + ": too few executions for a working harness: " + executions);
         assertTrue(run.corpus() > 0, t + ": an empty corpus");
         return run;
     }

@@ -44,9 +44,21 @@ class RuntimeSeamTest {
         final List<String> opened = new ArrayList<>();
         final List<Integer> closed = new ArrayList<>();
         final Set<String> replaced;
+        final boolean fromSamples;
+        String detectedSuffix = "/libfakevm.so";
 
         FakeVm(Set<String> replaced) {
+            this(replaced, false);
+        }
+
+        FakeVm(Set<String> replaced, boolean fromSamples) {
             this.replaced = replaced;
+            this.fromSamples = fromSamples;
+        }
+
+        @Override
+        public boolean opensFromSampledMappings() {
+            return fromSamples;
         }
 
         @Override
@@ -56,7 +68,7 @@ class RuntimeSeamTest {
 
         @Override
         public boolean detect(List<MapEntry> executable) {
-            return ManagedRuntime.anyMapping(executable, m -> m.path().endsWith("/libfakevm.so") || m.path().endsWith("/libc.so.6"));
+            return ManagedRuntime.anyMapping(executable, m -> m.path().endsWith(detectedSuffix) || m.path().endsWith("/libc.so.6"));
         }
 
         @Override
@@ -199,6 +211,61 @@ class RuntimeSeamTest {
             long[] file = {JIT, JIT + 0x1000, 0, 0x801, 4243, SampledMappings.FILE};
             s.symbolizeUser(501, 1000 * ProcessRegistry.NANOS_PER_TICK, addrs, 2, file, out);
             assertNull(out.get(0).function());
+        }
+    }
+
+    /**
+     * Issue 25: a short-lived process nobody read /proc for (gone now) has its tagged frames named by a runtime that
+     * opens from the sample's mappings (its interpreter binary, cached by an earlier process, found by device and
+     * inode), with no read of its maps; a runtime that does not say so is not opened from them (the frame stays
+     * "[interpreted Java method]" once /proc, asked then, cannot be read).
+     */
+    @Test
+    void aGoneProcessTaggedFramesAreNamedByARuntimeOpenedFromTheSamplesMappings() throws Exception {
+        Path bin = TestPrograms.compile(dir, "interp", TestPrograms.LOOPER);
+        Process earlier = new ProcessBuilder(bin.toString()).start();
+        try {
+            List<MapEntry> maps = List.of();
+            for (int i = 0; i < 200 && maps.stream().noneMatch(m -> m.path().contains("libc.so")); i++) {
+                Thread.sleep(10); // exec'd, libraries mapped
+                maps = ProcMaps.read(Path.of("/proc"), (int) earlier.pid());
+            }
+            MapEntry text = maps.stream().filter(e -> e.executable() && e.path().equals(bin.toString())).findFirst().orElseThrow();
+            long spin = TestPrograms.runtimeAddress(bin, TestPrograms.loads(bin), maps, TestPrograms.nmAddress(bin, "spin_here"));
+            long kernelDevice = ((long) text.devMajor() << 20) | text.devMinor();
+            long[] sampled = {text.start(), text.end(), text.offset(), kernelDevice, text.inode(), SampledMappings.FILE};
+            for (boolean fromSamples : new boolean[] {true, false}) {
+                ProcSymbolizerTest.Clock clock = new ProcSymbolizerTest.Clock();
+                ProcessRegistry registry = new ProcessRegistry(Path.of("/proc"), 1 << 10);
+                FakeVm vm = new FakeVm(Set.of(), fromSamples);
+                vm.detectedSuffix = "/interp";
+                try (Symbolizer s = Symbolizer.create(new Symbolizer.Options(Path.of("/proc"), Path.of("/proc/kallsyms"), 8 << 20,
+                        clock), registry, new RuntimeRegistry(List.of(vm), registry, clock))) {
+                    List<Frame> first = new ArrayList<>();
+                    s.symbolizeUser((int) earlier.pid(), new long[] {spin}, 1, first); // the earlier process caches the binary
+                    assertEquals("spin_here", first.get(0).function());
+                    vm.opened.clear();
+                    long reads = s.stats().mapsReads();
+                    int gone = 4_194_002; // no such process: its /proc cannot be read
+                    List<Frame> out = new ArrayList<>();
+                    s.symbolizeUser(gone, 77 * ProcessRegistry.NANOS_PER_TICK,
+                            new long[] {FrameType.HOTSPOT_METHOD.frame(0x1234), spin + 1}, 2, sampled, out);
+                    assertEquals("spin_here", out.get(1).function(), out.toString());
+                    if (fromSamples) {
+                        assertEquals("vm.method_1234", out.get(0).function(), out.toString());
+                        assertEquals("[interpreted] vm", out.get(0).mapping().path());
+                        assertEquals(List.of(gone + ":?"), vm.opened, "opened once, from the sample (no exe to read)");
+                        assertEquals(reads, s.stats().mapsReads(), "no /proc/PID/maps read");
+                    } else {
+                        assertEquals("[interpreted Java method]", out.get(0).function(), out.toString());
+                        assertEquals(List.of(), vm.opened);
+                        assertEquals(reads + 1, s.stats().mapsReads(), "the tagged frame asked /proc, which is gone");
+                    }
+                }
+            }
+        } finally {
+            earlier.destroyForcibly();
+            earlier.waitFor();
         }
     }
 
