@@ -33,7 +33,7 @@ public final class Options {
                     Options::offCpuThreshold)
             .byDefault("0").reloadable().help("off-CPU profiles (offcpu-TIME.pb.gz: where threads wait, and how long): the "
                     + "probability, 0..1, that a thread's switch-out is recorded (each wait weighted 1/P); 0: off. "
-                    + "0.01 keeps a busy host's cost low (docs/performance.md)");
+                    + "use 0.01 on a busy host: the agent's cost stays that of P = 0 (docs/profiles.md: choosing P)");
 
     public static final Option<Boolean> OFF_CPU_INCLUDE_SELF = Option.value("off-cpu-include-self", "--off-cpu-include-self",
                     "BOOL", Values::bool)

@@ -100,6 +100,12 @@ class OffCpuShippingTest {
                         .orElseThrow());
                 assertTrue(inKafka.add(p.getTimeNanos()), "interval " + p.getTimeNanos() + " twice in Kafka");
             }
+            Map<String, Long> byType = new TreeMap<>();
+            records.forEach(r -> byType.merge(KafkaRecords.header(r.headers(), KafkaRecords.HEADER_PROFILE_TYPE).orElse("?"), 1L,
+                    Long::sum));
+            System.out.printf("off-CPU shipping: %d off-CPU intervals written, %d at Parca, %d in Kafka; Kafka records by type %s, "
+                    + "%d non-empty local files%n", written.size(), atParca(standIn, target.pid(), bin).size(), inKafka.size(), byType,
+                    nonEmpty);
             assertEquals(written, inKafka, "every off-CPU interval in Kafka, once (" + records.size() + " records)");
         } finally {
             broker.close();
