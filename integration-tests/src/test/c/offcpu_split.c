@@ -2,7 +2,8 @@
  * Off-CPU ground truth (OffCpuProfileTest): thread "waiter" waits 70 % of its time in sleep_part (nanosleep) and
  * 30 % in poll_part (ppoll), 2.8 ms and 1.2 ms per round (timer slack 1 ns, so both end when asked); threads
  * "spinner1" and "spinner2" burn CPU pinned to one CPU, so each waits only in the run queue (preempted by the other).
- * Built -O2 -fomit-frame-pointer: the stacks are walked by their eh_frame tables.
+ * Built -O2 -fomit-frame-pointer: the stacks are walked by their eh_frame tables. With the argument "waiter-only" (the
+ * tests of whose waits are recorded: OffCpuScopeTest) there are no spinners.
  */
 #define _GNU_SOURCE
 #include <poll.h>
@@ -10,6 +11,7 @@
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
@@ -55,7 +57,7 @@ __attribute__((noinline)) static void *spinner_main(void *arg)
 	return NULL;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	cpu_set_t one;
 	CPU_ZERO(&one);
@@ -63,6 +65,12 @@ int main(void)
 	pthread_t w, s1, s2;
 	pthread_create(&w, NULL, waiter_main, NULL);
 	pthread_setname_np(w, "waiter");
+	if (argc > 1 && strcmp(argv[1], "waiter-only") == 0) {
+		printf("ready\n");
+		fflush(stdout);
+		pthread_join(w, NULL);
+		return 0;
+	}
 	pthread_create(&s1, NULL, spinner_main, NULL);
 	pthread_setname_np(s1, "spinner1");
 	pthread_setaffinity_np(s1, sizeof(one), &one);

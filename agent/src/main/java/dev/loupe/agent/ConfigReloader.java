@@ -43,7 +43,8 @@ final class ConfigReloader {
     /** Live options applied elsewhere than in the sinks: changing only these swaps no sink. */
     private static final java.util.Set<dev.loupe.config.Option<?>> NOT_SINKS = java.util.Set.of(Options.LOG_LEVEL,
             Options.PROBES, Options.PROBE_STACKS, Options.LATENCY_REGRESSION_WINDOW, Options.LATENCY_REGRESSION_MIN_CALLS,
-            Options.LATENCY_REGRESSION_THRESHOLD, Options.LATENCY_REGRESSION_WARMUP, Options.LINES, Options.OFF_CPU_THRESHOLD);
+            Options.LATENCY_REGRESSION_THRESHOLD, Options.LATENCY_REGRESSION_WARMUP, Options.LINES, Options.OFF_CPU_THRESHOLD,
+            Options.OFF_CPU_INCLUDE_SELF);
 
     ConfigReloader(String[] args, LoupeConfig running, Agent agent, ServiceSupervisor supervisor, SourceLinesSwitch lines) {
         this.lines = lines;
@@ -118,14 +119,15 @@ final class ConfigReloader {
             if (change.changedLive(Options.LOG_LEVEL)) {
                 LogFormat.level(next.logLevel());
             }
-            if (change.changedLive(Options.OFF_CPU_THRESHOLD)) {
+            if (change.changedLive(Options.OFF_CPU_THRESHOLD, Options.OFF_CPU_INCLUDE_SELF)) {
                 agent.sideProfiles().stream().filter(dev.loupe.agent.sampling.OffCpuProfiles.class::isInstance)
                         .map(dev.loupe.agent.sampling.OffCpuProfiles.class::cast).findFirst().ifPresent(o -> {
                             try {
-                                o.probability(next.offCpuThreshold());
+                                o.configure(next.offCpuThreshold(), next.offCpuIncludeSelf());
                             } catch (Exception e) {
                                 LOG.log(System.Logger.Level.ERROR, "reload: off-CPU profiles stay at probability "
-                                        + o.probability() + ": " + e.getMessage());
+                                        + o.probability() + (o.includesSelf() ? ", the agent's own waits included" : "")
+                                        + ": " + e.getMessage());
                             }
                         });
             }

@@ -222,8 +222,8 @@ public final class Main {
             // Always there, so that a reload can turn it on; the kernel side is loaded the first time it is.
             OffCpuProfiles offCpu = agent.offCpuProfiles(new OffCpuProfiles.Control() {
                 @Override
-                public void probability(double p) throws BpfException {
-                    sampler.offCpu(p, selfHostTgid());
+                public void probability(double p, boolean includeSelf) throws BpfException {
+                    sampler.offCpu(p, includeSelf ? 0 : selfHostTgid());
                 }
 
                 @Override
@@ -234,7 +234,7 @@ public final class Main {
             });
             if (config.offCpuThreshold() > 0) {
                 try {
-                    offCpu.probability(config.offCpuThreshold());
+                    offCpu.configure(config.offCpuThreshold(), config.offCpuIncludeSelf());
                 } catch (Exception e) {
                     throw new IllegalStateException("off-CPU profiles (--off-cpu-threshold " + config.offCpuThreshold()
                             + ") cannot start: " + e.getMessage(), e);

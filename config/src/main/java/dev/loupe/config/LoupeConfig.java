@@ -87,6 +87,11 @@ public final class LoupeConfig {
         return get(Options.OFF_CPU_THRESHOLD);
     }
 
+    /** Whether off-CPU profiles record the agent's own waits (false: the kernel skips its switch-outs). */
+    public boolean offCpuIncludeSelf() {
+        return get(Options.OFF_CPU_INCLUDE_SELF);
+    }
+
     /** Nanoseconds between samples on one CPU: the pprof period. */
     public long periodNanos() {
         return 1_000_000_000L / frequencyHz();

@@ -33,7 +33,13 @@ public final class Options {
                     Options::offCpuThreshold)
             .byDefault("0").reloadable().help("off-CPU profiles (offcpu-TIME.pb.gz: where threads wait, and how long): the "
                     + "probability, 0..1, that a thread's switch-out is recorded (each wait weighted 1/P); 0: off. "
-                    + "0.01 keeps a busy host's cost low (docs/performance.md)");
+                    + "use 0.01 on a busy host: the agent's cost stays that of P = 0 (docs/profiles.md: choosing P)");
+
+    public static final Option<Boolean> OFF_CPU_INCLUDE_SELF = Option.value("off-cpu-include-self", "--off-cpu-include-self",
+                    "BOOL", Values::bool)
+            .byDefault("false").reloadable().flagNeedsNoValue()
+            .help("off-CPU profiles record the agent's own waits too (its sampling, symbolizing and sending threads); "
+                    + "false: the kernel skips the agent's switch-outs");
 
     public static final Option<Duration> INTERVAL = Option.value("interval", "--interval", "DURATION", Values::interval)
             .byDefault("10s").help("one host-wide profile per interval (1s..1h)");
@@ -273,7 +279,7 @@ public final class Options {
                     + "json: a JSON array, one object per function");
 
     /** Every option, in the order of help and documentation. */
-    public static final List<Option<?>> ALL = List.of(CONFIG, FREQUENCY, OFF_CPU_THRESHOLD, INTERVAL, DURATION, OUTPUT, PIDS, HTTP, HTTP_PROFILES,
+    public static final List<Option<?>> ALL = List.of(CONFIG, FREQUENCY, OFF_CPU_THRESHOLD, OFF_CPU_INCLUDE_SELF, INTERVAL, DURATION, OUTPUT, PIDS, HTTP, HTTP_PROFILES,
             HTTP_BEARER_TOKEN_FILE, HTTP_TLS_CERT_FILE, HTTP_TLS_KEY_FILE, HTTP_SOCKET,
             OUTPUT_RETENTION, OUTPUT_MAX_BYTES, STATE_DIR, LOG_LEVEL, UNWIND_TABLES, UNWIND_TABLE_BUDGET, JVM_SYMBOLS, JVM_CODE_CACHE,
             NODE_FRAMES, LINES, REMOTE_STORE_ADDRESS, REMOTE_STORE_INSECURE, REMOTE_STORE_INSECURE_SKIP_VERIFY,

@@ -10,6 +10,7 @@ import java.util.Optional;
 import java.util.Set;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -143,6 +144,15 @@ class ConfigTest {
         assertEquals("--off-cpu-threshold: not a probability: often (0..1; 0 turns off-CPU profiles off)",
                 assertThrows(ConfigException.class, () -> CommandLine.parse(new String[] {"--off-cpu-threshold", "often"}))
                         .getMessage());
+    }
+
+    @Test
+    void theAgentsOwnWaitsAreLeftOutUnlessAsked() throws Exception {
+        assertFalse(CommandLine.parse(new String[] {}).config().offCpuIncludeSelf());
+        assertTrue(CommandLine.parse(new String[] {"--off-cpu-include-self"}).config().offCpuIncludeSelf());
+        assertFalse(CommandLine.parse(new String[] {"--off-cpu-include-self=false"}).config().offCpuIncludeSelf());
+        assertTrue(ConfigLoader.parse("off-cpu-include-self: true\n", "c.yaml").offCpuIncludeSelf());
+        assertTrue(Options.OFF_CPU_INCLUDE_SELF.isReloadable(), "a reload turns it on and off");
     }
 
     @Test

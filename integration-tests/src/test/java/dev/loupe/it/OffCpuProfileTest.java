@@ -6,8 +6,6 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -38,10 +36,7 @@ class OffCpuProfileTest {
     @BeforeAll
     static void profileTheTargetTwice() throws Exception {
         Path bin = Targets.build("offcpu_split.c", dir, "offcpu_split", "-fomit-frame-pointer", "-pthread");
-        target = new ProcessBuilder(bin.toString()).redirectErrorStream(true).start();
-        // Its 'ready' line: the threads exist (their names set) before the agent looks.
-        BufferedReader out = new BufferedReader(new InputStreamReader(target.getInputStream()));
-        assertEquals("ready", out.readLine());
+        target = Targets.startReady(bin); // its threads exist (their names set) before the agent looks
         exactProfiles = run("1", "exact", "13s");
         exactProfile = exactProfiles.getFirst();
         sampledProfiles = run("0.1", "sampled", "21s"); // more waits: the estimate's noise

@@ -121,7 +121,7 @@ class ReloadTest {
         }
     }
 
-    private static void hup(AgentProcess agent) throws Exception {
+    static void hup(AgentProcess agent) throws Exception {
         Commands.run(List.of("kill", "-HUP", Long.toString(agent.pid())), 10).check();
     }
 
@@ -130,7 +130,7 @@ class ReloadTest {
         boolean holds() throws Exception;
     }
 
-    private static void await(String what, Check c, AgentProcess agent) throws Exception {
+    static void await(String what, Check c, AgentProcess agent) throws Exception {
         long end = System.nanoTime() + Duration.ofSeconds(60).toNanos();
         while (System.nanoTime() < end) {
             if (c.holds()) {

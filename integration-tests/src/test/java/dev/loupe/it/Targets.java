@@ -40,6 +40,20 @@ final class Targets {
         return new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
     }
 
+    /** Starts {@code binary ARGS} and waits for its first line, which must be {@code ready} (its threads are set up). */
+    static Process startReady(Path binary, String... args) throws IOException, InterruptedException {
+        List<String> cmd = new ArrayList<>();
+        cmd.add(binary.toString());
+        cmd.addAll(List.of(args));
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        String line = new java.io.BufferedReader(new java.io.InputStreamReader(p.getInputStream())).readLine();
+        if (!"ready".equals(line)) {
+            kill(p);
+            throw new IllegalStateException(binary + " said " + line + " instead of ready");
+        }
+        return p;
+    }
+
     static void kill(Process p) throws InterruptedException {
         if (p != null) {
             p.destroyForcibly();

@@ -20,9 +20,12 @@ public final class OffCpuProfiles implements SideProfileSource {
     static final String TYPE = "offcpu";
     static final String SERIES_NAME = "parca_agent_offcpu";
 
-    /** The kernel side: records switch-outs with a probability (0: not at all) and reports its counters. */
+    /**
+     * The kernel side: records switch-outs with a probability (0: not at all), the agent's own only when asked, and
+     * reports its counters.
+     */
     public interface Control {
-        void probability(double p) throws Exception;
+        void probability(double p, boolean includeSelf) throws Exception;
 
         /** switches seen, recorded, records lost (either half), waits delivered, halves unmatched. */
         long[] counters();
@@ -32,6 +35,7 @@ public final class OffCpuProfiles implements SideProfileSource {
     private final Clocks clocks;
     private final Control control;
     private volatile double probability;
+    private volatile boolean includeSelf;
     private ProfileWindow window; // guarded by this
 
     OffCpuProfiles(SampleProcessor processor, Clocks clocks, Control control) {
@@ -40,13 +44,17 @@ public final class OffCpuProfiles implements SideProfileSource {
         this.control = control;
     }
 
-    /** Sets the probability a switch-out is recorded with (0..1, 0 off); the interval's window stays open either way. */
-    public synchronized void probability(double p) throws Exception {
+    /**
+     * Sets the probability a switch-out is recorded with (0..1, 0 off) and whether the agent's own switch-outs are
+     * among them; the interval's window stays open either way.
+     */
+    public synchronized void configure(double p, boolean includeSelf) throws Exception {
         if (!(p >= 0 && p <= 1)) {
             throw new IllegalArgumentException("off-CPU probability " + p + " is outside 0..1");
         }
-        control.probability(p);
+        control.probability(p, includeSelf);
         probability = p;
+        this.includeSelf = includeSelf;
         processor.offCpuProbability(p);
     }
 
@@ -60,6 +68,10 @@ public final class OffCpuProfiles implements SideProfileSource {
 
     public double probability() {
         return probability;
+    }
+
+    public boolean includesSelf() {
+        return includeSelf;
     }
 
     private ProfileWindow newWindow() {
@@ -131,7 +143,7 @@ public final class OffCpuProfiles implements SideProfileSource {
     @Override
     public void close() {
         try {
-            control.probability(0);
+            control.probability(0, includeSelf);
         } catch (Exception e) {
             LOG.log(System.Logger.Level.WARNING, "off-CPU: detaching failed: " + e.getMessage());
         }

@@ -23,7 +23,8 @@ public final class RemoteSink implements ProfileSink {
     public static final String END_NANOS = "end_nanos";
     public static final String NODE = "node";
 
-    private static final String CPU = "cpu";
+    /** Profiles whose samples are per process (CPU and off-CPU): a series per pid, as Parca's UI groups them. */
+    private static final java.util.Set<String> PER_PROCESS = java.util.Set.of("cpu", "offcpu");
     private static final System.Logger LOG = System.getLogger(RemoteSink.class.getName());
 
     private final String name;
@@ -58,8 +59,8 @@ public final class RemoteSink implements ProfileSink {
             if (p.samples() == 0) {
                 continue; // an idle interval: nothing for the store
             }
-            // CPU: a series per process (what Parca's UI groups by); latency: per function already, one series
-            List<WriteRawEncoder.Series> series = encoder.series(p.profile(), p.labels(), CPU.equals(p.profileType()));
+            // CPU and off-CPU: a series per process (what Parca's UI groups by); latency: per function already, one series
+            List<WriteRawEncoder.Series> series = encoder.series(p.profile(), p.labels(), PER_PROCESS.contains(p.profileType()));
             List<WriteRawRequest> requests = encoder.requests(series);
             Map<String, String> attributes = Map.of(
                     PROFILE_TYPE, p.profileType(),

@@ -201,6 +201,30 @@ class RemoteSinkTest {
         assertEquals(List.of(Map.of("__name__", "loupe_function_latency", "node", "n", "region", "eu-west-1")), series(standIn));
     }
 
+    /** Off-CPU profiles are per process as CPU profiles are: a series per pid, under parca_agent_offcpu. */
+    @Test
+    void offCpuProfilesAreOneSeriesPerProcess() throws Exception {
+        ParcaStandIn standIn = new ParcaStandIn().start();
+        cleanup.add(standIn);
+        RemoteSink sink = sink(standIn, 16 << 20);
+        ProfileBuilder b = new ProfileBuilder(1, START);
+        long f = b.location(0, 0xffffffff81001000L, "__schedule", null);
+        b.addSample(new long[] {f}, 7, List.of(Label.num("pid", SELF), Label.str("comm", "java"), Label.str("state", "sleeping")));
+        b.addSample(new long[] {f}, 3, List.of(Label.num("pid", GONE), Label.str("comm", "gone"), Label.str("state", "blocked")));
+        Profile p = b.build(START + 10_000_000_000L);
+        TreeMap<String, String> labels = new TreeMap<>(Map.of("__name__", "parca_agent_offcpu", "node", "n"));
+        sink.write(new ProfileBatch(1, START, 10_000_000_000L, List.of(new EncodedProfile("offcpu", labels, START,
+                10_000_000_000L, PprofFiles.gzip(p), 2, p))));
+        await("the off-CPU series", () -> standIn.accepted().size() == 1);
+        sink.close(System.nanoTime() + TimeUnit.SECONDS.toNanos(5));
+        assertTrue(standIn.rejections().isEmpty(), standIn.rejections().toString());
+        List<Map<String, String>> series = series(standIn);
+        assertEquals(2, series.size(), series.toString());
+        assertEquals(Map.of(Integer.toString(SELF), "java", Integer.toString(GONE), "gone"),
+                series.stream().collect(java.util.stream.Collectors.toMap(l -> l.get("pid"), l -> l.get("comm"))));
+        assertTrue(series.stream().allMatch(l -> l.get("__name__").equals("parca_agent_offcpu")), series.toString());
+    }
+
     /** A series the relabel rules drop is neither spooled nor sent, and the sink's stats count it. */
     @Test
     void seriesTheRelabelRulesDropAreCountedAndNotSent() throws Exception {
