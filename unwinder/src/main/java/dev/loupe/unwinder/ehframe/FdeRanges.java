@@ -52,4 +52,26 @@ public final class FdeRanges {
         }
         return i >= 0 && pc < ends[i] ? new long[] {begins[i], ends[i]} : null;
     }
+
+    /**
+     * The largest range of [{@code from}, {@code to}) that no FDE covers, as {begin, end}, or null when it is all
+     * covered: code the compiler described none of (a binary's hand-written or generated code, e.g. V8's embedded
+     * builtins).
+     */
+    public long[] largestGap(long from, long to) {
+        long best = 0;
+        long[] out = null;
+        long at = from;
+        for (int i = 0; i <= begins.length; i++) {
+            long next = i < begins.length ? Math.min(Math.max(begins[i], from), to) : to;
+            if (next - at > best) {
+                best = next - at;
+                out = new long[] {at, next};
+            }
+            if (i < begins.length) {
+                at = Math.max(at, Math.min(ends[i], to));
+            }
+        }
+        return out;
+    }
 }

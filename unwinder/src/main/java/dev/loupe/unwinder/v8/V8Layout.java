@@ -8,8 +8,9 @@ import java.util.Map;
 /**
  * The part of a V8 build's layout this package uses, from its postmortem metadata ({@link V8Metadata}): frame slots,
  * tagging, the offsets and instance types of the objects a frame is named from (JSFunction, SharedFunctionInfo,
- * ScopeInfo, Script, the string kinds). Every field is required: a build that lacks one (a V8 whose names changed)
- * is {@link Unsupported}, its JavaScript frames stay native, said once. Offsets are from an object's untagged start.
+ * ScopeInfo, Script, the string kinds). Every field but those lines are read with is required: a build that lacks one
+ * (a V8 whose names changed) is {@link Unsupported}, its JavaScript frames stay native, said once; one that lacks a
+ * line field ({@link #hasLines}) names its frames without lines. Offsets are from an object's untagged start.
  */
 public final class V8Layout {
 
@@ -70,11 +71,29 @@ public final class V8Layout {
         SCOPE_INFO_TYPE("type_ScopeInfo__SCOPE_INFO_TYPE"),
         FIXED_ARRAY_TYPE("type_FixedArray__FIXED_ARRAY_TYPE"),
         FIXED_ARRAY_LENGTH("class_FixedArrayBase__length__SMI"),
-        FIXED_ARRAY_DATA("class_FixedArray__data__uintptr_t");
+        FIXED_ARRAY_DATA("class_FixedArray__data__uintptr_t"),
+        // Lines (optional: a build without them names its frames without lines)
+        SCRIPT_SOURCE(true, "class_Script__source__Object", "class_Script__source__Tagged_Object_"),
+        SFI_FUNCTION_DATA(true, "class_SharedFunctionInfo__function_data__Object",
+                "class_SharedFunctionInfo__function_data__Tagged_Object_"),
+        BYTECODE_ARRAY_TYPE(true, "type_BytecodeArray__BYTECODE_ARRAY_TYPE"),
+        BYTECODE_DATA(true, "class_BytecodeArray__data__uintptr_t"),
+        BYTECODE_SOURCE_POSITIONS(true),
+        BYTE_ARRAY_TYPE(true, "type_ByteArray__BYTE_ARRAY_TYPE"),
+        TRUSTED_BYTE_ARRAY_TYPE(true, "type_TrustedByteArray__TRUSTED_BYTE_ARRAY_TYPE"),
+        CODE_TYPE(true, "type_Code__CODE_TYPE"),
+        CODE_BYTECODE(true, "class_Code__bytecode_or_interpreter_data__HeapObject",
+                "class_Code__bytecode_or_interpreter_data__Tagged_HeapObject_");
 
         private final List<String> names;
+        private final boolean optional;
 
         Field(String... names) {
+            this(false, names);
+        }
+
+        Field(boolean optional, String... names) {
+            this.optional = optional;
             this.names = List.of(names);
         }
 
@@ -106,8 +125,13 @@ public final class V8Layout {
                     break;
                 }
             }
+            if (v == null && f.optional) {
+                v = derived(f, metadata);
+            }
             if (v == null) {
-                missing.add(f.names.getFirst());
+                if (!f.optional) {
+                    missing.add(f.names.getFirst());
+                }
             } else {
                 values.put(f, v);
             }
@@ -129,6 +153,36 @@ public final class V8Layout {
             }
         }
         return l;
+    }
+
+    /**
+     * A line field the metadata does not export, from the layout V8's own sources give the build's generation (told
+     * apart by a field only V8 12 exports, BytecodeArray's wrapper), or null. What it finds is checked by type where it
+     * is read (a BytecodeArray, a ByteArray), so a wrong guess loses a line, never names a wrong one:
+     * <ul>
+     *   <li>BytecodeArray's source position table: V8 10-11 (node 18, 20): map, length, constant pool, handler table,
+     *       source position table at 32; V8 12 (node 22): map, length, wrapper, source position table at 24;</li>
+     *   <li>SharedFunctionInfo's function data (V8 12 exports none): the word after the map, 8, as in V8 10-11.</li>
+     * </ul>
+     */
+    private static Long derived(Field f, V8Metadata metadata) {
+        boolean v12 = metadata.get("class_BytecodeArray__wrapper__Tagged_BytecodeWrapper_") != null;
+        return switch (f) {
+            case BYTECODE_SOURCE_POSITIONS -> v12 ? 24L : 32L;
+            case SFI_FUNCTION_DATA -> v12 ? 8L : null;
+            default -> null;
+        };
+    }
+
+    /** Whether an optional field is known. */
+    public boolean has(Field f) {
+        return values.containsKey(f);
+    }
+
+    /** Whether this layout gives what lines are read with (each optional field but the baseline code's bytecode). */
+    public boolean hasLines() {
+        return has(Field.SCRIPT_SOURCE) && has(Field.SFI_FUNCTION_DATA) && has(Field.BYTECODE_ARRAY_TYPE)
+                && has(Field.BYTECODE_DATA) && has(Field.BYTECODE_SOURCE_POSITIONS) && has(Field.BYTE_ARRAY_TYPE);
     }
 
     /** How far below the frame pointer the slots this reads lie at most (the kernel reads them at once). */

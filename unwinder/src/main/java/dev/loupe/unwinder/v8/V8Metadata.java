@@ -1,5 +1,7 @@
 package dev.loupe.unwinder.v8;
 
+import dev.loupe.unwinder.ehframe.EhFrameException;
+import dev.loupe.unwinder.ehframe.FdeRanges;
 import dev.loupe.unwinder.elf.ElfException;
 import dev.loupe.unwinder.elf.ElfHeaders;
 import dev.loupe.unwinder.elf.ElfSource;
@@ -19,7 +21,11 @@ import java.util.Map;
  * V8's postmortem metadata as one binary (node, or a library embedding V8) exports it: every {@code v8dbg_*} symbol
  * of its .dynsym/.symtab with the value the file initializes it to (the name without the prefix, e.g.
  * {@code off_fp_function} = -16), and the range of the embedded builtins ({@code Builtins_*} functions: the
- * interpreter's entry trampoline and bytecode handlers among them), in file virtual addresses. A constant the
+ * interpreter's entry trampoline and bytecode handlers among them), in file virtual addresses. A binary stripped of
+ * those symbols (Debian 12's libnode.so.108 keeps only .dynsym) has them found as its executable segments' largest
+ * range no {@code .eh_frame} FDE covers, of at least {@link #MIN_BUILTINS_GAP} bytes: the embedded builtins are
+ * generated code without call frame information (in node 20 and 22, whose symbols give the range, that gap is the
+ * builtins' range and its alignment padding: {@code V8MetadataTest}). A constant the
  * compiler left in .bss is zero, as in every process (the tables are constant initializers). Read once per file.
  *
  * @param values      by name without {@code v8dbg_}
@@ -29,6 +35,8 @@ import java.util.Map;
 public record V8Metadata(Map<String, Long> values, long builtinsLow, long builtinsHigh, List<LoadSegment> loadSegments) {
     static final String PREFIX = "v8dbg_";
     private static final String BUILTINS = "Builtins_";
+    /** The least size of an uncovered range taken for the builtins (V8 10-12's are 1.4-2 MB). */
+    static final long MIN_BUILTINS_GAP = 512 << 10;
 
     public V8Metadata {
         values = Map.copyOf(values);
@@ -69,10 +77,37 @@ public record V8Metadata(Map<String, Long> values, long builtinsLow, long builti
                     values.put(e.getKey(), v);
                 }
             }
+            if (builtins[1] == 0) {
+                long[] gap = builtinsGap(file, segments);
+                if (gap != null) {
+                    builtins[0] = gap[0];
+                    builtins[1] = gap[1];
+                }
+            }
             return new V8Metadata(values, builtins[1] == 0 ? 0 : builtins[0], builtins[1], segments);
         } catch (ElfException e) {
             throw new V8Layout.Unsupported(file + ": " + e.getMessage());
         }
+    }
+
+    /** The largest range of the executable segments no FDE covers, if at least {@link #MIN_BUILTINS_GAP}; else null. */
+    static long[] builtinsGap(Path file, List<LoadSegment> segments) throws IOException {
+        FdeRanges fdes;
+        try {
+            fdes = FdeRanges.read(file);
+        } catch (EhFrameException e) {
+            return null;
+        }
+        long[] best = null;
+        for (LoadSegment s : segments) {
+            if (s.executable()) {
+                long[] gap = fdes.largestGap(s.vaddr(), s.vaddr() + s.memSize());
+                if (gap != null && gap[1] - gap[0] >= MIN_BUILTINS_GAP && (best == null || gap[1] - gap[0] > best[1] - best[0])) {
+                    best = gap;
+                }
+            }
+        }
+        return best;
     }
 
     /** The value the file gives the {@code size}-byte integer at {@code vaddr}, 0 in a segment's zeroed part, null outside. */

@@ -29,8 +29,72 @@ final class V8Objects {
         }
     }
 
-    /** What names a frame: its function and script. {@code script} null when the function has none (or not readable). */
-    record Shared(String name, String script, long bytes) {}
+    /**
+     * What names a frame: its function and script, and what gives its lines: its bytecode's source position table and
+     * its script's line ends ({@link LineEnds}). {@code script} null when the function has none (or not readable);
+     * {@code positions} and {@code lineEnds} null when not read (no bytecode, no table yet, a source this does not read).
+     */
+    record Shared(String name, String script, V8Positions positions, LineEnds lineEnds, long bytes) {
+        Shared(String name, String script, long bytes) {
+            this(name, script, null, null, bytes);
+        }
+
+        /** The line (1-based) of bytecode offset {@code offset}, 0 when unknown. */
+        int line(int offset) {
+            if (positions == null || lineEnds == null || offset < 0) {
+                return 0;
+            }
+            return lineEnds.line(positions.scriptOffset(offset));
+        }
+    }
+
+    /**
+     * A script's line ends as V8 computes them ({@code String::CalculateLineEnds}): the offset of each line terminator
+     * (LF, CR not before LF, U+2028, U+2029), then the source's length.
+     */
+    record LineEnds(int[] ends) {
+        static LineEnds of(CharSequence source) {
+            int[] out = new int[16];
+            int n = 0;
+            for (int i = 0; i <= source.length(); i++) {
+                boolean end = i == source.length();
+                if (!end) {
+                    char c = source.charAt(i);
+                    end = c == '\n' || c == '\u2028' || c == '\u2029'
+                            || (c == '\r' && (i + 1 == source.length() || source.charAt(i + 1) != '\n'));
+                }
+                if (end) {
+                    if (n == out.length) {
+                        out = java.util.Arrays.copyOf(out, 2 * n);
+                    }
+                    out[n++] = i;
+                }
+            }
+            return new LineEnds(java.util.Arrays.copyOf(out, n));
+        }
+
+        /** The line (1-based) of script offset {@code position}, 0 when it is outside the source. */
+        int line(int position) {
+            if (position < 0 || ends.length == 0 || position > ends[ends.length - 1]) {
+                return 0;
+            }
+            int i = java.util.Arrays.binarySearch(ends, position);
+            return (i >= 0 ? i : -i - 1) + 1;
+        }
+
+        long bytes() {
+            return 32 + 4L * ends.length;
+        }
+    }
+
+    /** Characters of a script's source read at most for its line ends. */
+    static final int MAX_SOURCE = 8 << 20;
+    /** Scripts whose line ends are kept (by their source string's address, checked by its length). */
+    static final int SCRIPTS = 64;
+    /** Bytes of a source position table read at most. */
+    static final int MAX_TABLE = 1 << 20;
+
+    private final java.util.Map<Long, LineEnds> scripts = new java.util.LinkedHashMap<>(SCRIPTS, 0.75f, true);
 
     private final ProcessMemory mem;
     private final V8Layout l;
@@ -38,6 +102,15 @@ final class V8Objects {
     V8Objects(ProcessMemory mem, V8Layout layout) {
         this.mem = mem;
         this.l = layout;
+    }
+
+    /** The bytecode offset of a frame's raw offset slot value (offset into the BytecodeArray object), -1 if none. */
+    int bytecodeOffset(int raw) {
+        if (raw < 0 || !l.has(Field.BYTECODE_DATA)) {
+            return -1;
+        }
+        int offset = raw - (l.i(Field.BYTECODE_DATA) - l.i(Field.HEAP_OBJECT_TAG));
+        return offset >= 0 ? offset : -1;
     }
 
     /** The SharedFunctionInfo at untagged {@code address}. */
@@ -60,6 +133,8 @@ final class V8Objects {
             name = ANONYMOUS;
         }
         String script = null;
+        V8Positions positions = null;
+        LineEnds lineEnds = null;
         long scriptOrDebug = word(sfi, l.i(Field.SFI_SCRIPT_OR_DEBUG_INFO));
         if (l.isHeapObject(scriptOrDebug) && type(scriptOrDebug) == l.i(Field.SCRIPT_TYPE)) {
             long scriptName = word(scriptOrDebug, l.i(Field.SCRIPT_NAME));
@@ -70,8 +145,73 @@ final class V8Objects {
                     script = null; // an external or odd name: the function is still known
                 }
             }
+            if (l.hasLines()) {
+                try {
+                    positions = positions(sfi);
+                    lineEnds = positions == null ? null : lineEnds(scriptOrDebug);
+                } catch (NotObject e) {
+                    positions = null; // no line, the function is still known
+                }
+            }
         }
-        return new Shared(name, script, 64 + 2L * (name.length() + (script == null ? 0 : script.length())));
+        return new Shared(name, script, positions, lineEnds,
+                64 + 2L * (name.length() + (script == null ? 0 : script.length())) + (positions == null ? 0 : positions.bytes()));
+    }
+
+    /**
+     * The source position table of the SharedFunctionInfo's bytecode: its function data is the BytecodeArray (or, when
+     * baseline code exists and the layout says where that keeps it, the Code holding it); null when there is none
+     * (not compiled, flushed, or its positions not collected yet: V8 collects them lazily).
+     */
+    private V8Positions positions(long sfi) throws IOException, NotObject {
+        long data = word(sfi, l.i(Field.SFI_FUNCTION_DATA));
+        if (!l.isHeapObject(data)) {
+            return null;
+        }
+        int t = type(data);
+        if (t != l.i(Field.BYTECODE_ARRAY_TYPE) && l.has(Field.CODE_TYPE) && l.has(Field.CODE_BYTECODE) && t == l.i(Field.CODE_TYPE)) {
+            data = word(data, l.i(Field.CODE_BYTECODE));
+            t = l.isHeapObject(data) ? type(data) : -1;
+        }
+        if (t != l.i(Field.BYTECODE_ARRAY_TYPE)) {
+            return null;
+        }
+        long table = word(data, l.i(Field.BYTECODE_SOURCE_POSITIONS));
+        if (!l.isHeapObject(table)) {
+            return null;
+        }
+        int tt = type(table);
+        if (tt != l.i(Field.BYTE_ARRAY_TYPE) && !(l.has(Field.TRUSTED_BYTE_ARRAY_TYPE) && tt == l.i(Field.TRUSTED_BYTE_ARRAY_TYPE))) {
+            return null; // undefined: not collected yet
+        }
+        long length = word(table, l.i(Field.FIXED_ARRAY_LENGTH));
+        if (!l.isSmi(length) || l.smi(length) < 0 || l.smi(length) > MAX_TABLE) {
+            throw new NotObject("source position table of length 0x" + Long.toHexString(length));
+        }
+        int n = (int) l.smi(length);
+        // a ByteArray's bytes follow its map and length
+        ByteBuffer b = read(untag(table) + l.i(Field.FIXED_ARRAY_LENGTH) + 8, Math.max(n, 1));
+        return V8Positions.decode(java.util.Arrays.copyOfRange(b.array(), b.arrayOffset(), b.arrayOffset() + n), n);
+    }
+
+    /** The line ends of the Script at tagged {@code script}, from its source (kept per script); null when unreadable. */
+    private LineEnds lineEnds(long script) throws IOException, NotObject {
+        long source = word(script, l.i(Field.SCRIPT_SOURCE));
+        if (!l.isHeapObject(source) || type(source) >= l.i(Field.FIRST_NONSTRING_TYPE)) {
+            return null;
+        }
+        LineEnds known = scripts.get(source);
+        if (known != null && known.ends()[known.ends().length - 1] == length(source)) {
+            return known; // the same string object (a moved one whose place another took is read again)
+        }
+        StringBuilder text = new StringBuilder();
+        append(text, source, 0, Integer.MAX_VALUE, 0, MAX_SOURCE);
+        LineEnds ends = LineEnds.of(text);
+        scripts.put(source, ends);
+        if (scripts.size() > SCRIPTS) {
+            scripts.remove(scripts.keySet().iterator().next());
+        }
+        return ends;
     }
 
     /**
@@ -109,12 +249,12 @@ final class V8Objects {
     /** The text of the string object at tagged {@code s}. */
     String string(long s) throws IOException, NotObject {
         StringBuilder out = new StringBuilder();
-        append(out, s, 0, Integer.MAX_VALUE, 0);
+        append(out, s, 0, Integer.MAX_VALUE, 0, MAX_STRING);
         return out.toString();
     }
 
     /** Appends characters [from, from + count) of the string at {@code s} (count clipped to its length). */
-    private void append(StringBuilder out, long s, int from, int count, int depth) throws IOException, NotObject {
+    private void append(StringBuilder out, long s, int from, int count, int depth, int max) throws IOException, NotObject {
         if (depth > MAX_DEPTH) {
             throw new NotObject("string nested deeper than " + MAX_DEPTH);
         }
@@ -123,15 +263,15 @@ final class V8Objects {
             throw new NotObject("type " + t + " is not a string");
         }
         int length = (int) readInt(untag(s) + l.i(Field.STRING_LENGTH));
-        if (length < 0 || length > MAX_STRING) {
+        if (length < 0 || length > max) {
             throw new NotObject("string of length " + length);
         }
         if (from < 0 || from > length) {
             throw new NotObject("slice from " + from + " of a string of length " + length);
         }
         int n = Math.min(count, length - from);
-        if (out.length() + n > MAX_STRING) {
-            throw new NotObject("string longer than " + MAX_STRING);
+        if (out.length() + n > max) {
+            throw new NotObject("string longer than " + max);
         }
         int representation = t & l.i(Field.STRING_REPRESENTATION_MASK);
         boolean oneByte = (t & l.i(Field.STRING_ENCODING_MASK)) == l.i(Field.ONE_BYTE_STRING_TAG);
@@ -152,21 +292,21 @@ final class V8Objects {
             int firstLength = length(first);
             if (from < firstLength) {
                 int k = Math.min(n, firstLength - from);
-                append(out, first, from, k, depth + 1);
+                append(out, first, from, k, depth + 1, max);
                 if (n > k) {
-                    append(out, second, 0, n - k, depth + 1);
+                    append(out, second, 0, n - k, depth + 1, max);
                 }
             } else {
-                append(out, second, from - firstLength, n, depth + 1);
+                append(out, second, from - firstLength, n, depth + 1, max);
             }
         } else if (representation == l.i(Field.THIN_STRING_TAG)) {
-            append(out, word(s, l.i(Field.THIN_ACTUAL)), from, n, depth + 1);
+            append(out, word(s, l.i(Field.THIN_ACTUAL)), from, n, depth + 1, max);
         } else if (representation == l.i(Field.SLICED_STRING_TAG)) {
             long offset = word(s, l.i(Field.SLICED_OFFSET));
             if (!l.isSmi(offset) || l.smi(offset) < 0 || l.smi(offset) > Integer.MAX_VALUE - MAX_STRING) {
                 throw new NotObject("sliced string's offset 0x" + Long.toHexString(offset));
             }
-            append(out, word(s, l.i(Field.SLICED_PARENT)), (int) l.smi(offset) + from, n, depth + 1);
+            append(out, word(s, l.i(Field.SLICED_PARENT)), (int) l.smi(offset) + from, n, depth + 1, max);
         } else {
             throw new NotObject("string representation " + representation + " (external) not read");
         }

@@ -93,7 +93,12 @@ final class V8Process implements RuntimeProcess {
                 it.remove();
             }
         }
-        return new RuntimeFrame(shared.name(), shared.script(), 0, List.of(), mapping);
+        // the line of an interpreted frame's bytecode offset; a frame of V8's compiled code has none here yet
+        int line = shared.line(objects.bytecodeOffset(V8FrameStep.rawOffset(value)));
+        if (line > 0) {
+            runtime.lines.incrementAndGet();
+        }
+        return new RuntimeFrame(shared.name(), shared.script(), line, List.of(), mapping);
     }
 
     @Override

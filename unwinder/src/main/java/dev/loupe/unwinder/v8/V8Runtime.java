@@ -43,6 +43,7 @@ public final class V8Runtime implements ManagedRuntime {
     final AtomicLong badObjects = new AtomicLong();
     final AtomicLong tablesBuilt = new AtomicLong();
     final AtomicLong scanFailures = new AtomicLong();
+    final AtomicLong lines = new AtomicLong();
 
     /** One binary's metadata and layout. */
     record Binary(V8Metadata metadata, V8Layout layout) {}
@@ -173,6 +174,6 @@ public final class V8Runtime implements ManagedRuntime {
     public Map<String, Long> counters() {
         return Map.of("opened", opened.get(), "unknown_layouts", unknownLayouts.get(), "binaries_read", binariesRead.get(),
                 "object_reads", objectReads.get(), "bad_objects", badObjects.get(), "tables_built", tablesBuilt.get(),
-                "scan_failures", scanFailures.get());
+                "scan_failures", scanFailures.get(), "lines", lines.get());
     }
 }

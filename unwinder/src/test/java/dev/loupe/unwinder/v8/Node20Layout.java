@@ -50,7 +50,14 @@ final class Node20Layout {
             Map.entry("type_ScopeInfo__SCOPE_INFO_TYPE", 261L),
             Map.entry("type_FixedArray__FIXED_ARRAY_TYPE", 175L),
             Map.entry("class_FixedArrayBase__length__SMI", 8L),
-            Map.entry("class_FixedArray__data__uintptr_t", 16L));
+            Map.entry("class_FixedArray__data__uintptr_t", 16L),
+            Map.entry("class_Script__source__Object", 8L),
+            Map.entry("class_SharedFunctionInfo__function_data__Object", 8L),
+            Map.entry("type_BytecodeArray__BYTECODE_ARRAY_TYPE", 191L),
+            Map.entry("class_BytecodeArray__data__uintptr_t", 54L),
+            Map.entry("type_ByteArray__BYTE_ARRAY_TYPE", 190L),
+            Map.entry("type_Code__CODE_TYPE", 245L),
+            Map.entry("class_Code__bytecode_or_interpreter_data__HeapObject", 16L));
 
     static V8Layout layout() {
         try {

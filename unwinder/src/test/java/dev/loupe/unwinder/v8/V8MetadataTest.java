@@ -35,6 +35,21 @@ class V8MetadataTest {
         assertTrue(md.builtinsHigh() - md.builtinsLow() < 16 << 20, "the builtins only, not all of .text");
     }
 
+    /**
+     * A binary stripped of its Builtins_ symbols (Debian 12's libnode.so.108) has its builtins found as the largest
+     * range no FDE covers: in the host's node, whose symbols say the range, that gap holds exactly the builtins and
+     * the alignment padding around them (node 22's official binary: 1d50178-1f32000 around 1d52000-1f31a38).
+     */
+    @Test
+    void theLargestUncoveredRangeIsTheBuiltins() throws Exception {
+        V8Metadata md = V8Metadata.read(NODE);
+        long[] gap = V8Metadata.builtinsGap(NODE, md.loadSegments());
+        assertTrue(gap != null && gap[0] <= md.builtinsLow() && md.builtinsHigh() <= gap[1]
+                        && md.builtinsLow() - gap[0] < 64 << 10 && gap[1] - md.builtinsHigh() < 64 << 10,
+                (gap == null ? "none" : Long.toHexString(gap[0]) + ".." + Long.toHexString(gap[1])) + " for the builtins "
+                        + Long.toHexString(md.builtinsLow()) + ".." + Long.toHexString(md.builtinsHigh()));
+    }
+
     @Test
     void theHostsNodeHasALayout() throws Exception {
         V8Layout l = V8Layout.of(V8Metadata.read(NODE));
