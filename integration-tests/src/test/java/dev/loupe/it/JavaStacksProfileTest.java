@@ -356,7 +356,7 @@ class JavaStacksProfileTest {
      * with {@code mov r11, rdx} (JDK 17's with {@code enter()}); C2 turns the hot method's {@code Arrays.fill} loop into
      * a call of {@code StubRoutines::jint_fill} (OptimizeFill, on by default in JDK 25). At least 70 % of the main
      * thread's samples have that stub, so named, as their leaf, and at least 80 % are walked on to {@code Fill.fill},
-     * {@code Fill.main} and the thread's root (none was before: the walk ended in the stub).
+     * {@code Fill.main} and the thread's root (before, the stub's bytes had no unwind info and the walk ended in it).
      */
     @ParameterizedTest(name = "JDK {0}")
     @CsvSource({"25"})
