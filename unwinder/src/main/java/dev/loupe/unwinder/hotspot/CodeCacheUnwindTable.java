@@ -22,9 +22,10 @@ import java.util.List;
  *   <li>the interpreter: {@link UnwindRule#KIND_JAVA_INTERP}, with the offsets of its frames' bci;</li>
  *   <li>the vtable and itable stubs ("vtable chunks"): CFA = RSP + 8 throughout (each stub loads the method and jumps to
  *       it, pushing nothing);</li>
- *   <li>a generated stub that begins with {@code enter()} ({@code push rbp; mov rbp, rsp}; arraycopy, CRC, crypto: most
- *       of the StubRoutines blobs', whose blobs record no frame size): CFA = RSP + 8 at its first byte, RSP + 16 after
- *       the push, then RBP + 16 with the caller's RBP at CFA-16. The walker's checked frame-pointer step cannot take
+ *   <li>a generated stub that begins with {@code enter()} ({@code push rbp; mov rbp, rsp}; arraycopy, fill, CRC, crypto:
+ *       most of the StubRoutines blobs', whose blobs record no frame size), or reaches it after moves between other
+ *       registers ({@link HotSpotJvm#framedStubs}): CFA = RSP + 8 from its entry up to the push, RSP + 16 after the
+ *       push, then RBP + 16 with the caller's RBP at CFA-16. The walker's checked frame-pointer step cannot take
  *       their frames: the caller (C2 code) keeps no frame pointer, so the RBP the stub saved is no frame's;</li>
  *   <li>anything else (adapters, buffer blobs, gaps): no unwind info, so the walker's checked frame-pointer step
  *       applies (the call stub keeps RBP).</li>
@@ -195,15 +196,17 @@ public final class CodeCacheUnwindTable {
             boolean any = false;
             for (; i < framedStubs.size() && framedStubs.get(i).end() <= b.end(); i++) {
                 HotSpotJvm.Stub st = framedStubs.get(i);
-                if (st.begin() < covered) {
+                if (st.begin() < covered || st.entry() < 0 || st.enter() < st.entry() || st.begin() + st.enter() + 4 >= st.end()) {
                     continue; // overlapping the one before: not believed
                 }
-                if (st.begin() > covered) {
-                    add(covered, NO_INFO); // the blob's code before it, or between two stubs
+                long entry = st.begin() + st.entry();
+                long push = st.begin() + st.enter();
+                if (entry > covered) {
+                    add(covered, NO_INFO); // the blob's code before it, between two stubs, or the stub's jump before its entry
                 }
-                add(st.begin(), FRAME_RSP_AT_ENTRY);
-                add(st.begin() + 1, STUB_PUSHED_RBP);
-                add(st.begin() + 4, STUB_FRAMED);
+                add(entry, FRAME_RSP_AT_ENTRY); // up to and on the push: moves between other registers, then push rbp
+                add(push + 1, STUB_PUSHED_RBP);
+                add(push + 4, STUB_FRAMED);
                 covered = st.end();
                 any = true;
                 framed++;

@@ -153,8 +153,17 @@ public final class HotSpotJvm implements AutoCloseable {
         return new HotSpotJvm(pid, mem, vs, layout, vtables, symbols.applyAsLong(STUB_LIST_SYMBOL));
     }
 
-    /** A generated stub: {@code group::name} (HotSpot's own way to print it, e.g. StubRoutines::jlong_disjoint_arraycopy), [begin, end). */
-    public record Stub(String name, long begin, long end) {}
+    /**
+     * A generated stub: {@code group::name} (HotSpot's own way to print it, e.g. StubRoutines::jlong_disjoint_arraycopy), [begin, end).
+     * {@code entry} and {@code enter}: for a stub {@link #framedStubs} found framed, the offsets from begin of the first
+     * byte that runs when the stub is called (a stub may begin with a jump that only its own code takes) and of its
+     * {@code enter()}'s {@code push rbp}; 0 and 0 for a stub that begins with {@code enter()}, and for stubs not read.
+     */
+    public record Stub(String name, long begin, long end, int entry, int enter) {
+        public Stub(String name, long begin, long end) {
+            this(name, begin, end, 0, 0);
+        }
+    }
 
     /**
      * The stubs HotSpot's StubCodeGenerator made (call stub, arraycopy, CRC, crypto... in the StubRoutines blobs), from
@@ -200,23 +209,118 @@ public final class HotSpotJvm implements AutoCloseable {
      */
     private static final int ENTER = 0xec_8b_48_55; // bytes 55 48 8b ec, little-endian
     private static final int ENTER_GCC = 0xe5_89_48_55; // bytes 55 48 89 e5
+    /** How far into a stub its {@code enter()} is looked for. */
+    private static final int ENTER_SEARCH = 16;
 
     /**
-     * Of {@code stubs}, those whose code begins with {@code enter()} ({@code push rbp; mov rbp, rsp}), read from the
-     * process's memory: their frames can be stepped by RBP (arraycopy, CRC, crypto...), although their blobs record no
-     * frame size. A stub that cannot be read is left out.
+     * Of {@code stubs}, those whose code reaches {@code enter()} ({@code push rbp; mov rbp, rsp}) before anything else
+     * moves RSP or RBP, read from the process's memory: their frames can be stepped by RBP (arraycopy, fill, CRC,
+     * crypto...), although their blobs record no frame size. Before the {@code enter()} a stub may run 64-bit moves
+     * between registers other than RSP and RBP (JDK 21's and 25's fill stubs begin with {@code mov r11, rdx}); a stub may begin
+     * with a 5-byte jump that only its own framed code takes (the generic arraycopy's jump to its failure exit), whose
+     * bytes then lie before the stub's {@linkplain Stub#entry entry}. A stub that cannot be read is left out, and so is
+     * one that begins with anything else.
      */
     public List<Stub> framedStubs(List<Stub> stubs) {
         List<Stub> out = new ArrayList<>();
         for (Stub st : stubs) {
             try {
-                int first = st.end() - st.begin() > 4 ? mem.read(st.begin(), 4).getInt(0) : 0;
-                if (first == ENTER || first == ENTER_GCC) {
-                    out.add(st);
+                long size = st.end() - st.begin();
+                if (size <= 4) {
+                    continue;
+                }
+                int[] at = enterAt(mem.read(st.begin(), (int) Math.min(size, ENTER_SEARCH)));
+                if (at != null) {
+                    out.add(new Stub(st.name(), st.begin(), st.end(), at[0], at[1]));
                 }
             } catch (IOException e) {
                 // unmapped or gone: no rows for it
             }
+        }
+        return List.copyOf(out);
+    }
+
+    /** {entry, enter} of a stub's first bytes ({@link #framedStubs}), or null where they do not reach an {@code enter()}. */
+    static int[] enterAt(java.nio.ByteBuffer code) {
+        code = code.duplicate().order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        int n = code.limit();
+        int entry = 0;
+        int pos = 0;
+        if (n >= 9 && (code.get(0) & 0xff) == 0xe9) {
+            entry = pos = 5; // jmp rel32, never fallen through
+        }
+        while (pos + 4 <= n) {
+            int word = code.getInt(pos);
+            if (word == ENTER || word == ENTER_GCC) {
+                return new int[] {entry, pos};
+            }
+            if (pos + 3 > n || !registerMove(code.get(pos) & 0xff, code.get(pos + 1) & 0xff, code.get(pos + 2) & 0xff)) {
+                return null;
+            }
+            pos += 3;
+        }
+        return null;
+    }
+
+    /**
+     * {@code REX.W mov r64, r64} (8b or 89, both operands registers) with neither operand RSP nor RBP: a move that leaves
+     * the stack and the frame pointer as they were.
+     */
+    private static boolean registerMove(int rex, int opcode, int modrm) {
+        if ((rex & 0xf8) != 0x48 || (opcode != 0x8b && opcode != 0x89) || (modrm >> 6) != 3) {
+            return false;
+        }
+        int reg = ((rex >> 2) & 1) << 3 | (modrm >> 3) & 7;
+        int rm = (rex & 1) << 3 | modrm & 7;
+        return reg != 4 && reg != 5 && rm != 4 && rm != 5;
+    }
+
+    /** An interpreter codelet: its description (a bytecode's name, "method entry point (kind = zerolocals)"...), [begin, end). */
+    public record Codelet(String description, long begin, long end) {}
+
+    /** Codelets the interpreter's queue may hold: JDK 25's has about 270. */
+    static final int MAX_CODELETS = 4096;
+
+    /**
+     * The template interpreter's codelets, from {@code AbstractInterpreter::_code} (a StubQueue whose buffer holds them
+     * one after another, each {@code _size} bytes from its header on) in address order; empty where the JVM's
+     * table lacks their fields. The walk stops at the first codelet whose size or description does not hold together
+     * (a size of 0 or past the queue's end, a description that is no printable string).
+     */
+    public synchronized List<Codelet> codelets() throws IOException {
+        Layout.Codelets c = layout.codelets;
+        if (c == null) {
+            return List.of();
+        }
+        long queue = mem.readLong(c.codeAddress());
+        if (queue == 0) {
+            return List.of();
+        }
+        java.nio.ByteBuffer q = mem.read(queue, (int) c.queueSize());
+        long buffer = c.stubBuffer().get(q, 0);
+        long begin = c.queueBegin().get(q, 0);
+        long end = c.queueEnd().get(q, 0);
+        if (buffer == 0 || begin < 0 || end < begin || end - begin > 64L << 20) {
+            return List.of();
+        }
+        List<Codelet> out = new ArrayList<>();
+        for (long at = begin; at < end && out.size() < MAX_CODELETS; ) {
+            java.nio.ByteBuffer d = mem.read(buffer + at, (int) c.codeletSize());
+            long size = c.size().get(d, 0);
+            if (size <= c.codeletSize() || at + size > end) {
+                break;
+            }
+            String description;
+            try {
+                description = strings.read(c.description().get(d, 0), 128);
+            } catch (IOException e) {
+                break;
+            }
+            if (description.isEmpty()) {
+                break;
+            }
+            out.add(new Codelet(description, buffer + at, buffer + at + size));
+            at += size;
         }
         return List.copyOf(out);
     }

@@ -8,6 +8,7 @@ import dev.loupe.unwinder.runtime.RuntimeFrame;
 import dev.loupe.unwinder.runtime.RuntimeProcess;
 
 import java.io.IOException;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
@@ -42,6 +43,7 @@ final class HotSpotProcess implements RuntimeProcess {
     private long callStubReturn; // StubRoutines::_call_stub_return_address, once read (0 until then)
     private final RuntimeFrame callStub;
     private Stubs stubs; // null: read when next needed
+    private List<HotSpotJvm.Codelet> codelets = List.of(); // the interpreter's, once read
     private List<HotSpotJvm.Stub> framed; // null: read at the next table build
     private boolean read; // a read of the blobs succeeded once
     private long fingerprint;
@@ -199,16 +201,28 @@ final class HotSpotProcess implements RuntimeProcess {
                 chain == null ? List.of() : JavaSourceLines.of(jvm, names, chain.methods(), chain.bcis()));
     }
 
+    /** How an interpreter codelet's name begins: "[Interpreter: invokevirtual]". */
+    static final String INTERPRETER_CODELET = "Interpreter: ";
+
     /**
      * The generated stub ({@link HotSpotJvm#stubs}) holding {@code addr}, "[group::name]" (most in the StubRoutines
-     * blobs, "[StubRoutines::jlong_disjoint_arraycopy]"; method handle adapters in theirs); null if none does (the
-     * blob's own name then). The list is read when first needed after a read that found the
+     * blobs, "[StubRoutines::jlong_disjoint_arraycopy]"; method handle adapters in theirs), or the interpreter's codelet
+     * ({@link HotSpotJvm#codelets}), "[Interpreter: description]" ("[Interpreter: invokevirtual]", "[Interpreter: method
+     * entry point (kind = zerolocals)]"): the interpreter's code where the walk found no interpreted frame to name by
+     * its method; null if none does (the blob's own name then). The list is read when first needed after a read that found the
      * code cache changed (stubs are made at startup, and JDK 21+ makes some later).
      */
     private RuntimeFrame stub(long addr) {
         if (stubs == null) {
             try {
-                List<HotSpotJvm.Stub> list = jvm.stubs();
+                List<HotSpotJvm.Stub> list = new ArrayList<>(jvm.stubs());
+                if (codelets.isEmpty()) {
+                    codelets = jvm.codelets(); // made at startup, never changed: read until found once
+                }
+                for (HotSpotJvm.Codelet c : codelets) { // in the interpreter's blob, apart from every stub's
+                    list.add(new HotSpotJvm.Stub(INTERPRETER_CODELET + c.description(), c.begin(), c.end()));
+                }
+                list.sort(java.util.Comparator.comparingLong(HotSpotJvm.Stub::begin));
                 stubs = new Stubs(list.stream().mapToLong(HotSpotJvm.Stub::begin).toArray(),
                         list.stream().mapToLong(HotSpotJvm.Stub::end).toArray(),
                         list.stream().map(st -> RuntimeFrame.of("[" + st.name() + "]", jitMapping)).toArray(RuntimeFrame[]::new));

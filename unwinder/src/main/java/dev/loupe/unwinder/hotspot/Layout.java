@@ -73,6 +73,9 @@ final class Layout {
     final long utf8Tag;
     final long vmRelease;                  // &Abstract_VM_Version::_s_vm_release, or 0
     final long callStubReturn;             // &StubRoutines::_call_stub_return_address, or 0
+    // The interpreter's codelets (AbstractInterpreter::_code, a StubQueue of InterpreterCodelets): null when the table
+    // lacks a field of them (a build that drops them, a fake JVM); only their names need them
+    final Codelets codelets;
     // Debug information, for inlined frames: null (with the reason) when the table lacks a field of it
     final Scopes scopes;
     final String scopesUnavailable;
@@ -87,6 +90,13 @@ final class Layout {
                   Scalar relocationSize, Scalar mutableDataSize,
                   Scalar scopesDataBegin, Scalar dependenciesOffset, Scalar metadataOffset, Scalar compileId,
                   long headerBytes) {}
+
+    /**
+     * {@code &AbstractInterpreter::_code} (a {@code StubQueue*}), the queue's buffer and its begin and end offsets, and a
+     * codelet's size in bytes (its header included) and description.
+     */
+    record Codelets(long codeAddress, Scalar stubBuffer, Scalar queueBegin, Scalar queueEnd, long queueSize,
+                    Scalar size, Scalar description, long codeletSize) {}
 
     Layout(VmStructs vs) throws HotSpotException {
         singleHeap = vs.field("CodeCache", "_heaps").isEmpty() && vs.field("CodeCache", "_heap").isPresent();
@@ -183,6 +193,13 @@ final class Layout {
         vmRelease = vs.field("Abstract_VM_Version", "_s_vm_release").map(VmStructs.Field::address).orElse(0L);
         callStubReturn = vs.field("StubRoutines", "_call_stub_return_address").filter(VmStructs.Field::isStatic)
                 .map(VmStructs.Field::address).orElse(0L);
+        Codelets cl = null;
+        try {
+            cl = codelets(vs);
+        } catch (HotSpotException e) {
+            // no codelet names: the interpreter's blob keeps its own
+        }
+        codelets = cl;
         Scopes sc = null;
         String why = null;
         try {
@@ -192,6 +209,19 @@ final class Layout {
         }
         scopes = sc;
         scopesUnavailable = why;
+    }
+
+    private static Codelets codelets(VmStructs vs) throws HotSpotException {
+        VmStructs.Field code = vs.field("AbstractInterpreter", "_code").filter(VmStructs.Field::isStatic)
+                .orElseThrow(() -> new HotSpotException("no AbstractInterpreter::_code"));
+        Codelets c = new Codelets(code.address(), pointer(vs, "StubQueue", "_stub_buffer"), scalar(vs, "StubQueue", "_queue_begin"),
+                scalar(vs, "StubQueue", "_queue_end"), vs.sizeOf("StubQueue"), scalar(vs, "InterpreterCodelet", "_size"),
+                pointer(vs, "InterpreterCodelet", "_description"), vs.sizeOf("InterpreterCodelet"));
+        if (Math.max(c.stubBuffer.end(), Math.max(c.queueBegin.end(), c.queueEnd.end())) > c.queueSize
+                || Math.max(c.size.end(), c.description.end()) > c.codeletSize) {
+            throw new HotSpotException("StubQueue or InterpreterCodelet fields lie beyond their types' sizes");
+        }
+        return c;
     }
 
     private static Scopes scopes(VmStructs vs) throws HotSpotException {

@@ -96,6 +96,56 @@ class CodeCacheUnwindTableTest {
         assertEquals("rsp+8", UnwindRule.toString(UnwindRule.cfa(UnwindRule.KIND_CFA_RSP, 8, UnwindRule.RBP_UNCHANGED, 0)));
     }
 
+    /**
+     * A stub that moves a register before its {@code enter()} (JDK 21's and 25's fill stubs: {@code mov r11, rdx}) and one that
+     * begins with a jump its own code takes (the generic arraycopy): the return address at RSP from the entry up to the
+     * push, then as above; the jump's bytes keep no unwind info.
+     */
+    @Test
+    void stubsThatReachEnterAfterAMoveOrPastAJumpAreSteppedByRbp() throws Exception {
+        CodeBlob routines = new CodeBlob(CodeBlob.Kind.BUFFER_BLOB, 0x12000 - 0x100, 0x12000, 0x12400, -1, 0, "StubRoutines (2)", 0);
+        CodeCache cache = new CodeCache(List.of(new CodeCache.Range(0x10000, 0x20000)), List.of(routines));
+        List<HotSpotJvm.Stub> framed = List.of(
+                new HotSpotJvm.Stub("StubRoutines::jint_fill", 0x12000, 0x12100, 0, 3),
+                new HotSpotJvm.Stub("StubRoutines::generic_arraycopy", 0x12100, 0x12180, 5, 5));
+        CodeCacheUnwindTable.Built built = CodeCacheUnwindTable.build("t", cache, framed);
+        assertEquals(2, built.framedStubs());
+        UnwindTable t = built.table();
+        String entry = "rsp+8", pushed = "rsp+16 rbp=c-16", framedRule = "rbp+16 rbp=c-16", none = UnwindRule.toString(NO_INFO);
+        Map<Long, String> expected = new java.util.TreeMap<>(Map.ofEntries(
+                Map.entry(0x12000L, entry), Map.entry(0x12003L, entry), Map.entry(0x12004L, pushed), Map.entry(0x12006L, pushed),
+                Map.entry(0x12007L, framedRule), Map.entry(0x120ffL, framedRule),
+                Map.entry(0x12100L, none), Map.entry(0x12104L, none), Map.entry(0x12105L, entry), Map.entry(0x12106L, pushed),
+                Map.entry(0x12109L, framedRule), Map.entry(0x1217fL, framedRule), Map.entry(0x12180L, none)));
+        expected.forEach((pc, rule) -> assertEquals(rule, UnwindRule.toString(t.lookup(pc)), "at 0x" + Long.toHexString(pc)));
+    }
+
+    /** What {@link HotSpotJvm#enterAt} accepts before an {@code enter()}: register moves off RSP and RBP, one leading jump. */
+    @Test
+    void enterIsFoundAfterRegisterMovesAndALeadingJump() {
+        assertEquals(List.of(0, 0), enterAt("55 48 8b ec 48 83 ec 18"));
+        assertEquals(List.of(0, 0), enterAt("55 48 89 e5 90"));
+        assertEquals(List.of(0, 3), enterAt("4c 8b da 55 48 8b ec 49 81 fb")); // JDK 25's jint_fill: mov r11, rdx
+        assertEquals(List.of(0, 6), enterAt("4c 8b da 49 89 c2 55 48 8b ec 90")); // two moves
+        assertEquals(List.of(5, 5), enterAt("e9 86 02 00 00 55 48 8b ec 48 85 ff")); // generic_arraycopy
+        assertEquals(null, enterAt("48 8b ec 55 48 8b ec 90")); // mov rbp, rsp first
+        assertEquals(null, enterAt("48 8b c4 55 48 8b ec 90")); // mov rax, rsp first
+        assertEquals(null, enterAt("4c 8b 1a 55 48 8b ec 90")); // a load, not a register move
+        assertEquals(null, enterAt("50 51 52 56 57 41 50 41")); // f2l_fixup: pushes
+        assertEquals(null, enterAt("ff ff ff ff ff ff ff ff")); // a data table
+        assertEquals(null, enterAt("55 48 8b")); // too short
+    }
+
+    private static List<Integer> enterAt(String hex) {
+        String[] b = hex.split(" ");
+        java.nio.ByteBuffer code = java.nio.ByteBuffer.allocate(b.length);
+        for (String x : b) {
+            code.put((byte) Integer.parseInt(x, 16));
+        }
+        int[] at = HotSpotJvm.enterAt(code.flip());
+        return at == null ? null : List.of(at[0], at[1]);
+    }
+
     @Test
     void overlappingAndEmptyBlobsAreLeftUndescribed() throws Exception {
         CodeCache cache = new CodeCache(List.of(new CodeCache.Range(0x10000, 0x20000)), List.of(

@@ -514,7 +514,10 @@ public final class HotSpotFuzzTarget {
             if (f.function() == null) {
                 continue;
             }
-            if (f.function().startsWith("[") && f.function().endsWith("]")) {
+            if (f.function().startsWith("[" + HotSpotProcess.INTERPRETER_CODELET) && f.function().endsWith("]")) {
+                // an interpreter codelet: its description is the process's string
+                names.checkCString(f.function().substring(1 + HotSpotProcess.INTERPRETER_CODELET.length(), f.function().length() - 1));
+            } else if (f.function().startsWith("[") && f.function().endsWith("]")) {
                 names.checkCString(f.function().substring(1, f.function().length() - 1));
             } else {
                 names.checkMethodName(f.function());

@@ -77,7 +77,9 @@ class HotSpotFuzzTest {
         assertEquals("[jit] java", at40.mapping());
         List<String> functions = r.seamFrames().stream().map(RuntimeFrame::function).distinct().toList();
         assertTrue(functions.contains("[_complete_monitor_locking_Java]"), functions.toString());
-        assertTrue(functions.contains("[Interpreter]"), functions.toString());
+        assertTrue(functions.contains("[Interpreter]"), functions.toString()); // past its codelets
+        assertTrue(functions.contains("[Interpreter: method entry point (kind = zerolocals)]"), functions.toString());
+        assertTrue(functions.contains("[Interpreter: invokevirtual]"), functions.toString());
         assertTrue(functions.contains("HotSpotTarget.spinA"), functions.toString());
         assertTrue(functions.contains("[I2C/C2I adapters]"), functions.toString());
         assertEquals(1, r.logs().size(), r.logs().toString());

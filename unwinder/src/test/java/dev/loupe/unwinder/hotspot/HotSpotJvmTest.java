@@ -224,6 +224,7 @@ class HotSpotJvmTest {
      * sid's) has no .symtab: no stubs, so its stubs keep their blob's name.
      */
     private static void checkStubs(HotSpotJvm jvm, CodeCache cc, String version) throws Exception {
+        checkCodelets(jvm, cc, version);
         List<HotSpotJvm.Stub> stubs = jvm.stubs();
         System.out.printf("JDK %s: %d named stubs, e.g. %s%n", version, stubs.size(), stubs.stream().limit(4).map(HotSpotJvm.Stub::name).toList());
         if (version.equals("8")) {
@@ -243,7 +244,38 @@ class HotSpotJvmTest {
         List<HotSpotJvm.Stub> framed = jvm.framedStubs(stubs);
         System.out.printf("JDK %s: %d stubs begin with enter()%n", version, framed.size());
         assertTrue(framed.stream().anyMatch(st -> st.name().matches("StubRoutines::jlong_disjoint_arraycopy(_avx3)?")), framed.toString());
-        assertTrue(framed.size() < stubs.size(), "not every stub: " + framed.size() + " of " + stubs.size()); // fill stubs keep no frame
+        assertTrue(framed.size() < stubs.size(), "not every stub: " + framed.size() + " of " + stubs.size()); // data, fences...
+        // The fill stubs reach enter() after moving a register on JDK 21 and 25 (at their first byte before), and the generic
+        // arraycopy after a 5-byte jump to its failure exit: every one of them is framed.
+        for (HotSpotJvm.Stub st : stubs) {
+            if (st.name().matches("StubRoutines::(arrayof_)?j(byte|short|int)_fill|StubRoutines::generic_arraycopy")) {
+                HotSpotJvm.Stub f = framed.stream().filter(x -> x.begin() == st.begin()).findFirst().orElse(null);
+                assertTrue(f != null, st + " is framed: " + framed);
+                assertEquals(st.name().endsWith("generic_arraycopy") ? List.of(5, 5) : List.of(0, List.of("21", "25").contains(version) ? 3 : 0),
+                        List.of(f.entry(), f.enter()), f.toString());
+            }
+        }
+    }
+
+    /**
+     * The interpreter's codelets: one after another inside the blob named "Interpreter", each named, among them the
+     * entry of ordinary methods and one per bytecode (invokevirtual, and the rest).
+     */
+    private static void checkCodelets(HotSpotJvm jvm, CodeCache cc, String version) throws Exception {
+        List<HotSpotJvm.Codelet> codelets = jvm.codelets();
+        System.out.printf("JDK %s: %d interpreter codelets, e.g. %s%n", version, codelets.size(),
+                codelets.stream().limit(4).map(HotSpotJvm.Codelet::description).toList());
+        CodeBlob interpreter = cc.blobs().stream().filter(b -> b.kind() == CodeBlob.Kind.INTERPRETER).findFirst().orElseThrow();
+        long at = codelets.getFirst().begin();
+        for (HotSpotJvm.Codelet c : codelets) {
+            assertEquals(at, c.begin(), "codelets follow one another: " + c);
+            assertTrue(interpreter.address() <= c.begin() && c.end() <= interpreter.end(), c + " lies in " + interpreter);
+            at = c.end();
+        }
+        java.util.Set<String> names = new java.util.HashSet<>(codelets.stream().map(HotSpotJvm.Codelet::description).toList());
+        for (String n : List.of("method entry point (kind = zerolocals)", "invokevirtual", "invokestatic", "iload", "return")) {
+            assertTrue(names.contains(n), "a codelet '" + n + "': " + names);
+        }
     }
 
     /** 1 for an nmethod of spinA, whose frame must be a compiled one (size, frame-complete point); else 0. */

@@ -74,6 +74,13 @@ class HotSpotProcessTest {
                 assertEquals("[StubRoutines::jlong_disjoint_arraycopy]", p.code(copy.begin(), false, now.get()).function());
                 assertEquals("[StubRoutines::jlong_disjoint_arraycopy]", p.code(copy.end() - 1, false, now.get()).function());
 
+                // The interpreter's code, where no interpreted frame names it by its method, is named by its codelet
+                List<HotSpotJvm.Codelet> codelets = reference.codelets();
+                HotSpotJvm.Codelet invoke = codelets.stream().filter(c -> c.description().equals("invokevirtual"))
+                        .findFirst().orElseThrow(() -> new AssertionError("no invokevirtual codelet: " + codelets));
+                assertEquals("[Interpreter: invokevirtual]", p.code(invoke.end() - 1, false, now.get()).function());
+                assertEquals("[jit] java", p.code(invoke.end() - 1, false, now.get()).mapping());
+
                 assertNull(p.code(0x10, false, now.get()), "an address no blob holds");
                 // Past the longest wait, a miss reads the whole code cache again (a full read: counted).
                 long scans = runtime.counters().get("scans");

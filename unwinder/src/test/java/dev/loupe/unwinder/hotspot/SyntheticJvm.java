@@ -106,6 +106,12 @@ final class SyntheticJvm {
             Abstract_VM_Version::_s_vm_release|const char*|static
             PcDesc::_pc_offset|int|0
             PcDesc::_scope_decode_offset|int|4
+            AbstractInterpreter::_code|StubQueue*|static
+            StubQueue::_stub_buffer|address|8
+            StubQueue::_queue_begin|int|24
+            StubQueue::_queue_end|int|28
+            InterpreterCodelet::_description|const char*|0
+            InterpreterCodelet::_size|int|8
             """;
 
     /** "Type|superclass|size". */
@@ -129,6 +135,9 @@ final class SyntheticJvm {
             Symbol||8
             Array<u1>|MetaspaceObj|8
             PcDesc||16
+            StubQueue||48
+            Stub||1
+            InterpreterCodelet|Stub|16
             """;
 
     private static final String JDK25_INTS = """
@@ -180,6 +189,12 @@ final class SyntheticJvm {
             Abstract_VM_Version::_s_vm_release|const char*|static
             PcDesc::_pc_offset|int|0
             PcDesc::_scope_decode_offset|int|4
+            AbstractInterpreter::_code|StubQueue*|static
+            StubQueue::_stub_buffer|address|8
+            StubQueue::_queue_begin|int|24
+            StubQueue::_queue_end|int|28
+            InterpreterCodelet::_description|const char*|0
+            InterpreterCodelet::_size|int|8
             """;
 
     private static final String JDK17_TYPES = """
@@ -203,6 +218,9 @@ final class SyntheticJvm {
             Symbol||8
             Array<u1>|MetaspaceObj|8
             PcDesc||16
+            StubQueue||48
+            Stub||1
+            InterpreterCodelet|Stub|16
             """;
 
     private static final String JDK17_INTS = """
@@ -359,6 +377,7 @@ final class SyntheticJvm {
         // Static fields: slots in libjvm's data.
         long heapsSlot = lib.alloc(8, 8);
         long releaseSlot = lib.alloc(8, 8);
+        long interpreterSlot = lib.alloc(8, 8);
 
         // VMStructs: 48-byte entries (type name, field name, type string, is-static, offset, address), as HotSpot's.
         List<FieldDef> fs = fields(f);
@@ -373,7 +392,7 @@ final class SyntheticJvm {
             lib.put(e + 32, 8, d.offset());
             long address = 0;
             if (d.isStatic()) {
-                address = d.name().equals("_heaps") ? heapsSlot : releaseSlot;
+                address = d.name().equals("_heaps") ? heapsSlot : d.name().equals("_code") ? interpreterSlot : releaseSlot;
             }
             lib.put(e + 40, 8, address);
         }
@@ -436,7 +455,18 @@ final class SyntheticJvm {
         byte[] segmap0 = freeSegmap(4096 >> LOG2_SEGMENT);
         byte[] segmap1 = freeSegmap(2048 >> LOG2_SEGMENT);
         Blobs b0 = new Blobs(f, w, lib, heap, code0, segmap0, heapBlock, seg);
-        b0.buffer(8, "Interpreter", 0, -1, 300);
+        long interpreter = b0.buffer(8, "Interpreter", 0, -1, 300) + w.size("BufferBlob");
+        // The interpreter's StubQueue: two codelets of 128 bytes (header included) at the start of its 300 bytes of code.
+        long queue = heap.alloc(w.size("StubQueue"), 8);
+        w.set(heap, queue, "StubQueue::_stub_buffer", interpreter);
+        w.set(heap, queue, "StubQueue::_queue_begin", 0);
+        w.set(heap, queue, "StubQueue::_queue_end", 256);
+        lib.put(interpreterSlot, 8, queue);
+        String[] codelets = {"method entry point (kind = zerolocals)", "invokevirtual"};
+        for (int i = 0; i < codelets.length; i++) {
+            w.set(code0, interpreter + 128L * i, "InterpreterCodelet::_description", lib.cstring(codelets[i]));
+            w.set(code0, interpreter + 128L * i, "InterpreterCodelet::_size", 128);
+        }
         b0.stub(4, "_complete_monitor_locking_Java", 4, 8);
         b0.free(2);
         b0.nmethod(16, methods.get("outer"), List.of(methods.get("outer"), methods.get("inner"), methods.get("mid")), 6, 16, 42);
@@ -544,9 +574,9 @@ final class SyntheticJvm {
             return blob;
         }
 
-        void buffer(int segments, String name, int frameWords, int frameComplete, int codeBytes) {
+        long buffer(int segments, String name, int frameWords, int frameComplete, int codeBytes) {
             int header = w.size("BufferBlob");
-            blob(segments, "BufferBlob", 2, name, frameWords, frameComplete, header, header + codeBytes);
+            return blob(segments, "BufferBlob", 2, name, frameWords, frameComplete, header, header + codeBytes);
         }
 
         void stub(int segments, String name, int frameWords, int frameComplete) {
