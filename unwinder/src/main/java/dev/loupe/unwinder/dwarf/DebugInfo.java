@@ -39,13 +39,26 @@ public final class DebugInfo {
     private static final int CACHED_SPLITS = 2;
     private static final System.Logger LOG = System.getLogger(DebugInfo.class.getName());
 
-    /** A split unit's file (gcc -gsplit-dwarf's .dwo): where it is and its sections (info, abbrev, str, strOffsets, rnglists). */
-    public record SplitFile(String path, Sections sections) {}
+    /**
+     * A split unit's file (gcc -gsplit-dwarf's .dwo) or its part of a package (.dwp): where it is, its sections (info,
+     * abbrev, str, strOffsets, rnglists), and the bytes of compressed ones it decompressed (charged to its reader).
+     */
+    public record SplitFile(String path, Sections sections, long decompressed) {
+        public SplitFile(String path, Sections sections) {
+            this(path, sections, 0);
+        }
+    }
 
-    /** Opens the file of a skeleton unit's split unit ({@code DW_AT_dwo_name}, relative to {@code compDir}). */
+    /**
+     * Opens the file of a skeleton unit's split unit ({@code DW_AT_dwo_name}, relative to {@code compDir}), or its part
+     * of a DWARF package ({@code .dwp}) by its {@code dwoId}.
+     */
     public interface SplitFiles {
-        /** The file, null if there is none where it should be. */
-        SplitFile open(String dwoName, String compDir) throws DwarfException;
+        /**
+         * The file, null if there is none where it should be; compressed sections are decompressed only within
+         * {@code maxDecompressed} bytes (past that, an error).
+         */
+        SplitFile open(String dwoName, String compDir, long dwoId, long maxDecompressed) throws DwarfException;
     }
 
     /** What a split unit takes from its skeleton: its .debug_addr base, range and string bases, base address, line table. */
@@ -413,7 +426,8 @@ public final class DebugInfo {
             whole.set(ui);
             return null;
         }
-        SplitFile f = splitFiles.open(dwoName, compDir);
+        long reserve = budget / 4;
+        SplitFile f = splitFiles.open(dwoName, compDir, id, reserve / 2); // compressed sections: half the reserve at most
         if (f == null) {
             whole.set(ui); // not looked for again
             if (missingSplits.size() < 64 && missingSplits.add(dwoName)) {
@@ -422,10 +436,9 @@ public final class DebugInfo {
             }
             return null;
         }
-        long reserve = budget / 4;
         Sections fs = f.sections();
         Sections ds = new Sections(fs.info(), fs.abbrev(), fs.str(), null, fs.strOffsets(), s.addr(), s.ranges(), fs.rnglists(), null);
-        DebugInfo split = openSupplementary(f.path(), ds, reserve);
+        DebugInfo split = openSupplementary(f.path(), ds, reserve - f.decompressed());
         for (int k = 0; k < split.units.length && split.splitUnit < 0; k++) {
             Unit su = split.units[k];
             if (!su.code()) {

@@ -2,6 +2,7 @@ package dev.loupe.unwinder.dwarf;
 
 import dev.loupe.unwinder.elf.ElfException;
 import dev.loupe.unwinder.elf.ElfFile;
+import dev.loupe.unwinder.elf.SectionCompression;
 import dev.loupe.unwinder.elf.SectionHeader;
 import dev.loupe.unwinder.lines.LineTable;
 import dev.loupe.unwinder.lines.SourceLine;
@@ -21,7 +22,7 @@ import java.util.zip.DataFormatException;
 
 /**
  * Native code's source lines from DWARF {@code .debug_line} (in the binary or its separate debug file). Opening maps
- * the sections' bytes (nothing is read); the first lookup inflates a compressed section (SHF_COMPRESSED, zlib; at
+ * the sections' bytes (nothing is read); the first lookup inflates a compressed section (SHF_COMPRESSED, zlib or zstd; at
  * most {@link #MAX_INFLATED} bytes) and indexes its sequences ({@link DebugLine}); later lookups decode one unit.
  * A frame gets its symbol's name with the DWARF file and line; where {@code .debug_info} says code was inlined
  * ({@link DebugInfo}), the inlined functions come first: the innermost at the pc's line, each other at the line its
@@ -33,7 +34,6 @@ public final class DwarfLineTable implements LineTable {
     private static final System.Logger LOG = System.getLogger(DwarfLineTable.class.getName());
     /** A compressed .debug_line inflating to more than this gives no lines (a 500 MB debug file's is far smaller). */
     static final long MAX_INFLATED = 64L << 20;
-    private static final int ELFCOMPRESS_ZLIB = 1;
     private static final int CACHED_PCS = 1024;
     /** The most heap one binary's inline data may hold (libc6-dbg's, inflated sections included, takes about 9 MiB). */
     static final long MAX_INLINE_BYTES = 16L << 20;
@@ -48,6 +48,7 @@ public final class DwarfLineTable implements LineTable {
     private final String supName; // the supplementary file, null if none
     private final Path file; // the file read, and the process's root: where split units' files are looked for (null: not)
     private final Path root;
+    private final List<Path> packageFiles; // where a DWARF package (.dwp) may be, in order
     private final ByteBuffer[] raw; // SECTIONS then SUP_SECTIONS as mapped (compressed or not)
     private final boolean[] compressed;
     private final ByteBuffer[] inflated = new ByteBuffer[SECTIONS.length + SUP_SECTIONS.length]; // once inflated
@@ -67,12 +68,13 @@ public final class DwarfLineTable implements LineTable {
     private final long weight;
 
     private DwarfLineTable(String name, String supName, ByteBuffer[] raw, boolean[] compressed, SymbolTable symbols) {
-        this(name, supName, null, null, raw, compressed, symbols, MAX_INLINE_BYTES);
+        this(name, supName, null, null, List.of(), raw, compressed, symbols, MAX_INLINE_BYTES);
     }
 
-    private DwarfLineTable(String name, String supName, Path file, Path root, ByteBuffer[] raw, boolean[] compressed,
-                           SymbolTable symbols, long maxInlineBytes) {
+    private DwarfLineTable(String name, String supName, Path file, Path root, List<Path> packageFiles, ByteBuffer[] raw,
+                           boolean[] compressed, SymbolTable symbols, long maxInlineBytes) {
         this.name = name;
+        this.packageFiles = packageFiles;
         this.supName = supName;
         this.file = file;
         this.root = root;
@@ -122,6 +124,15 @@ public final class DwarfLineTable implements LineTable {
      */
     public static DwarfLineTable open(Path dwarfFile, ElfFile dwarfElf, SymbolTable symbols, Path root)
             throws DwarfException, IOException {
+        return open(dwarfFile, dwarfElf, symbols, root, dwarfFile);
+    }
+
+    /**
+     * As above for the DWARF of {@code binary} (the binary itself or its separate debug file {@code dwarfFile}): a split
+     * DWARF package is looked for as {@code dwarfFile.dwp}, then {@code binary.dwp}, as gdb looks for it.
+     */
+    public static DwarfLineTable open(Path dwarfFile, ElfFile dwarfElf, SymbolTable symbols, Path root, Path binary)
+            throws DwarfException, IOException {
         SectionHeader line = dwarfElf.sectionHeader(".debug_line").orElse(null);
         if (line == null || !line.hasContents() || line.size() == 0) {
             return null;
@@ -144,8 +155,14 @@ public final class DwarfLineTable implements LineTable {
             java.util.Arrays.fill(raw, SUP, raw.length, null);
             sup = null;
         }
-        return new DwarfLineTable(dwarfFile.toString(), sup == null ? null : sup.toString(), dwarfFile, root, raw, compressed,
-                symbols, MAX_INLINE_BYTES);
+        java.util.LinkedHashSet<Path> packages = new java.util.LinkedHashSet<>();
+        for (Path p : List.of(dwarfFile, binary)) {
+            if (p.getFileName() != null) {
+                packages.add(p.resolveSibling(p.getFileName() + ".dwp"));
+            }
+        }
+        return new DwarfLineTable(dwarfFile.toString(), sup == null ? null : sup.toString(), dwarfFile, root,
+                List.copyOf(packages), raw, compressed, symbols, MAX_INLINE_BYTES);
     }
 
     /** Maps {@code names}' sections of {@code file} into {@code raw} from {@code at}: absent ones stay null. */
@@ -188,8 +205,8 @@ public final class DwarfLineTable implements LineTable {
             raw[SUP + i] = sections.get("sup" + SUP_SECTIONS[i]);
         }
         boolean sup = sections.keySet().stream().anyMatch(k -> k.startsWith("sup."));
-        return new DwarfLineTable(name, sup ? name + " (supplementary)" : null, null, null, raw, new boolean[raw.length],
-                symbols, maxInlineBytes);
+        return new DwarfLineTable(name, sup ? name + " (supplementary)" : null, null, null, List.of(), raw,
+                new boolean[raw.length], symbols, maxInlineBytes);
     }
 
 
@@ -289,13 +306,36 @@ public final class DwarfLineTable implements LineTable {
     }
 
     private static final String[] DWO_SECTIONS = {".debug_info.dwo", ".debug_abbrev.dwo", ".debug_str.dwo",
-            ".debug_str_offsets.dwo", ".debug_rnglists.dwo"};
+            ".debug_str_offsets.dwo", ".debug_rnglists.dwo", ".debug_cu_index"};
+    private static final int CU_INDEX = 5;
+
+    /** A DWARF package's sections (decompressed where they were compressed) and its unit index. */
+    private record Package(Path path, ByteBuffer[] sections, DwarfPackage index, long decompressed) {}
+
+    private Package pkg; // the package file, once looked for (NO_PACKAGE: none, or unreadable: said once)
+    private static final Package NO_PACKAGE = new Package(null, null, null, 0);
 
     /**
-     * A split unit's file (gcc -gsplit-dwarf): {@code dwoName} as it is if absolute, else in {@code compDir}, each in the
-     * process's root first; then its name next to the file read (.dwo files copied beside the binary). Null if none.
+     * A split unit's sections (gcc -gsplit-dwarf): its part of a DWARF package, {@code FILE.dwp} beside the file read
+     * or the binary (gdb's names), when the package holds {@code dwoId}; else its {@code .dwo} file: {@code dwoName}
+     * as it is if absolute, else in {@code compDir}, each in the process's root first; then its name next to the file
+     * read (.dwo files copied beside the binary). Null if none.
      */
-    private DebugInfo.SplitFile splitFile(String dwoName, String compDir) throws DwarfException {
+    private DebugInfo.SplitFile splitFile(String dwoName, String compDir, long dwoId, long maxDecompressed) throws DwarfException {
+        Package p = dwp(maxDecompressed);
+        if (p != null) {
+            DwarfPackage.Contributions c = p.index().find(dwoId);
+            if (c != null) {
+                ByteBuffer[] b = p.sections();
+                String n = p.path().toString();
+                return new DebugInfo.SplitFile(n + " (unit 0x" + Long.toHexString(dwoId) + ")", new DebugInfo.Sections(
+                        DwarfPackage.slice(n, DWO_SECTIONS[0], b[0], c, DwarfPackage.SECT_INFO),
+                        DwarfPackage.slice(n, DWO_SECTIONS[1], b[1], c, DwarfPackage.SECT_ABBREV), b[2], null,
+                        DwarfPackage.slice(n, DWO_SECTIONS[3], b[3], c, DwarfPackage.SECT_STR_OFFSETS), null, null,
+                        p.index().version() >= 5 ? DwarfPackage.slice(n, DWO_SECTIONS[4], b[4], c, DwarfPackage.SECT_RNGLISTS) : null,
+                        null), p.decompressed());
+            }
+        }
         List<Path> candidates = new ArrayList<>();
         try {
             Path dwo = Path.of(dwoName);
@@ -316,24 +356,63 @@ public final class DwarfLineTable implements LineTable {
             if (!java.nio.file.Files.isRegularFile(c)) {
                 continue;
             }
-            ByteBuffer[] b = new ByteBuffer[DWO_SECTIONS.length];
-            boolean[] packed = new boolean[b.length];
-            try {
-                map(c, ElfFile.openWithoutSymbols(c), DWO_SECTIONS, b, packed, 0);
-            } catch (ElfException | IOException e) {
-                throw new DwarfException(c + ": " + e.getMessage());
-            }
-            for (int i = 0; i < b.length; i++) {
-                if (packed[i]) {
-                    throw new DwarfException(c + ": " + DWO_SECTIONS[i] + " is compressed (split units' files are read uncompressed)");
-                }
-            }
+            ByteBuffer[] b = new ByteBuffer[DWO_SECTIONS.length - 1];
+            long decompressed = splitSections(c, b, maxDecompressed);
             if (b[0] == null || b[1] == null) {
                 throw new DwarfException(c + ": .debug_info.dwo or .debug_abbrev.dwo is missing");
             }
-            return new DebugInfo.SplitFile(c.toString(), new DebugInfo.Sections(b[0], b[1], b[2], null, b[3], null, null, b[4], null));
+            return new DebugInfo.SplitFile(c.toString(), new DebugInfo.Sections(b[0], b[1], b[2], null, b[3], null, null, b[4], null),
+                    decompressed);
         }
         return null;
+    }
+
+    /** The package file, opened on first use; null if there is none (or it cannot be read: said once). */
+    private Package dwp(long maxDecompressed) throws DwarfException {
+        if (pkg == null) {
+            pkg = NO_PACKAGE;
+            for (Path c : packageFiles) {
+                if (!java.nio.file.Files.isRegularFile(c)) {
+                    continue;
+                }
+                ByteBuffer[] b = new ByteBuffer[DWO_SECTIONS.length];
+                long decompressed = splitSections(c, b, maxDecompressed);
+                if (b[0] == null || b[1] == null || b[CU_INDEX] == null) {
+                    throw new DwarfException(c + ": a DWARF package needs .debug_info.dwo, .debug_abbrev.dwo and .debug_cu_index");
+                }
+                DwarfPackage index = DwarfPackage.parse(c.toString(), b[CU_INDEX]);
+                pkg = new Package(c, b, index, decompressed);
+                LOG.log(System.Logger.Level.DEBUG, () -> c + ": DWARF package of " + index.unitCount() + " units");
+                break;
+            }
+        }
+        return pkg == NO_PACKAGE ? null : pkg;
+    }
+
+    /**
+     * Maps the first {@code into.length} of {@link #DWO_SECTIONS} of {@code c}, decompressing compressed ones (zlib or
+     * zstd) within {@code maxDecompressed} bytes in all; returns the bytes decompressed.
+     */
+    private long splitSections(Path c, ByteBuffer[] into, long maxDecompressed) throws DwarfException {
+        boolean[] packed = new boolean[into.length];
+        try {
+            map(c, ElfFile.openWithoutSymbols(c), java.util.Arrays.copyOf(DWO_SECTIONS, into.length), into, packed, 0);
+        } catch (ElfException | IOException e) {
+            throw new DwarfException(c + ": " + e.getMessage());
+        }
+        long total = 0;
+        for (int i = 0; i < into.length; i++) {
+            if (packed[i]) {
+                long size = into[i].limit() >= 24 ? into[i].duplicate().order(ByteOrder.LITTLE_ENDIAN).getLong(8) : 0;
+                if (size < 0 || size > maxDecompressed - total) {
+                    throw new DwarfException(c + ": " + DWO_SECTIONS[i] + " decompresses to " + Long.toUnsignedString(size)
+                            + " bytes, more than the " + Math.max(0, maxDecompressed - total) + " left for split units");
+                }
+                into[i] = decompressed(c.toString(), into[i], DWO_SECTIONS[i]);
+                total += into[i].limit();
+            }
+        }
+        return total;
     }
 
     private void failInline(Exception e) {
@@ -389,32 +468,36 @@ public final class DwarfLineTable implements LineTable {
     }
 
     private ByteBuffer inflatedSection(int i, String what) throws DwarfException {
-        ByteBuffer b = raw[i];
+        return decompressed(name, raw[i], what);
+    }
+
+    /** A SHF_COMPRESSED section's bytes (from its Elf64_Chdr) decompressed, at most {@link #MAX_INFLATED} of them. */
+    private static ByteBuffer decompressed(String name, ByteBuffer b, String what) throws DwarfException {
         if (b.limit() < 24) {
             throw new DwarfException(name + ": " + what + ": compression header truncated");
         }
         b = b.duplicate().order(ByteOrder.LITTLE_ENDIAN);
         int type = b.getInt(0);
         long size = b.getLong(8);
-        if (type != ELFCOMPRESS_ZLIB) {
-            throw new DwarfException(name + ": " + what + ": compression type " + type + " (only zlib is read)");
+        if (!SectionCompression.known(type)) {
+            throw new DwarfException(name + ": " + what + ": " + SectionCompression.name(type));
         }
         if (size < 0 || size > MAX_INFLATED) {
             throw new DwarfException(name + ": " + what + " inflates to " + Long.toUnsignedString(size) + " bytes, more than "
                     + MAX_INFLATED);
         }
-        return ByteBuffer.wrap(inflate(b, (int) size, what));
+        return ByteBuffer.wrap(inflate(name, type, b, (int) size, what));
     }
 
-    private byte[] inflate(ByteBuffer b, int size, String what) throws DwarfException {
+    private static byte[] inflate(String name, int type, ByteBuffer b, int size, String what) throws DwarfException {
         try {
-            byte[] out = dev.loupe.unwinder.elf.ZlibSection.inflate(b.slice(24, b.limit() - 24), size);
+            byte[] out = SectionCompression.decompress(type, b.slice(24, b.limit() - 24), size);
             if (out.length != size) {
-                throw new DwarfException(name + ": " + what + " inflated to " + out.length + " bytes, its header says " + size);
+                throw new DwarfException(name + ": " + what + " decompressed to " + out.length + " bytes, its header says " + size);
             }
             return out;
         } catch (DataFormatException e) {
-            throw new DwarfException(name + ": " + what + ": corrupt zlib stream: " + e.getMessage());
+            throw new DwarfException(name + ": " + what + ": " + e.getMessage());
         }
     }
 

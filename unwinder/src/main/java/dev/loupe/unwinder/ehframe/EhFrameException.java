@@ -25,7 +25,7 @@ public final class EhFrameException extends Exception {
         BAD_CFA_PROGRAM,
         /** More nested remember_state than the interpreter keeps. */
         STATE_STACK_OVERFLOW,
-        /** A compressed section in a format other than zlib, or a corrupt zlib stream. */
+        /** A compressed section in a format other than zlib or zstd, or a corrupt stream. */
         BAD_COMPRESSION,
         /** Larger than the limits this reader keeps to (sections, entries, pages). */
         TOO_LARGE,

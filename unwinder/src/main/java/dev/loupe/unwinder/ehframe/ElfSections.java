@@ -6,6 +6,7 @@ import dev.loupe.unwinder.elf.ElfException;
 import dev.loupe.unwinder.elf.ElfHeaders;
 import dev.loupe.unwinder.elf.ElfSource;
 import dev.loupe.unwinder.elf.LoadSegment;
+import dev.loupe.unwinder.elf.SectionCompression;
 import dev.loupe.unwinder.elf.SectionHeader;
 
 import java.io.IOException;
@@ -18,11 +19,10 @@ import java.util.zip.DataFormatException;
 /**
  * The section headers (with their addresses and flags, which {@code ElfFile} does not expose) and the
  * executable PT_LOAD ranges of an ELF64 little-endian x86-64 file, as {@link ElfHeaders} reads them, and
- * section contents with SHF_COMPRESSED (zlib) and GNU {@code .zdebug_*} sections inflated. Every size is
+ * section contents with SHF_COMPRESSED (zlib or zstd) and GNU {@code .zdebug_*} sections inflated. Every size is
  * checked against the file before anything is allocated; errors are {@link EhFrameException}s.
  */
 public final class ElfSections {
-    private static final int ELFCOMPRESS_ZLIB = 1;
     /** Section contents (after inflation) this reader will hold: eh_frame of the largest binaries is ~50 MB. */
     static final int MAX_CONTENT = 512 << 20;
 
@@ -116,34 +116,33 @@ public final class ElfSections {
             }
             int type = u32(raw, 0);
             long size = u64(raw, 8);
-            if (type != ELFCOMPRESS_ZLIB) {
-                throw new EhFrameException(Problem.BAD_COMPRESSION, name() + ": " + s.name() + ": compression type " + type
-                        + " is not supported (only zlib)");
+            if (!SectionCompression.known(type)) {
+                throw new EhFrameException(Problem.BAD_COMPRESSION, name() + ": " + s.name() + ": " + SectionCompression.name(type));
             }
-            return inflate(raw, 24, size, s.name());
+            return inflate(type, raw, 24, size, s.name());
         }
         if (s.name().startsWith(".zdebug_") && raw.length >= 12 && raw[0] == 'Z' && raw[1] == 'L' && raw[2] == 'I' && raw[3] == 'B') {
             long size = 0;
             for (int i = 4; i < 12; i++) {
                 size = size << 8 | (raw[i] & 0xff); // big-endian
             }
-            return inflate(raw, 12, size, s.name());
+            return inflate(SectionCompression.ELFCOMPRESS_ZLIB, raw, 12, size, s.name());
         }
         return raw;
     }
 
-    private byte[] inflate(byte[] raw, int from, long size, String what) throws EhFrameException {
+    private byte[] inflate(int type, byte[] raw, int from, long size, String what) throws EhFrameException {
         if (size < 0 || size > MAX_CONTENT) {
             throw new EhFrameException(Problem.TOO_LARGE, name() + ": " + what + " inflates to " + Long.toUnsignedString(size) + " bytes, too large");
         }
         try {
-            byte[] out = dev.loupe.unwinder.elf.ZlibSection.inflate(java.nio.ByteBuffer.wrap(raw, from, raw.length - from), (int) size);
+            byte[] out = SectionCompression.decompress(type, ByteBuffer.wrap(raw, from, raw.length - from), (int) size);
             if (out.length != size) {
                 throw new EhFrameException(Problem.BAD_COMPRESSION, name() + ": " + what + " inflated to " + out.length + " bytes, header says " + size);
             }
             return out;
         } catch (DataFormatException e) {
-            throw new EhFrameException(Problem.BAD_COMPRESSION, name() + ": " + what + ": corrupt zlib stream: " + e.getMessage());
+            throw new EhFrameException(Problem.BAD_COMPRESSION, name() + ": " + what + ": " + e.getMessage());
         }
     }
 

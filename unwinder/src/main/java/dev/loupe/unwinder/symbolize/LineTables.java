@@ -50,7 +50,7 @@ final class LineTables {
             }
             for (Path debug : debugFiles(file, elf, processRoot, mappedPath, buildId)) {
                 ElfFile d = ElfFile.openWithoutSymbols(debug);
-                DwarfLineTable t = DwarfLineTable.open(debug, d, symbols, processRoot);
+                DwarfLineTable t = DwarfLineTable.open(debug, d, symbols, processRoot, file);
                 if (t != null) {
                     return t;
                 }

@@ -50,7 +50,7 @@ public final class DebugInfoFuzzTarget {
                 // The same bytes serve as a skeleton unit's split file (.dwo), with its strings' offsets from the str bytes.
                 DebugInfo.Sections dwo = new DebugInfo.Sections(sup.info(), sup.abbrev(), sup.str(), null, sup.str(), null, null,
                         ranges, null);
-                d.splitFiles((dwoName, compDir) -> new DebugInfo.SplitFile("fuzz", dwo));
+                d.splitFiles((dwoName, compDir, dwoId, max) -> new DebugInfo.SplitFile("fuzz", dwo));
             }
             for (long a : new long[] {address, address + 1, address - 1}) {
                 DebugInfo.Chain c = d.chain(a);

@@ -14,7 +14,7 @@ import java.util.List;
 
 /**
  * Fuzz target for the DWARF line reader: {@link DebugLine#parse} and lookups over a {@code .debug_line} section, and
- * {@link DwarfLineTable} over a SHF_COMPRESSED one (Elf64_Chdr + zlib). Input: a flags byte (bit 0: compressed; bit 1:
+ * {@link DwarfLineTable} over a SHF_COMPRESSED one (Elf64_Chdr + zlib or zstd). Input: a flags byte (bit 0: compressed; bit 1:
  * DWARF 2-4 units have a compilation directory, joined to their relative names), an address to look up, then the
  * section's bytes. A {@link DwarfException} naming the section is what bad input must
  * give; anything else escaping, a negative line, or a lookup that throws from {@link DwarfLineTable#lines} is a finding.
@@ -59,19 +59,19 @@ public final class DebugLineFuzzTarget {
         }
     }
 
-    /** A small C program's .debug_line as DWARF 4, DWARF 5, and DWARF 5 zlib-compressed (with its Elf64_Chdr). */
+    /** A small C program's .debug_line as DWARF 4, DWARF 5, and DWARF 5 zlib- and zstd-compressed (with its Elf64_Chdr). */
     public static void writeSeeds(Path dir) throws Exception {
         Path tmp = Files.createTempDirectory("debugline-seeds");
-        for (String v : List.of("dwarf-4", "dwarf-5", "compressed")) {
+        for (String v : List.of("dwarf-4", "dwarf-5", "compressed", "zstd")) {
             Path bin = TestPrograms.compile(tmp, "hot_" + v.replace('-', '_'), DebugLineTest.SOURCE, "-O1",
                     v.equals("dwarf-4") ? "-gdwarf-4" : "-gdwarf-5");
-            if (v.equals("compressed")) {
-                TestPrograms.run(List.of("objcopy", "--compress-debug-sections=zlib", bin.toString()));
+            if (v.equals("compressed") || v.equals("zstd")) {
+                TestPrograms.run(List.of("objcopy", "--compress-debug-sections=" + (v.equals("zstd") ? "zstd" : "zlib"), bin.toString()));
             }
             ByteBuffer s = ElfFile.open(bin).section(".debug_line").orElseThrow();
             long hot = TestPrograms.nmAddress(bin, "hot");
             ByteBuffer b = ByteBuffer.allocate(9 + s.remaining()).order(ByteOrder.LITTLE_ENDIAN);
-            b.put((byte) (v.equals("compressed") ? 1 : 0)).putLong(hot + 4).put(s);
+            b.put((byte) (v.equals("compressed") || v.equals("zstd") ? 1 : 0)).putLong(hot + 4).put(s);
             Files.write(dir.resolve("seed-" + v), b.array());
         }
     }

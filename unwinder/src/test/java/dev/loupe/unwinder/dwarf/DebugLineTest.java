@@ -10,6 +10,7 @@ import org.junit.jupiter.api.io.TempDir;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 
@@ -19,7 +20,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * .debug_line against binutils' addr2line, byte by byte over real functions: a C program built with -g as DWARF 5,
- * DWARF 4 and DWARF 5 with zlib-compressed sections, and Debian's libc through libc6-dbg's debug file (DWARF 5,
+ * DWARF 4 and DWARF 5 with zlib- and zstd-compressed sections, and Debian's libc through libc6-dbg's debug file (DWARF 5,
  * compressed). Hostile input: every truncation of a real section is a DwarfException or a valid table.
  */
 public class DebugLineTest {
@@ -153,6 +154,80 @@ public class DebugLineTest {
         DwarfException e = assertThrows(DwarfException.class,
                 () -> DebugLine.parse("bad", ByteBuffer.wrap(new byte[] {(byte) 0xff, (byte) 0xff, (byte) 0xff, (byte) 0xff, 1}), null, null));
         assertTrue(e.getMessage().contains("truncated"), e.getMessage());
+    }
+
+    /**
+     * One build, copied and compressed by objcopy with zlib and with zstd: every byte of hot and main gets the same
+     * lines and inline chain as from the uncompressed file, whose first lines are elfutils' eu-addr2line's.
+     */
+    @Test
+    void zlibAndZstdCompressedCopiesOfOneBuildGiveItsLinesExactly() throws Exception {
+        Path plain = TestPrograms.compile(dir, "hot", SOURCE, "-O2", "-gdwarf-5");
+        SymbolTable symbols = ElfFile.open(plain).symbols();
+        List<Long> addrs = new java.util.ArrayList<>();
+        for (String f : List.of("hot", "main")) {
+            addrs.addAll(DwarfFixture.bytesOf(symbols, DwarfFixture.indexOf(symbols, f, plain)));
+        }
+        DwarfLineTable want = DwarfLineTable.open(plain, ElfFile.openWithoutSymbols(plain), symbols);
+        List<String> eu = DwarfFixture.euAddr2line(plain, addrs);
+        int known = 0;
+        for (int k = 0; k < addrs.size(); k++) {
+            List<SourceLine> l = want.lines(addrs.get(k));
+            assertEquals(eu.get(k), l.isEmpty() ? "??:0" : l.get(0).file() + ":" + l.get(0).line(), "0x" + Long.toHexString(addrs.get(k)));
+            known += l.isEmpty() ? 0 : 1;
+        }
+        assertTrue(known > addrs.size() / 2, known + " of " + addrs.size());
+        for (String type : List.of("zlib", "zstd")) {
+            Path packed = dir.resolve("hot-" + type);
+            Files.copy(plain, packed);
+            TestPrograms.run(List.of("objcopy", "--compress-debug-sections=" + type, packed.toString()));
+            for (String section : List.of(".debug_line", ".debug_info", ".debug_abbrev")) { // objcopy leaves what would grow
+                assertEquals(type.toUpperCase(java.util.Locale.ROOT), DwarfFixture.compression(packed, section), packed + " " + section);
+            }
+            DwarfLineTable got = DwarfLineTable.open(packed, ElfFile.openWithoutSymbols(packed), symbols);
+            for (long a : addrs) {
+                assertEquals(want.lines(a), got.lines(a), type + " 0x" + Long.toHexString(a));
+            }
+            assertEquals(null, got.problem());
+            assertEquals(null, got.inlineProblem());
+            System.out.println(type + ": " + known + " of " + addrs.size() + " bytes of hot and main with lines, as uncompressed");
+        }
+    }
+
+    /** A zstd-compressed .debug_line cut short, corrupted or shorter than its header says: no lines, a problem naming it. */
+    @Test
+    void aCorruptZstdSectionGivesNoLinesAndSaysWhy() throws Exception {
+        Path bin = TestPrograms.compile(dir, "hot", SOURCE, "-O1", "-gdwarf-5");
+        TestPrograms.run(List.of("objcopy", "--compress-debug-sections=zstd", bin.toString()));
+        assertEquals("ZSTD", DwarfFixture.compression(bin, ".debug_line"));
+        ByteBuffer whole = ElfFile.open(bin).section(".debug_line").orElseThrow();
+        byte[] b = new byte[whole.remaining()];
+        whole.get(b);
+        long hot = TestPrograms.nmAddress(bin, "hot");
+        SymbolTable symbols = ElfFile.open(bin).symbols();
+        assertTrue(DwarfLineTable.of("whole", ByteBuffer.wrap(b), true, symbols).lines(hot + 4).size() == 1, "the section as it is reads");
+
+        DwarfLineTable cut = DwarfLineTable.of("cut", ByteBuffer.wrap(b, 0, 24 + (b.length - 24) / 2).slice(), true, symbols);
+        assertEquals(List.of(), cut.lines(hot + 4));
+        assertTrue(cut.problem().startsWith("cut: .debug_line: corrupt zstd stream: "), cut.problem());
+
+        byte[] bad = b.clone();
+        Arrays.fill(bad, 24, 28, (byte) 0); // the frame's magic number
+        DwarfLineTable corrupt = DwarfLineTable.of("corrupt", ByteBuffer.wrap(bad), true, symbols);
+        assertEquals(List.of(), corrupt.lines(hot + 4));
+        assertTrue(corrupt.problem().startsWith("corrupt: .debug_line: corrupt zstd stream: "), corrupt.problem());
+
+        byte[] longer = b.clone();
+        ByteBuffer.wrap(longer).order(java.nio.ByteOrder.LITTLE_ENDIAN).putLong(8, 1 << 20);
+        DwarfLineTable lie = DwarfLineTable.of("lie", ByteBuffer.wrap(longer), true, symbols);
+        assertEquals(List.of(), lie.lines(hot + 4));
+        assertTrue(lie.problem().matches("lie: \\.debug_line decompressed to \\d+ bytes, its header says 1048576"), lie.problem());
+
+        byte[] other = b.clone();
+        other[0] = 7;
+        DwarfLineTable unknown = DwarfLineTable.of("unknown", ByteBuffer.wrap(other), true, symbols);
+        assertEquals(List.of(), unknown.lines(hot + 4));
+        assertEquals("unknown: .debug_line: compression type 7 (only zlib and zstd are read)", unknown.problem());
     }
 
     @Test

@@ -21,8 +21,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * bytes of a function, Debian's libc debug file and a file's DWARF sections by name.
  */
 final class DwarfFixture {
-    /** The variants every reader must match addr2line on: DWARF 5, DWARF 4, DWARF 5 with zlib-compressed sections. */
-    static final List<String> VARIANTS = List.of("-gdwarf-5", "-gdwarf-4", "compressed");
+    /**
+     * The variants every reader must match addr2line on: DWARF 5, DWARF 4, DWARF 5 with zlib-compressed sections, and
+     * with zstd-compressed ones (binutils 2.40's objcopy writes ELFCOMPRESS_ZSTD; its addr2line reads them).
+     */
+    static final List<String> VARIANTS = List.of("-gdwarf-5", "-gdwarf-4", "compressed", "zstd");
     /** The sections {@link DwarfLineTable#of(String, Map, SymbolTable, long)} reads. */
     static final List<String> SECTIONS = List.of(".debug_line", ".debug_line_str", ".debug_str", ".debug_info",
             ".debug_abbrev", ".debug_str_offsets", ".debug_addr", ".debug_ranges", ".debug_rnglists", ".debug_aranges");
@@ -33,12 +36,17 @@ final class DwarfFixture {
     static Map<String, Path> variants(Path dir, String name, String source, String opt) throws Exception {
         Map<String, Path> out = new LinkedHashMap<>();
         for (String variant : VARIANTS) {
-            Path bin = TestPrograms.compile(dir, name + variant.replace("-", "_"), source, opt,
-                    variant.equals("compressed") ? "-gdwarf-5" : variant);
+            boolean packed = variant.equals("compressed") || variant.equals("zstd");
+            Path bin = TestPrograms.compile(dir, name + variant.replace("-", "_"), source, opt, packed ? "-gdwarf-5" : variant);
             if (variant.equals("compressed")) {
                 TestPrograms.run(List.of("objcopy", "--compress-debug-sections=zlib", bin.toString()));
                 assertTrue(TestPrograms.run(List.of("readelf", "-SW", bin.toString())).lines()
                         .anyMatch(l -> l.contains(".debug_line ") && l.matches(".*\\s C\\s.*|.* C .*")), "compressed");
+            } else if (variant.equals("zstd")) {
+                TestPrograms.run(List.of("objcopy", "--compress-debug-sections=zstd", bin.toString()));
+                for (String section : List.of(".debug_line", ".debug_info", ".debug_abbrev")) {
+                    assertEquals("ZSTD", compression(bin, section), bin + " " + section);
+                }
             }
             out.put(variant, bin);
         }
@@ -64,6 +72,25 @@ final class DwarfFixture {
         cmd.append(" src/").append(name).append(".c -o ").append(name);
         TestPrograms.run(List.of("sh", "-c", cmd.toString()));
         return dir.resolve(name);
+    }
+
+    /**
+     * How readelf says {@code section} of {@code file} is compressed: "ZLIB", "ZSTD" (its Elf64_Chdr's ch_type), or
+     * null when it is not.
+     */
+    static String compression(Path file, String section) throws Exception {
+        List<String> l = TestPrograms.run(List.of("readelf", "-tW", file.toString())).lines().toList();
+        for (int i = 0; i < l.size(); i++) {
+            if (l.get(i).trim().matches("\\[\\s*\\d+\\]\\s+" + java.util.regex.Pattern.quote(section))) {
+                for (int k = i + 1; k + 1 < l.size() && k <= i + 2; k++) { // the type, flags, then "ZSTD, size, align"
+                    if (l.get(k).contains("COMPRESSED")) {
+                        return l.get(k + 1).trim().split(",")[0];
+                    }
+                }
+                return null;
+            }
+        }
+        throw new AssertionError(file + " has no section " + section);
     }
 
     /** Debian's libc debug file (libc6-dbg), found by libc's build id. */
@@ -109,6 +136,17 @@ final class DwarfFixture {
         List<String> lines = new ArrayList<>();
         for (String l : out.split("\n")) {
             lines.add(l.replaceAll(" \\(discriminator \\d+\\)", "").trim());
+        }
+        assertEquals(addrs.size(), lines.size(), out);
+        return lines;
+    }
+
+    /** elfutils' eu-addr2line's "file:line" for each address, as {@link #addr2line} (an implementation other than BFD). */
+    static List<String> euAddr2line(Path file, List<Long> addrs) throws Exception {
+        String out = toolOutput("eu-addr2line", file, addrs, "");
+        List<String> lines = new ArrayList<>();
+        for (String l : out.split("\n")) {
+            lines.add(l.replaceAll(" \\(discriminator \\d+\\)", "").replaceAll(":(\\d+):\\d+$", ":$1").trim());
         }
         assertEquals(addrs.size(), lines.size(), out);
         return lines;

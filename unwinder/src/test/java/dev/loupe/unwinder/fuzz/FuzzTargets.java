@@ -78,7 +78,7 @@ public final class FuzzTargets {
      * scans its classpath at start, and agent's test libraries (Kafka, WireMock, gRPC) made that ~10 s. A target
      * whose reader needs another library adds its jar here.
      */
-    static final List<String> CHILD_JARS = List.of("loupe-", "jazzer", "caffeine", "jspecify", "error_prone_annotations");
+    static final List<String> CHILD_JARS = List.of("loupe-", "jazzer", "caffeine", "jspecify", "error_prone_annotations", "zstd-jni");
 
     /** Java's regex compiler reached with fuzzer bytes is what a regex reader is for: not an injection there. */
     private static final String NO_REGEX_INJECTION = "com.code_intelligence.jazzer.sanitizers.RegexInjection";
@@ -97,6 +97,7 @@ public final class FuzzTargets {
             target("dev.loupe.unwinder.hotspot.CompressedLineNumbersFuzzTarget", 4096),
             target("dev.loupe.unwinder.golang.GoPclntabFuzzTarget", 32768),
             target("dev.loupe.unwinder.dwarf.DebugLineFuzzTarget", 16384),
+            target("dev.loupe.unwinder.dwarf.DwarfPackageFuzzTarget", 4096),
             target("dev.loupe.unwinder.dwarf.DebugInfoFuzzTarget", 32768),
             target("dev.loupe.unwinder.golang.GoRuntimeInfoFuzzTarget", 8192),
             target("dev.loupe.unwinder.golang.GoBinaryFuzzTarget", 65536),

@@ -102,4 +102,62 @@ class LineTablesTest {
         assertTrue(chains >= 4, "pcs of hot with named inlined functions: " + chains);
         assertEquals(null, ((DwarfLineTable) t).inlineProblem());
     }
+
+    /**
+     * A real Debian debug package inside a container's root: libc6-dbg's debug file for this libc (Debian's .build-id
+     * layout; installed on the host by ./loupe test) copied to ROOT/usr/lib/debug/.build-id/xx/rest.debug, libc itself
+     * to ROOT/lib/x86_64-linux-gnu. The root's file is found first by build id, and every byte of four libc functions
+     * has the line elfutils' eu-addr2line gives from that file (file base names compared: Debian builds libc with the
+     * compilation directory "./stdlib" as DWARF 5 directory 0, which eu-addr2line and addr2line prefix twice).
+     */
+    @Test
+    void debianLibcDebugPackageInsideTheProcessRootMatchesEuAddr2line() throws Exception {
+        Path libc = TestPrograms.LIBC.toRealPath();
+        String id = ElfFile.open(libc).buildId().orElseThrow();
+        Path hostDebug = TestPrograms.buildIdPath(Path.of("/usr/lib/debug"), id);
+        assertTrue(Files.exists(hostDebug), "no " + hostDebug + " (package libc6-dbg; ./loupe test installs it)");
+        Path root = Files.createDirectories(dir.resolve("root"));
+        Path debug = TestPrograms.buildIdPath(root.resolve("usr/lib/debug"), id);
+        Files.createDirectories(debug.getParent());
+        Files.copy(hostDebug, debug);
+        Path bin = Files.createDirectories(root.resolve("lib/x86_64-linux-gnu")).resolve("libc.so.6");
+        Files.copy(libc, bin);
+        ElfFile elf = ElfFile.open(bin);
+        String mapped = "/lib/x86_64-linux-gnu/libc.so.6";
+        assertEquals(debug, LineTables.debugFiles(bin, elf, root, mapped, id).get(0), "the root's debug file comes first");
+
+        var symbols = ElfFile.open(debug).symbols(); // .symtab: static functions too
+        LineTable t = LineTables.open(bin, elf, root, mapped, id, symbols);
+        assertInstanceOf(DwarfLineTable.class, t);
+        int known = 0;
+        int bytes = 0;
+        for (String function : List.of("qsort_r", "getenv", "____strtol_l_internal", "__libc_malloc")) {
+            long at = TestPrograms.nmAddress(debug, function);
+            int i = -1;
+            for (int k = 0; k < symbols.size() && i < 0; k++) {
+                i = symbols.start(k) == at ? k : -1;
+            }
+            assertTrue(i >= 0, function);
+            StringBuilder addrs = new StringBuilder();
+            for (long a = at; a < at + symbols.symbolSize(i); a++) {
+                addrs.append("0x").append(Long.toHexString(a)).append('\n');
+            }
+            Path in = dir.resolve(function + ".addrs");
+            Files.writeString(in, addrs);
+            List<String> truth = TestPrograms.run(List.of("sh", "-c", "eu-addr2line -e '" + debug + "' < '" + in + "'")).lines().toList();
+            assertEquals(symbols.symbolSize(i), truth.size(), function);
+            for (int k = 0; k < truth.size(); k++) {
+                long a = at + k;
+                String want = truth.get(k).replaceAll(":(\\d+):\\d+$", ":$1");
+                want = want.substring(want.lastIndexOf('/') + 1);
+                List<SourceLine> got = t.lines(a);
+                String ours = got.isEmpty() ? "??:0" : got.get(0).file().substring(got.get(0).file().lastIndexOf('/') + 1) + ":" + got.get(0).line();
+                assertEquals(want, ours, function + " 0x" + Long.toHexString(a));
+                known += got.isEmpty() ? 0 : 1;
+                bytes++;
+            }
+        }
+        assertTrue(known > bytes * 9 / 10, known + " of " + bytes + " bytes with lines");
+        System.out.println("libc6-dbg in a process root: " + known + " of " + bytes + " bytes of 4 functions with eu-addr2line's line");
+    }
 }
