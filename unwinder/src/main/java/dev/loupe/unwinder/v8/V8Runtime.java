@@ -71,7 +71,20 @@ public final class V8Runtime implements ManagedRuntime {
     /** Whether a path names node's binary or its shared library. */
     static boolean isNode(String path) {
         String base = path.substring(path.lastIndexOf('/') + 1);
-        return base.equals("node") || base.matches("node\\d+") || base.startsWith("libnode.so");
+        if (base.startsWith("libnode.so")) {
+            return true;
+        }
+        // node or nodeNN, without a regex: every process's every executable mapping is asked (String.matches compiled
+        // a pattern each time)
+        if (!base.startsWith("node")) {
+            return false;
+        }
+        for (int i = 4; i < base.length(); i++) {
+            if (base.charAt(i) < '0' || base.charAt(i) > '9') {
+                return false;
+            }
+        }
+        return true;
     }
 
     @Override

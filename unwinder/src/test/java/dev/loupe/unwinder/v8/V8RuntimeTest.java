@@ -125,6 +125,10 @@ class V8RuntimeTest {
         }
         assertFalse(V8Runtime.isNode("/usr/bin/nodejs-helper"));
         assertTrue(V8Runtime.isNode("/usr/lib/x86_64-linux-gnu/libnode.so.108"));
+        assertTrue(V8Runtime.isNode("/usr/bin/node"));
+        assertTrue(V8Runtime.isNode("/opt/node22/bin/node22"));
+        assertFalse(V8Runtime.isNode("/usr/bin/node2x"));
+        assertFalse(V8Runtime.isNode("/usr/bin/nodejs"));
     }
 
     @Test
