@@ -255,6 +255,8 @@ enum python_abi {
 	PYTHON_MAX_FRAMES_PER_EVAL = 64, /* interpreter frames one _PyEval_EvalFrameDefault call runs, at most */
 	PYTHON_NO_HOLDER = 0xffff,       /* the thread state holds its current frame itself (3.13+) */
 	PYTHON_FRAME_BYTES = 128,        /* a frame's head read at once: every field the walk reads lies in it */
+	PYTHON_BLOCK_BYTES = 1024,       /* 3.11+: a read of a frame's head and the frames below it (its callers) */
+	PYTHON_PAGE_BYTES = 4096,        /* a block does not start below its frame's page (which may be a chunk's first) */
 };
 /* How a CPython version links its frames (PythonLayout.Variant). */
 enum python_variant {

@@ -89,9 +89,9 @@ class KernelAbiTest {
             for (String e : KernelAbi.UNWINDER_ENUMS) {
                 theObjects.putAll(btf.enumeration(e).orElseThrow());
             }
-            assertEquals(71, theObjects.size(), "12 rule kinds and the first runtime kind, 3 RBP rules, 3 signal offsets, "
+            assertEquals(73, theObjects.size(), "12 rule kinds and the first runtime kind, 3 RBP rules, 3 signal offsets, "
                     + "8 stop reasons, the tick, the no-FDE frame limit, the frame type shift, 3 frame types, 2 HotSpot "
-                    + "interpreter frame offsets and 3 constants of its tagged value, 4 HotSpot code heap constants, the row search's steps, 8 CPython constants,"
+                    + "interpreter frame offsets and 3 constants of its tagged value, 4 HotSpot code heap constants, the row search's steps, 10 CPython constants,"
                     + " 4 variants and 5 errors, 7 V8 constants and 4 errors");
             KernelAbi.checkProfiler(btf, Optional.of(theObjects));
 

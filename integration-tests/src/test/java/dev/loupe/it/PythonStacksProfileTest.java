@@ -119,10 +119,12 @@ class PythonStacksProfileTest {
 
     /**
      * The two forms Debian ships: {@code python3.11} (libpython linked in, not position-independent) and a C program
-     * linking Debian's {@code libpython3.11.so} (position-independent: the walker's table is moved by its load bias).
+     * linking Debian's {@code libpython3.11.so} (position-independent: the walker's table is moved by its load bias);
+     * and python3.11 copied as {@code myapp}, a name that says nothing: found by its symbols, its version read from it.
      */
     @ParameterizedTest(name = "{0}")
-    @ValueSource(strings = {"python3.11", "embedded libpython3.11.so", "python3.13", "python3.14", "python3.9"})
+    @ValueSource(strings = {"python3.11", "embedded libpython3.11.so", "python3.11 renamed myapp", "python3.13", "python3.14",
+            "python3.9"})
     void pythonStacksNameEachFunctionFileAndLine(String form) throws Exception {
         assertTrue(Files.isExecutable(PYTHON311), PYTHON311 + " (Debian 12's python3.11, installed by ./loupe test)");
         Path script = dir.resolve("aviary.py");
@@ -151,8 +153,16 @@ class PythonStacksProfileTest {
             cmd = List.of(dir.resolve("embed").toString(), script.toString());
             mappingName = "[python] embed";
         }
+        ProcessBuilder pb = new ProcessBuilder(cmd);
+        if (form.endsWith("renamed myapp")) {
+            Path myapp = Files.copy(PYTHON311, dir.resolve("myapp"));
+            assertTrue(myapp.toFile().setExecutable(true));
+            pb = new ProcessBuilder(myapp.toString(), script.toString());
+            pb.environment().put("PYTHONHOME", "/usr"); // its standard library, from where the copy is not
+            mappingName = "[python] myapp";
+        }
         String mapping = mappingName;
-        Process py = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        Process py = pb.redirectErrorStream(true).start();
         Path out = dir.resolve("profiles");
         String log;
         List<String> view = new ArrayList<>();

@@ -97,9 +97,8 @@ final class RuntimeTables {
      * (an interpreter binary's); null: the file's own.
      */
     UnwindTable fileTable(MapEntry m, java.nio.file.Path file, UnwindTable own) throws java.io.IOException {
-        List<MapEntry> one = List.of(m);
         for (dev.loupe.unwinder.runtime.ManagedRuntime r : registry.runtimes()) {
-            if (r.detect(one)) {
+            if (r.detectFile(m, file)) {
                 java.util.Optional<UnwindTable> t = r.fileTable(m, file, own);
                 if (t.isPresent()) {
                     return t.get();

@@ -26,6 +26,13 @@ public final class PythonFrameStep {
     public static final int MAX_FRAMES_PER_EVAL = 64;
     /** The head of a frame the walker reads at once: the frame fields a layout names must lie in it. */
     public static final int FRAME_BYTES = 128;
+    /**
+     * 3.11+: one read brings in a frame's head and the bytes below it, where its callers' frames lie in the thread's
+     * data stack chunk (pushed before it), so that a deep chain costs a read per few frames, not one per frame.
+     */
+    public static final int BLOCK_BYTES = 1024;
+    /** A block does not start below its frame's page (the page below a chunk's first may be unmapped). */
+    public static final int PAGE_BYTES = 4096;
 
     private PythonFrameStep() {}
 
@@ -90,6 +97,7 @@ public final class PythonFrameStep {
         PythonLayout.Variant v = l.variant();
         List<List<Long>> out = new ArrayList<>();
         long cursor = 0;
+        Block block = new Block();
         for (int call = 0; call < evalCalls; call++) {
             List<Long> written = new ArrayList<>();
             out.add(written);
@@ -104,18 +112,17 @@ public final class PythonFrameStep {
             long f = cursor;
             boolean failed = false;
             for (int k = 0; k < MAX_FRAMES_PER_EVAL && f != 0; k++) {
-                ByteBuffer frame;
-                try {
-                    frame = mem.read(f, FRAME_BYTES);
-                } catch (IOException e) {
+                int at = block.load(mem, f, v);
+                if (at < 0) {
                     written.add((long) Error.READ.code);
                     failed = true;
                     break;
                 }
-                long code = frame.getLong(l.frameCode());
-                long instr = frame.getLong(l.frameInstr());
-                long previous = frame.getLong(l.framePrevious());
-                int end = v == PythonLayout.Variant.V39 ? 0 : frame.get(l.frameEnd()) & 0xff;
+                ByteBuffer frame = block.bytes;
+                long code = frame.getLong(at + l.frameCode());
+                long instr = frame.getLong(at + l.frameInstr());
+                long previous = frame.getLong(at + l.framePrevious());
+                int end = v == PythonLayout.Variant.V39 ? 0 : frame.get(at + l.frameEnd()) & 0xff;
                 if (v.code() >= PythonLayout.Variant.V312.code() && end >= l.cstackOwner()) {
                     f = previous; // the call's entry frame: its frames are reported
                     break;
@@ -154,6 +161,53 @@ public final class PythonFrameStep {
             }
         }
         return out;
+    }
+
+    /** The last read of one sample's walk: {@code python_load_frame} and the block it fills. */
+    static final class Block {
+        long start;
+        int length; // 0: none
+        ByteBuffer bytes;
+        /** Reads, for tests that count them. */
+        int reads;
+
+        /** The offset in {@link #bytes} of the frame at {@code f}'s head, read if the last read does not hold it; -1 if unreadable. */
+        int load(ProcessMemory mem, long f, PythonLayout.Variant v) {
+            if (length >= FRAME_BYTES && Long.compareUnsigned(f, start) >= 0
+                    && Long.compareUnsigned(f - start, length - FRAME_BYTES) <= 0) {
+                return (int) (f - start);
+            }
+            long from = f;
+            if (v != PythonLayout.Variant.V39 && Long.compareUnsigned(f, BLOCK_BYTES) >= 0) {
+                long page = f & ~(long) (PAGE_BYTES - 1);
+                from = f + FRAME_BYTES - BLOCK_BYTES;
+                if (Long.compareUnsigned(from, page) < 0) {
+                    from = page;
+                }
+            }
+            int len = (int) (f + FRAME_BYTES - from);
+            try {
+                reads++;
+                bytes = mem.read(from, len);
+            } catch (IOException e) {
+                if (from == f) {
+                    length = 0;
+                    return -1;
+                }
+                try {
+                    reads++;
+                    bytes = mem.read(f, FRAME_BYTES);
+                } catch (IOException e2) {
+                    length = 0;
+                    return -1;
+                }
+                from = f;
+                len = FRAME_BYTES;
+            }
+            start = from;
+            length = len;
+            return (int) (f - from);
+        }
     }
 
     private static final class WalkFailed extends Exception {
@@ -207,7 +261,9 @@ public final class PythonFrameStep {
                 "PYTHON_MAX_THREADS", (long) MAX_THREADS,
                 "PYTHON_MAX_FRAMES_PER_EVAL", (long) MAX_FRAMES_PER_EVAL,
                 "PYTHON_NO_HOLDER", (long) PythonLayout.NO_HOLDER,
-                "PYTHON_FRAME_BYTES", (long) FRAME_BYTES));
+                "PYTHON_FRAME_BYTES", (long) FRAME_BYTES,
+                "PYTHON_BLOCK_BYTES", (long) BLOCK_BYTES,
+                "PYTHON_PAGE_BYTES", (long) PAGE_BYTES));
         for (PythonLayout.Variant v : PythonLayout.Variant.values()) {
             m.put("PYTHON_" + v.name(), (long) v.code());
         }

@@ -67,7 +67,7 @@ final class PythonProcess implements RuntimeProcess {
             throws IOException, Unsupported {
         MapEntry found = null;
         for (MapEntry m : executable) {
-            if (m.executable() && m.fileBacked() && PythonRuntime.version(m.path()) != null
+            if (m.executable() && m.fileBacked() && runtime.interpreter(m)
                     && (found == null || m.path().contains("libpython"))) {
                 found = m;
             }

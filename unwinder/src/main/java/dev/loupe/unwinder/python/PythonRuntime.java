@@ -19,13 +19,16 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
  * CPython processes, read from outside with no flag in the target: a process is one when it maps {@code python3.X}
- * (Debian links libpython into it) or {@code libpython3.X.so} (embedders) executable. The walker walks that binary
+ * (Debian links libpython into it) or {@code libpython3.X.so} (embedders) executable, or any binary that turned out to
+ * be a CPython interpreter when its table was built ({@link #detectFile}: a renamed copy, a program with libpython
+ * linked in statically); its version is read from the binary itself ({@link PythonBinary#version}). The walker walks that binary
  * with its {@link #fileTable}: the binary's own rows, the interpreter loop's of kind {@code RULE_PYTHON_EVAL}, and the
  * version's layout ({@code python.bpf.h}), built once per binary and shared by every process that maps it, so a
  * process's Python frames are walked from its first sample with nothing read for it. Its {@link PythonProcess} names
@@ -47,6 +50,15 @@ public final class PythonRuntime implements ManagedRuntime {
     final AtomicLong codeReads = new AtomicLong();
     final AtomicLong badCode = new AtomicLong();
     final AtomicLong staticCodeHits = new AtomicLong(); // code objects of a binary's own data, read by an earlier process
+    final AtomicLong foundByContent = new AtomicLong();
+    /** Interpreter binaries not named as such, found by their symbols ({@link #detectFile}), by file identity. */
+    private final Set<Inode> interpreters = ConcurrentHashMap.newKeySet();
+
+    private record Inode(int devMajor, int devMinor, long inode) {
+        static Inode of(MapEntry m) {
+            return new Inode(m.devMajor(), m.devMinor(), m.inode());
+        }
+    }
 
     private PythonRuntime(Path procRoot) {
         this.procRoot = procRoot;
@@ -64,7 +76,39 @@ public final class PythonRuntime implements ManagedRuntime {
 
     @Override
     public boolean detect(List<MapEntry> executable) {
-        return ManagedRuntime.anyMapping(executable, m -> version(m.path()) != null);
+        return ManagedRuntime.anyMapping(executable, this::interpreter);
+    }
+
+    /** Whether {@code m} maps a CPython interpreter binary: named as one, or found to be one by {@link #detectFile}. */
+    boolean interpreter(MapEntry m) {
+        return version(m.path()) != null || (!interpreters.isEmpty() && interpreters.contains(Inode.of(m)));
+    }
+
+    /**
+     * A binary named as CPython's, or one whose symbols make it an interpreter ({@code _PyRuntime} and
+     * {@code _PyEval_EvalFrameDefault}), whatever its name: then remembered by its identity, so that {@link #detect}
+     * knows its processes without reading anything.
+     */
+    @Override
+    public boolean detectFile(MapEntry m, Path file) throws IOException {
+        if (interpreter(m)) {
+            return true;
+        }
+        PythonSymbols syms;
+        try {
+            syms = PythonSymbols.read(file);
+        } catch (dev.loupe.unwinder.elf.ElfException e) {
+            return false;
+        }
+        if (!syms.interpreter()) {
+            return false;
+        }
+        if (interpreters.size() >= 4 * BINARIES) {
+            interpreters.clear(); // a bound; binaries still mapped are found again when their tables are rebuilt
+        }
+        interpreters.add(Inode.of(m));
+        foundByContent.incrementAndGet();
+        return true;
     }
 
     /** {major, minor} of a CPython binary's path ({@code /usr/bin/python3.11}, {@code .../libpython3.13.so.1.0}), else null. */
@@ -103,7 +147,7 @@ public final class PythonRuntime implements ManagedRuntime {
      */
     @Override
     public Optional<UnwindTable> fileTable(MapEntry m, Path file, UnwindTable own) throws IOException {
-        if (version(m.path()) == null) {
+        if (!interpreter(m)) {
             return Optional.empty();
         }
         PythonBinary bin;
@@ -194,6 +238,7 @@ public final class PythonRuntime implements ManagedRuntime {
     @Override
     public Map<String, Long> counters() {
         return Map.of("opened", opened.get(), "unknown_versions", unknownVersions.get(), "code_reads", codeReads.get(),
-                "bad_code", badCode.get(), "binaries_read", binariesRead.get(), "static_code_hits", staticCodeHits.get());
+                "bad_code", badCode.get(), "binaries_read", binariesRead.get(), "static_code_hits", staticCodeHits.get(),
+                "found_by_content", foundByContent.get());
     }
 }

@@ -27,6 +27,15 @@ public interface ManagedRuntime {
     boolean detect(List<MapEntry> executable);
 
     /**
+     * Whether the file mapping {@code m} maps (readable at {@code file}) is this runtime's, judged from the file itself
+     * where its name does not say (an interpreter binary renamed); called once per file whose table is built, before
+     * {@link #fileTable}. A runtime that finds a file this way has {@link #detect} accept its mappings from then on.
+     */
+    default boolean detectFile(MapEntry m, Path file) throws IOException {
+        return detect(List.of(m));
+    }
+
+    /**
      * Opens the runtime of process {@code pid}, which {@link #detect} accepted; empty when it cannot be read (the
      * runtime says why, once, in the log: its frames then stay native). {@code exe} is the basename of the process's
      * executable ({@code java}, {@code node}), for mapping names.

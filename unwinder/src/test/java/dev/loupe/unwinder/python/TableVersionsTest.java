@@ -1,14 +1,19 @@
 package dev.loupe.unwinder.python;
 
+import dev.loupe.unwinder.proc.ProcessMemory;
 import dev.loupe.unwinder.runtime.FrameType;
 import dev.loupe.unwinder.runtime.RuntimeFrame;
 import org.junit.jupiter.api.Test;
 
 import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.nio.ByteBuffer;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * CPython 3.10 (Ubuntu 22.04) and 3.12 (Ubuntu 24.04), which this host cannot run: a process's memory made from each
@@ -67,6 +72,57 @@ class TableVersionsTest {
         long fresh = mem.interpreterFrame(tern, -1, 0, 0);
         long runtime2 = mem.runtime(new long[] {FSBASE}, new long[] {fresh});
         assertEquals(List.of(List.of(PythonFrameStep.value(tern, 0))), PythonFrameStep.walk(mem, l, runtime2, FSBASE, 1));
+    }
+
+    /**
+     * 3.12: a 40-deep recursion in one data stack chunk (each frame pushed after its caller, 192 bytes apart here), run
+     * by one loop call: the same 40 values, innermost first, as frame by frame, but read a block at a time: a 1024-byte
+     * block ending at a frame's head holds it and its next four callers, and a block does not start below its frame's
+     * page, so 40 frames take 8 blocks and at most one more per page crossed (the chain spans 2 pages here), where a
+     * read per frame took 40.
+     */
+    @Test
+    void cpython312DeepChainIsReadABlockAtATime() throws Exception {
+        PythonLayout l = PythonLayout.forVersion(3, 12).orElseThrow();
+        FakeInterpreter mem = new FakeInterpreter(l);
+        long r = mem.code("r", FILE, 4, noColumns(8, 0));
+        long runtime = mem.runtime(new long[] {FSBASE}, new long[] {0}); // its frame is set below
+        long f = mem.interpreterFrame(r, 0, 0, l.cstackOwner());
+        List<Long> expected = new ArrayList<>();
+        long first = 0;
+        for (int i = 0; i < 40; i++) {
+            long callee = mem.interpreterFrame(r, i % 8, f, 0);
+            assertEquals(f + PythonFrameStep.FRAME_BYTES + 64, callee, "frames pushed one after another");
+            if (i == 0) {
+                first = callee;
+            }
+            f = callee;
+            expected.add(0, PythonFrameStep.value(r, i % 8));
+        }
+        long innermost = f;
+        assertEquals(2, (innermost + PythonFrameStep.FRAME_BYTES - 1) / PythonFrameStep.PAGE_BYTES
+                - first / PythonFrameStep.PAGE_BYTES, "the chain crosses two page boundaries");
+        // The thread state's current frame: the innermost.
+        long ts = mem.readLong(mem.readLong(runtime + l.interpretersHead()) + l.threadsHead());
+        mem.putLong(mem.readLong(ts + l.frameHolder()) + l.currentFrame(), innermost);
+
+        List<long[]> reads = new ArrayList<>();
+        ProcessMemory counting = new ProcessMemory() {
+            @Override
+            public void read(long address, ByteBuffer dst) throws IOException {
+                reads.add(new long[] {address, dst.remaining()});
+                mem.read(address, dst);
+            }
+
+            @Override
+            public void close() {}
+        };
+        assertEquals(List.of(expected, List.of()), PythonFrameStep.walk(counting, l, runtime, FSBASE, 2));
+        long frameReads = reads.stream().filter(a -> a[1] >= PythonFrameStep.FRAME_BYTES).count(); // not the thread's 8-byte reads
+        assertTrue(frameReads >= 8 && frameReads <= 10, "frame reads: " + frameReads);
+        assertTrue(reads.stream().allMatch(a -> a[1] <= PythonFrameStep.BLOCK_BYTES
+                && (a[0] + a[1] - 1) / PythonFrameStep.PAGE_BYTES - a[0] / PythonFrameStep.PAGE_BYTES <= 1),
+                "a read spans at most its frame's page and the next");
     }
 
     /** 3.12: what goes wrong is said, and the frames read before it stay. */

@@ -15,8 +15,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * A CPython whose version has no layout (here Debian's python3.11 copied as {@code python3.7}, which is what a 3.7
- * looks like from outside): detected, not opened (its frames stay native), counted once per process.
+ * A CPython whose version has no layout (here Debian's python3.11 copied as {@code python3.7}, its {@code Py_Version}
+ * constant made 3.7's, which is what a 3.7 looks like from outside): detected, not opened (its frames stay native),
+ * counted once per process.
  */
 class UnknownVersionTest {
     @TempDir
@@ -26,6 +27,7 @@ class UnknownVersionTest {
     void anUnknownVersionIsDetectedButNotOpened() throws Exception {
         Path python37 = Files.copy(PythonTargets.PYTHON311, dir.resolve("python3.7"));
         assertTrue(python37.toFile().setExecutable(true));
+        VersionFromBinaryTest.patchPyVersion(python37, 0x030700f0); // 3.7.0 final
         ProcessBuilder pb = new ProcessBuilder(python37.toString(), "-c", "import sys; print('ready', flush=True); sys.stdin.readline()");
         pb.environment().put("PYTHONHOME", "/usr"); // its standard library, from where the copy is not
         Process p = pb.redirectErrorStream(true).start();
@@ -52,7 +54,7 @@ class UnknownVersionTest {
             assertTrue(runtime.open((int) p.pid(), "python3.7").isEmpty());
             assertTrue(runtime.open((int) p.pid(), "python3.7").isEmpty(), "asked again (another consumer, a later process)");
             assertEquals(Map.of("opened", 0L, "unknown_versions", 1L, "code_reads", 0L, "bad_code", 0L, "binaries_read", 0L,
-                    "static_code_hits", 0L),
+                    "static_code_hits", 0L, "found_by_content", 0L),
                     runtime.counters(), "the binary found unreadable once, and said once");
             dev.loupe.unwinder.proc.MapEntry exec = ProcMaps.read(Path.of("/proc"), (int) p.pid()).stream()
                     .filter(m -> m.executable() && m.path().equals(python37.toString())).findFirst().orElseThrow();
