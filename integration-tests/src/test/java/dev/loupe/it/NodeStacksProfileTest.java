@@ -41,13 +41,16 @@ class NodeStacksProfileTest {
      * A branch never taken that makes a leaf's bytecode larger than TurboFan inlines (V8's max_inlined_bytecode_size,
      * 460 bytes): once caller is optimized (after 40 s or so on a quiet machine) it would otherwise carry hot and cold
      * inlined, and those leaves would vanish from the stacks (inlined functions as frames of their own are not read
-     * yet: issue 29). On the leaf's own line, so its line stays one.
+     * yet: issue 29). On the leaf's own line, so its line stays one. And N makes each call of caller long (about 60 ms),
+     * so that caller, run 15 times a second, is not yet optimized within the 60 s run either: at a quarter of that
+     * (N 4,000,000) TurboFan compiled it 40-55 s in on a quiet machine, and an optimized caller's frame has no bytecode
+     * offset, hence no line (lines of compiled frames: issue 29 again).
      */
     private static final String NOT_INLINED = " if (n === -1) { " + "s = s * 7 + 3; ".repeat(120) + "}";
 
     static final String TARGET = """
             'use strict';
-            const N = 4000000;
+            const N = 16000000;
             function hot(n) { let s = 0; for (let i = 0; i < n; i++) s = (s * 31 + i) % 1000003;/*PAD*/ return s; }
             function cold(n) { let s = 0; for (let i = 0; i < n; i++) s = (s * 31 + i) % 1000003;/*PAD*/ return s; }
             function caller(r) { return r % 10 < 7 ? hot(N) : cold(N); }
